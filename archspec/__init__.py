@@ -1,0 +1,52 @@
+"""archspec: exact sizes, costs and checks for Transformer architectures.
+
+Import cost is kept to pydantic and the standard library; torch is loaded only by
+``archspec.reference``.
+"""
+
+from __future__ import annotations
+
+# Import the preset data package before defining the `presets()` function below: once the
+# submodule is in sys.modules, later `import archspec.presets` leaves the attribute alone.
+from archspec import presets as _presets_data  # noqa: F401  (data package, see presets/)
+from archspec.catalog import get_preset, preset, preset_names, resolve_model
+from archspec.errors import SpecError
+from archspec.loading import load_spec
+from archspec.params import COMPONENTS, ParamCount, count_params
+from archspec.spec import ModelSpec
+
+__version__ = "0.1.0"
+
+
+def presets() -> list[str]:
+    """The names of all presets, e.g. ['transformer-base', ..., 'gpt3-175b']."""
+    return preset_names()
+
+
+def __getattr__(name: str):
+    # Heavier layers load on first use, so `import archspec` stays cheap.
+    if name in ("count_flops", "FlopCount"):
+        from archspec import flops
+
+        return getattr(flops, name)
+    if name in ("estimate_memory", "MemoryEstimate"):
+        from archspec import memory
+
+        return getattr(memory, name)
+    raise AttributeError(f"module 'archspec' has no attribute {name!r}")
+
+
+__all__ = [
+    "COMPONENTS",
+    "ModelSpec",
+    "ParamCount",
+    "SpecError",
+    "count_params",
+    "get_preset",
+    "load_spec",
+    "preset",
+    "preset_names",
+    "presets",
+    "resolve_model",
+    "__version__",
+]

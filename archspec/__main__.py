@@ -1,0 +1,5 @@
+import sys
+
+from archspec.cli import main
+
+sys.exit(main())

@@ -1,0 +1,155 @@
+"""Presets: family files in the presets package, one model per ``[models.NAME]`` table.
+
+A family file (``presets/*.toml``) has this shape, which ``archspec validate FILE`` also reads::
+
+    [family]                      # name, title, source
+    [defaults]                    # spec fields shared by every model of the family
+    [models.NAME]                 # spec fields of one model, plus:
+    summary = "..."               #   one line for `archspec list`
+    source = "..."                #   where the numbers come from
+    [models.NAME.printed]         #   values as printed where the preset reads them differently
+    [[models.NAME.claims]]        #   published claims (see archspec.claims.Claim)
+
+Every number carries its provenance as a comment beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from archspec.errors import SpecError, did_you_mean
+from archspec.loading import build_spec, read_mapping
+from archspec.spec import ModelSpec
+
+RESERVED = ("summary", "source", "printed", "claims")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One model of a family file: its spec plus provenance and published claims."""
+
+    name: str
+    family: str
+    summary: str
+    source: str
+    spec_data: dict[str, Any]
+    claims_data: tuple[dict[str, Any], ...] = ()
+    printed: dict[str, Any] = field(default_factory=dict)
+    path: str = ""
+
+    @property
+    def spec(self) -> ModelSpec:
+        return _spec_of(self)
+
+    @property
+    def claims(self):
+        from archspec.claims import parse_claims
+
+        return parse_claims(self.claims_data, f"{self.path}: models.{self.name}.claims")
+
+
+@lru_cache(maxsize=None)
+def _spec_cache(name: str, items: tuple) -> ModelSpec:
+    return build_spec(dict(items), f"preset {name!r}")
+
+
+def _spec_of(p: Preset) -> ModelSpec:
+    return _spec_cache(p.name, tuple(sorted(p.spec_data.items())))
+
+
+def parse_family(data: dict[str, Any], where: str) -> list[Preset]:
+    """The presets of one family file's mapping."""
+    unknown = set(data) - {"family", "defaults", "models"}
+    if unknown:
+        raise SpecError(f"{where}: unknown top-level key(s) {sorted(unknown)}; expected family, defaults, models")
+    family = data.get("family", {})
+    defaults = data.get("defaults", {})
+    models = data.get("models")
+    if not isinstance(family, dict) or not isinstance(defaults, dict):
+        raise SpecError(f"{where}: [family] and [defaults] must be tables")
+    if not isinstance(models, dict) or not models:
+        raise SpecError(f"{where}: no [models.NAME] tables found")
+    out = []
+    for name, table in models.items():
+        if not isinstance(table, dict):
+            raise SpecError(f"{where}: models.{name} must be a table")
+        spec_data = {**defaults, **{k: v for k, v in table.items() if k not in RESERVED}}
+        if spec_data.setdefault("name", name) != name:
+            raise SpecError(f"{where}: models.{name} has name={spec_data['name']!r}; drop it or make them equal")
+        claims = table.get("claims", [])
+        if not isinstance(claims, list):
+            raise SpecError(f"{where}: models.{name}.claims must be an array of tables ([[models.{name}.claims]])")
+        out.append(
+            Preset(
+                name=name,
+                family=str(family.get("name", Path(where).stem)),
+                summary=str(table.get("summary", "")),
+                source=str(table.get("source", family.get("source", ""))),
+                spec_data=spec_data,
+                claims_data=tuple(claims),
+                printed=dict(table.get("printed", {})),
+                path=where,
+            )
+        )
+    return out
+
+
+def load_family_file(path: str | Path) -> list[Preset]:
+    return parse_family(read_mapping(path), str(path))
+
+
+@lru_cache(maxsize=1)
+def _catalog() -> dict[str, Preset]:
+    import importlib
+
+    # The data package (presets/); `archspec.presets` the attribute is the listing function.
+    _data = importlib.import_module("archspec.presets")
+
+    out: dict[str, Preset] = {}
+    for path in _data.files():
+        for p in load_family_file(path):
+            if p.name in out:
+                raise SpecError(f"preset {p.name!r} is defined twice ({out[p.name].path} and {path})")
+            out[p.name] = p
+    return out
+
+
+def preset_names() -> list[str]:
+    """All preset names, in file order (families sorted by file name)."""
+    return list(_catalog())
+
+
+def get_preset(name: str) -> Preset:
+    cat = _catalog()
+    if name not in cat:
+        raise SpecError(f"unknown preset {name!r}{did_you_mean(name, cat)} (see `archspec list`)")
+    return cat[name]
+
+
+def preset(name: str) -> ModelSpec:
+    """The ModelSpec of a preset, e.g. preset('gpt2')."""
+    return get_preset(name).spec
+
+
+def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
+    """A preset name or a spec-file path, with `--set` overrides applied and re-validated."""
+    looks_like_path = any(ref.lower().endswith(s) for s in (".toml", ".json", ".yaml", ".yml")) or "/" in ref
+    if looks_like_path or (Path(ref).is_file() and ref not in _catalog()):
+        from archspec.loading import load_spec
+
+        spec = load_spec(ref)
+    else:
+        spec = preset(ref)
+    if overrides:
+        try:
+            spec = spec.replace(**overrides)
+        except ValidationError as err:
+            from archspec.errors import describe_validation_error
+
+            raise SpecError(describe_validation_error(err, f"{ref} with --set")) from None
+    return spec

@@ -1,0 +1,130 @@
+"""Reading spec files (.toml, .json, .yaml) and parsing command-line values."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from archspec.errors import SpecError, describe_validation_error
+from archspec.spec import ModelSpec
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SUFFIXES = (".toml", ".json", ".yaml", ".yml")
+
+
+def read_mapping(path: str | Path) -> dict[str, Any]:
+    """The top-level table of a .toml, .json or .yaml file, or a SpecError naming the problem."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise SpecError(f"{path}: unsupported file type {suffix or '(none)'!r}; use .toml, .json or .yaml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SpecError(f"{path}: is a directory, not a spec file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read: {exc}") from None
+    if not text.strip():
+        raise SpecError(f"{path}: file is empty; a spec file holds the spec fields at its top level")
+    try:
+        if suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix == ".json":
+            data = json.loads(text)
+        else:
+            try:
+                import yaml
+            except ImportError:
+                raise SpecError(
+                    f"{path}: reading YAML needs PyYAML; install it (pip install pyyaml) or use .toml/.json"
+                ) from None
+            data = yaml.safe_load(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: malformed TOML: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{path}: malformed JSON: {exc}") from None
+    except SpecError:
+        raise
+    except Exception as exc:  # yaml.YAMLError and friends
+        raise SpecError(f"{path}: malformed YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise SpecError(
+            f"{path}: the top level must be a table of spec fields, not {type(data).__name__}"
+        )
+    return data
+
+
+def build_spec(data: dict[str, Any], where: str = "") -> ModelSpec:
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as err:
+        raise SpecError(describe_validation_error(err, where)) from None
+
+
+def load_spec(path: str | Path) -> ModelSpec:
+    """A ModelSpec from a .toml, .json or .yaml file holding the fields at its top level."""
+    data = read_mapping(path)
+    if "models" in data and "name" not in data:
+        raise SpecError(
+            f"{path}: this looks like a preset family file (it has [models]); "
+            "a spec file holds one model's fields at its top level"
+        )
+    return build_spec(data, str(path))
+
+
+_INT = re.compile(r"^[+-]?[0-9][0-9_]*$")
+_FLOAT = re.compile(r"^[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)([eE][+-]?[0-9]+)?$")
+
+
+def parse_number(text: str, what: str = "value") -> int | float:
+    """'50_257' -> 50257, '300e9' -> 300000000000 (exact int when integral), '0.4' -> 0.4."""
+    s = text.strip()
+    if _INT.match(s):
+        return int(s.replace("_", ""))
+    if _FLOAT.match(s):
+        value = float(s.replace("_", ""))
+        if math.isfinite(value) and value == int(value) and abs(value) < 2**63:
+            # exact integer reading of '300e9' etc.
+            from decimal import Decimal
+
+            return int(Decimal(s.replace("_", "")))
+        return value
+    raise SpecError(f"{what}: {text!r} is not a number")
+
+
+def parse_value(text: str) -> Any:
+    """A --set value: a number, true/false, or a string."""
+    s = text.strip()
+    low = s.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return parse_number(s)
+    except SpecError:
+        return s
+
+
+def parse_assignments(items: list[str] | None) -> dict[str, Any]:
+    """['d_model=1024', 'bias=false'] -> {'d_model': 1024, 'bias': False}."""
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise SpecError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set d_model=1024")
+        key, value = item.split("=", 1)
+        key = key.strip()
+        if not key:
+            raise SpecError(f"--set {item!r}: the field name is empty; expected FIELD=VALUE")
+        out[key] = parse_value(value)
+    return out
