@@ -16,7 +16,9 @@ from archspec.render import FORMATS
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
-ROUNDING_NOTE = "Counts rounded for reading (K = 10^3, M = 10^6, B = 10^9, T = 10^12); --format json gives exact integers."
+ROUNDING_NOTE = (
+    "Counts rounded for reading (K = 10^3, M = 10^6, B = 10^9, T = 10^12); --format json gives exact integers."
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -121,15 +123,24 @@ def cmd_list(args) -> int:
         spec = p.spec
         total = count_params(spec).total
         objects.append(
-            {"name": name, "family": p.family, "kind": spec.kind, "total": total, "summary": p.summary, "source": p.source}
+            {
+                "name": name,
+                "family": p.family,
+                "kind": spec.kind,
+                "total": total,
+                "summary": p.summary,
+                "source": p.source,
+            }
         )
         rows.append([name, spec.kind, _layers(spec), spec.d_model, human(total), p.summary])
     _render(
         args,
         objects,
-        lambda: table(rows, ["preset", "kind", "layers", "d_model", "params", "summary"], args.format)
-        + "\n\n"
-        + ROUNDING_NOTE,
+        lambda: (
+            table(rows, ["preset", "kind", "layers", "d_model", "params", "summary"], args.format)
+            + "\n\n"
+            + ROUNDING_NOTE
+        ),
     )
     return EXIT_OK
 
@@ -141,7 +152,9 @@ def cmd_show(args) -> int:
     from archspec.render import table
 
     specs = _specs(args)
-    objects = [{"name": s.name, **{k: v for k, v in s.resolved().items() if k != "name"}, "kind": s.kind} for s in specs]
+    objects = [
+        {"name": s.name, **{k: v for k, v in s.resolved().items() if k != "name"}, "kind": s.kind} for s in specs
+    ]
 
     def people() -> str:
         blocks = []
@@ -186,11 +199,7 @@ def cmd_params(args) -> int:
     def people() -> str:
         blocks = []
         for spec, c in zip(specs, counts):
-            rows = [
-                [name, human(n), exact(n), pct(c.share(name))]
-                for name in COMPONENTS
-                if (n := c.components[name])
-            ]
+            rows = [[name, human(n), exact(n), pct(c.share(name))] for name in COMPONENTS if (n := c.components[name])]
             rows.append(["total", human(c.total), exact(c.total), pct(1.0)])
             head = f"{spec.name}: {spec.kind}, {_layers(spec)} layers, d_model {spec.d_model}"
             per = "; ".join(
@@ -199,11 +208,17 @@ def cmd_params(args) -> int:
             dev = (c.estimate - c.total) / c.total
             lines = [
                 head,
-                table(rows, ["component", "params", "exact", "share"], args.format, colalign=("left", "right", "right", "right")),
+                table(
+                    rows,
+                    ["component", "params", "exact", "share"],
+                    args.format,
+                    colalign=("left", "right", "right", "right"),
+                ),
                 f"per layer: {per}",
                 f"non-embedding (Kaplan's N): {human(c.non_embedding)} ({exact(c.non_embedding)})",
                 f"seed estimate 12*L*d^2 + V*d: {human(c.estimate)} ({exact(c.estimate)}), {signed_pct(dev)} vs exact; "
-                "leaves out biases, norms, position tables and other deviations from the GPT-2 block",
+                "leaves out biases, norms, position tables, cross-attention and any other departure "
+                "from the GPT-2 block",
             ]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks) + "\n\n" + ROUNDING_NOTE
@@ -250,8 +265,16 @@ def cmd_compare(args) -> int:
         rows = []
         for s, c, e in zip(specs, counts, extras):
             row = [
-                s.name, _layers(s), s.d_model, _heads(s), s.d_head, s.d_ff, f"{s.vocab_size:,}",
-                s.max_positions, human(c.total), human(c.non_embedding),
+                s.name,
+                _layers(s),
+                s.d_model,
+                _heads(s),
+                s.d_head,
+                s.d_ff,
+                f"{s.vocab_size:,}",
+                s.max_positions,
+                human(c.total),
+                human(c.non_embedding),
             ]
             row += [e[k]["text"] for k in e]
             rows.append(row)
@@ -259,7 +282,11 @@ def cmd_compare(args) -> int:
         note = _compare_note(args)
         return table(rows, headers, args.format) + "\n\n" + ROUNDING_NOTE + (("\n" + note) if note else "")
 
-    _render(args, [{k: (v["value"] if isinstance(v, dict) and "value" in v else v) for k, v in o.items()} for o in objects], people)
+    _render(
+        args,
+        [{k: (v["value"] if isinstance(v, dict) and "value" in v else v) for k, v in o.items()} for o in objects],
+        people,
+    )
     return EXIT_OK
 
 
@@ -313,8 +340,12 @@ def command(name: str, help: str, examples: str, models: str | None = "+", defau
     def register(add_args: Callable[[argparse.ArgumentParser], None] | None):
         def wrap(run):
             COMMANDS[name] = {
-                "help": help, "examples": examples, "models": models, "add_args": add_args,
-                "run": run, "default_format": default_format,
+                "help": help,
+                "examples": examples,
+                "models": models,
+                "add_args": add_args,
+                "run": run,
+                "default_format": default_format,
             }
             return run
 
@@ -323,16 +354,31 @@ def command(name: str, help: str, examples: str, models: str | None = "+", defau
     return register
 
 
-command("list", "presets with a one-line summary", "archspec list\n  archspec list --format json", models=None)(None)(cmd_list)
-command("show", "the full spec of each MODEL, defaults resolved",
-        "archspec show gpt2\n  archspec show my-model.toml --format json\n  archspec show gpt2 --set n_kv_heads=4")(None)(cmd_show)
-command("params", "exact parameter count by component, with the seed estimate and Kaplan's N",
-        "archspec params gpt2\n  archspec params gpt3-175b --format json\n  archspec params gpt2 --set vocab_size=50_304")(None)(cmd_params)
-command("compare", "models side by side: shape, parameters, FLOPs per token, memory",
-        "archspec compare transformer-base gpt2\n  archspec compare gpt2 gpt2-medium gpt2-large gpt2-xl --format markdown")(None)(cmd_compare)
-command("schema", "the JSON Schema of a spec file (--format table lists the fields)",
-        "archspec schema > modelspec.schema.json\n  archspec schema --format table", models=None,
-        default_format="json")(None)(cmd_schema)
+command("list", "presets with a one-line summary", "archspec list\n  archspec list --format json", models=None)(None)(
+    cmd_list
+)
+command(
+    "show",
+    "the full spec of each MODEL, defaults resolved",
+    "archspec show gpt2\n  archspec show my-model.toml --format json\n  archspec show gpt2 --set n_kv_heads=4",
+)(None)(cmd_show)
+command(
+    "params",
+    "exact parameter count by component, with the seed estimate and Kaplan's N",
+    "archspec params gpt2\n  archspec params gpt3-175b --format json\n  archspec params gpt2 --set vocab_size=50_304",
+)(None)(cmd_params)
+command(
+    "compare",
+    "models side by side: shape, parameters, FLOPs per token, memory",
+    "archspec compare transformer-base gpt2\n  archspec compare gpt2 gpt2-medium gpt2-large gpt2-xl --format markdown",
+)(None)(cmd_compare)
+command(
+    "schema",
+    "the JSON Schema of a spec file (--format table lists the fields)",
+    "archspec schema > modelspec.schema.json\n  archspec schema --format table",
+    models=None,
+    default_format="json",
+)(None)(cmd_schema)
 
 
 def build_parser() -> Parser:

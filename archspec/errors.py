@@ -31,7 +31,7 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
         loc = ".".join(str(p) for p in e["loc"])
         msg = e["msg"]
         if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+            msg = msg[len("Value error, ") :]
         kind = e["type"]
         if kind == "default_factory_not_called":  # a consequence of another field's error
             continue
@@ -39,9 +39,7 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
             parts.append(f"unknown field {loc!r}{did_you_mean(loc, fields)}")
         elif kind == "missing":
             parts.append(f"missing required field {loc!r}")
-        elif kind == "literal_error":
-            parts.append(f"{loc}: {msg} (got {e.get('input')!r})")
-        elif loc:
+        elif kind == "literal_error" or loc:
             parts.append(f"{loc}: {msg} (got {e.get('input')!r})")
         else:
             parts.append(msg)

@@ -60,9 +60,7 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     except Exception as exc:  # yaml.YAMLError and friends
         raise SpecError(f"{path}: malformed YAML: {' '.join(str(exc).split())}") from None
     if not isinstance(data, dict):
-        raise SpecError(
-            f"{path}: the top level must be a table of spec fields, not {type(data).__name__}"
-        )
+        raise SpecError(f"{path}: the top level must be a table of spec fields, not {type(data).__name__}")
     return data
 
 

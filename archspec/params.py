@@ -73,9 +73,7 @@ def attention_params(spec: ModelSpec) -> int:
 def mlp_params(spec: ModelSpec) -> int:
     """Up projection(s) d -> d_ff (two for gated activations) and the down projection d_ff -> d."""
     n_in = 2 if spec.gated else 1
-    return n_in * linear_params(spec.d_model, spec.d_ff, spec.bias) + linear_params(
-        spec.d_ff, spec.d_model, spec.bias
-    )
+    return n_in * linear_params(spec.d_model, spec.d_ff, spec.bias) + linear_params(spec.d_ff, spec.d_model, spec.bias)
 
 
 def layer_params(spec: ModelSpec, stack: str) -> dict[str, int]:

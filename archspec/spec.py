@@ -32,7 +32,9 @@ def _quotient(data: dict[str, Any], num: str, den: str) -> int:
 class ModelSpec(BaseModel):
     """A Transformer architecture, as the counter and the reference builder both read it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # defer_build: the validator is built on first validation, not at import, so commands that
+    # only read presets (trusted package data, validated by the test suite) start fast.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
     name: str = Field(
         pattern=r"^[a-z0-9][a-z0-9._-]*$",
@@ -41,7 +43,9 @@ class ModelSpec(BaseModel):
     vocab_size: int = Field(ge=1, description="V: rows of the token embedding")
     d_model: int = Field(ge=1, description="width of the residual stream")
     encoder_layers: int = Field(0, ge=0, description="encoder blocks (bidirectional)")
-    decoder_layers: int = Field(0, ge=0, description="decoder blocks (causal; cross-attention when there is an encoder)")
+    decoder_layers: int = Field(
+        0, ge=0, description="decoder blocks (causal; cross-attention when there is an encoder)"
+    )
     n_heads: int = Field(ge=1, description="query heads")
     d_head: int = Field(
         default_factory=lambda data: _quotient(data, "d_model", "n_heads"),

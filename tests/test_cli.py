@@ -1,0 +1,130 @@
+"""The command line: outputs, JSON shapes, and one clear line with exit 2 for bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import archspec
+
+
+def test_compare_shows_the_card_side_by_side(run_cli):
+    code, out, _ = run_cli("compare", "transformer-base", "gpt2")
+    assert code == 0
+    assert "6 enc + 6 dec" in out and "63.1M" in out and "124.4M" in out and "rounded" in out
+
+
+def test_params_json_is_exact(run_json):
+    (obj,) = run_json("params", "gpt3-175b")
+    assert list(obj)[0] == "name" and obj["total"] == 174_604_259_328
+    assert sum(obj["components"].values()) == obj["total"]
+    assert {"non_embedding", "estimate", "components"} <= set(obj)
+
+
+def test_compare_json_has_the_params_keys(run_json):
+    objs = run_json("compare", "gpt2", "gpt2-medium")
+    assert [o["name"] for o in objs] == ["gpt2", "gpt2-medium"]
+    assert objs[1]["total"] == 354_823_168 and "components" in objs[1]
+
+
+def test_set_overrides_a_field_with_underscores_and_scientific_notation(run_json):
+    (obj,) = run_json("params", "gpt2", "--set", "vocab_size=50_304", "--set", "max_positions=2e3")
+    assert obj["components"]["embed"] == 50304 * 768 and obj["components"]["position"] == 2000 * 768
+
+
+def test_spec_file_as_model(run_json, tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        'name = "mine"\nvocab_size = 1000\nd_model = 64\ndecoder_layers = 2\nn_heads = 4\nmax_positions = 16\n'
+    )
+    (obj,) = run_json("params", str(path))
+    assert obj["name"] == "mine"
+
+
+def test_show_resolves_defaults(run_json):
+    (obj,) = run_json("show", "gpt2")
+    assert obj["d_head"] == 64 and obj["d_ff"] == 3072 and obj["final_norm"] is True
+
+
+def test_list_names_every_preset(run_json):
+    assert [o["name"] for o in run_json("list")] == archspec.presets()
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv"])
+def test_every_format_renders(run_cli, fmt):
+    code, out, _ = run_cli("params", "gpt2", "--format", fmt)
+    assert code == 0 and ("124.4M" in out or "124439808" in out)
+
+
+def test_schema_is_json_schema(run_cli):
+    code, out, _ = run_cli("schema")
+    assert code == 0 and json.loads(out)["title"] == "ModelSpec"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["params", "gtp2"], "unknown preset 'gtp2'; did you mean 'gpt2'"),
+        (["params", "gpt2", "--set", "d_modle=5"], "unknown field 'd_modle'; did you mean 'd_model'"),
+        (["params", "gpt2", "--set", "d_model=abc"], "d_model: Input should be a valid integer"),
+        (["params", "gpt2", "--set", "d_model=0"], "d_model: Input should be greater than or equal to 1"),
+        (["params", "gpt2", "--set", "d_model=-8"], "greater than or equal to 1"),
+        (["params", "gpt2", "--set", "n_heads=7"], "not divisible by n_heads=7"),
+        (["params", "gpt2", "--set", "position=rope"], "'learned', 'sinusoidal', 'rotary' or 'none'"),
+        (["params", "gpt2", "--set", "d_model"], "expected FIELD=VALUE"),
+        (["params", "gpt2", "--format", "xml"], "invalid choice: 'xml'"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["params", "missing.toml"], "no such file"),
+        (["params"], "the following arguments are required: MODEL"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(run_cli, argv, message):
+    code, out, err = run_cli(*argv)
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("empty.toml", "", "file is empty"),
+        ("list.json", "[1]", "top level must be a table"),
+        ("bad.toml", "x = [", "malformed TOML"),
+        ("bad.json", "{", "malformed JSON"),
+        (
+            "wrong.toml",
+            'name = "x"\nvocab_size = 1\nd_model = 8\ndecoder_layers = 1\nn_heads = 3\nmax_positions = 4\n',
+            "d_model=8 is not divisible by n_heads=3",
+        ),
+    ],
+)
+def test_bad_files_are_one_line_and_exit_2(run_cli, tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    code, _, err = run_cli("params", str(path))
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_every_command_has_help_with_an_example(run_cli):
+    from archspec.cli import COMMANDS
+
+    for name in COMMANDS:
+        code, out, _ = run_cli(name, "--help")
+        assert code == 0 and "examples:" in out and "--format" in out, name
+
+
+def test_analytic_commands_never_import_torch():
+    code = (
+        "import sys; from archspec.cli import main; main(['compare','transformer-base','gpt2','gpt3-175b']); "
+        "main(['params','gpt2']); main(['list']); assert 'torch' not in sys.modules, 'torch imported'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_python_dash_m_works():
+    proc = subprocess.run(
+        [sys.executable, "-m", "archspec", "params", "gpt2", "--format", "json"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and json.loads(proc.stdout)[0]["total"] == 124_439_808

@@ -1,0 +1,94 @@
+"""Presets: names, provenance, and the architecture choices the papers print."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import archspec
+from archspec.catalog import get_preset
+
+PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
+EXPECTED = [
+    "transformer-base",
+    "transformer-big",
+    "gpt2",
+    "gpt2-medium",
+    "gpt2-large",
+    "gpt2-xl",
+    "gpt3-small",
+    "gpt3-medium",
+    "gpt3-large",
+    "gpt3-xl",
+    "gpt3-2.7b",
+    "gpt3-6.7b",
+    "gpt3-13b",
+    "gpt3-175b",
+]
+
+
+def test_every_required_preset_exists():
+    assert set(EXPECTED) <= set(archspec.presets())
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_preset_name_appears_literally_in_a_family_file(name):
+    text = "".join(p.read_text() for p in PRESET_DIR.glob("*.toml"))
+    assert re.search(rf'\[models\.("{re.escape(name)}"|{re.escape(name)})\]', text)
+
+
+@pytest.mark.parametrize("name", archspec.presets())
+def test_every_preset_has_a_source_and_a_claim(name):
+    p = get_preset(name)
+    assert p.source and p.summary
+    assert any(c["quantity"] == "params" for c in p.claims_data)
+
+
+@pytest.mark.parametrize("path", sorted(PRESET_DIR.glob("*.toml")), ids=lambda p: p.name)
+def test_every_number_in_a_family_file_carries_a_provenance_comment(path):
+    """Spec fields under [defaults] and [models.X] carry a '# source' comment on their line."""
+    from archspec.spec import ModelSpec
+
+    fields = set(ModelSpec.model_fields)
+    section = None
+    for line in path.read_text().splitlines():
+        if line.startswith("["):
+            section = line
+            continue
+        key = line.split("=", 1)[0].strip()
+        in_spec_table = section and (
+            section == "[defaults]"
+            or (section.startswith("[models.") and section.count("[") == 1 and not section.endswith(".printed]"))
+        )
+        if in_spec_table and key in fields:
+            assert "#" in line, f"{path.name}: {line!r} has no provenance comment"
+
+
+def test_transformer_follows_vaswani_2017():
+    s = archspec.preset("transformer-base")
+    assert (s.encoder_layers, s.decoder_layers, s.d_model, s.d_ff, s.n_heads, s.d_head) == (6, 6, 512, 2048, 8, 64)
+    assert (s.norm_position, s.final_norm, s.activation, s.position, s.tie_embeddings) == (
+        "post",
+        False,
+        "relu",
+        "sinusoidal",
+        True,
+    )
+    assert s.vocab_size == 37000
+
+
+def test_gpt3_contradictory_rows_record_what_was_printed():
+    xl, b13 = get_preset("gpt3-xl"), get_preset("gpt3-13b")
+    assert xl.printed["n_heads"] == 24 and xl.spec.n_heads * xl.spec.d_head == xl.spec.d_model == 2048
+    assert b13.printed["d_model"] == 5140 and b13.spec.d_model == 5120 == 40 * 128
+
+
+@pytest.mark.parametrize("name", archspec.presets())
+def test_packaged_presets_are_valid(name):
+    """Presets are built without re-validation at run time; this is where they are validated."""
+    from archspec.spec import ModelSpec
+
+    p = get_preset(name)
+    validated = ModelSpec.model_validate(p.spec_data)
+    assert validated == p.spec
+    assert validated.model_fields_set == p.spec.model_fields_set

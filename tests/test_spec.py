@@ -1,0 +1,121 @@
+"""ModelSpec: defaults, validation, replace, and spec files."""
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from archspec import ModelSpec, SpecError, load_spec
+
+BASE = dict(name="toy", vocab_size=100, d_model=64, decoder_layers=2, n_heads=4, max_positions=32)
+
+
+def test_derived_defaults_follow_the_table():
+    s = ModelSpec(**BASE)
+    assert (s.d_head, s.d_value, s.n_kv_heads, s.d_ff) == (16, 16, 4, 256)
+    assert s.final_norm is True and s.kind == "decoder-only"
+    assert ModelSpec(**BASE, norm_position="post").final_norm is False
+
+
+def test_given_fields_are_never_rewritten():
+    s = ModelSpec(**{**BASE, "d_head": 10, "d_ff": 100})
+    assert (s.d_head, s.d_value, s.d_ff) == (10, 10, 100)
+
+
+def test_replace_rederives_defaults_and_revalidates():
+    s = ModelSpec(**BASE)
+    wider = s.replace(d_model=128)
+    assert (wider.d_head, wider.d_ff) == (32, 512)
+    assert s.d_model == 64  # the original is untouched
+    with pytest.raises(ValidationError, match="not divisible by n_heads"):
+        s.replace(d_model=66)
+
+
+def test_spec_is_frozen():
+    with pytest.raises(ValidationError):
+        ModelSpec(**BASE).d_model = 3
+
+
+def test_kind_is_derived_from_the_stacks():
+    assert ModelSpec(**{**BASE, "decoder_layers": 0, "encoder_layers": 2}).kind == "encoder-only"
+    assert ModelSpec(**{**BASE, "encoder_layers": 2}).kind == "encoder-decoder"
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"d_model": 66}, "d_model=66 is not divisible by n_heads=4"),
+        ({"n_kv_heads": 3}, "n_heads=4 is not divisible by n_kv_heads=3"),
+        ({"position": "sinusoidal", "d_model": 63, "d_head": 16}, "even d_model"),
+        ({"position": "rotary", "d_head": 15}, "even d_head"),
+        ({"decoder_layers": 0}, "at least one"),
+        ({"d_model": 0}, "greater than or equal to 1"),
+        ({"vocab_size": -5}, "greater than or equal to 1"),
+        ({"encoder_layers": -1}, "greater than or equal to 0"),
+        ({"norm": "batchnorm"}, "'layernorm' or 'rmsnorm'"),
+        ({"d_model": "64"}, "valid integer"),
+        ({"bias": "yes"}, "valid boolean"),
+        ({"colour": "red"}, "Extra inputs are not permitted"),
+        ({"name": "GPT2"}, "should match pattern"),
+        ({"pooler": True}, "pooler=true needs an encoder"),
+    ],
+)
+def test_invalid_specs_are_rejected_with_the_field_named(changes, message):
+    with pytest.raises(ValidationError, match=message):
+        ModelSpec(**{**BASE, **changes})
+
+
+def test_explicit_d_head_allows_non_divisible_width():
+    s = ModelSpec(**{**BASE, "d_model": 70, "d_head": 16})
+    assert s.d_q == 64 and s.d_model == 70
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".json", ".yaml"])
+def test_spec_files_round_trip(tmp_path, suffix):
+    data = {**BASE, "activation": "swiglu", "n_kv_heads": 2}
+    path = tmp_path / f"m{suffix}"
+    if suffix == ".toml":
+        path.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in data.items()))
+    elif suffix == ".json":
+        path.write_text(json.dumps(data))
+    else:
+        yaml = pytest.importorskip("yaml")
+        path.write_text(yaml.safe_dump(data))
+    assert load_spec(path) == ModelSpec(**data)
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("empty.toml", "", "file is empty"),
+        ("list.json", "[1, 2]", "top level must be a table"),
+        ("bad.toml", "d_model = [", "malformed TOML"),
+        ("bad.json", "{", "malformed JSON"),
+        ("bad.yaml", "a: [1,", "malformed YAML"),
+        ("scalar.yaml", "42", "top level must be a table"),
+        ("spec.txt", "x", "unsupported file type"),
+    ],
+)
+def test_malformed_files_raise_one_clear_error(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(SpecError, match=message):
+        load_spec(path)
+
+
+def test_missing_file():
+    with pytest.raises(SpecError, match="no such file"):
+        load_spec("does-not-exist.toml")
+
+
+def test_schema_lists_every_field_with_enums():
+    schema = ModelSpec.model_json_schema()
+    assert list(schema["properties"]) == list(ModelSpec.model_fields)
+    assert schema["properties"]["activation"]["enum"] == ["relu", "gelu", "silu", "swiglu", "geglu"]
+    assert schema["additionalProperties"] is False
+
+
+def test_presets_function_survives_importing_the_data_package():
+    import archspec.presets  # noqa: F401  (the data package)
+
+    assert callable(archspec.presets) and "gpt2" in archspec.presets()
