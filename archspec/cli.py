@@ -330,55 +330,125 @@ def cmd_schema(args) -> int:
     return EXIT_OK
 
 
+# ---------------------------------------------------------------- verify
+
+
+def _reference():
+    """archspec.reference, or a clear message naming the extra to install."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise SpecError(
+            "this command builds the PyTorch reference model and needs torch: "
+            "pip install 'archspec-transformers[reference]'"
+        ) from None
+    import archspec.reference as reference
+
+    return reference
+
+
+def cmd_verify(args) -> int:
+    from archspec.params import COMPONENTS, count_params
+    from archspec.render import exact, table
+
+    reference = _reference()
+    specs = _specs(args, default_all=True)
+    objects, rows = [], []
+    for spec in specs:
+        analytic = count_params(spec)
+        model = reference.build(spec, device="meta")
+        measured = reference.count_by_component(model)
+        instantiated = reference.count_total(model)
+        bad = [c for c in COMPONENTS if analytic.components[c] != measured[c]]
+        ok = not bad and analytic.total == instantiated
+        obj = {
+            "name": spec.name,
+            "analytic": analytic.total,
+            "instantiated": instantiated,
+            "ok": ok,
+            "components": {c: {"analytic": analytic.components[c], "instantiated": measured[c]} for c in COMPONENTS},
+            "mismatched_components": bad,
+        }
+        objects.append(obj)
+        detail = (
+            "all components equal"
+            if not bad
+            else "differ: " + ", ".join(f"{c} {analytic.components[c]:,} vs {measured[c]:,}" for c in bad)
+        )
+        rows.append([spec.name, exact(analytic.total), exact(instantiated), detail, "ok" if ok else "MISMATCH"])
+
+    def people() -> str:
+        n_bad = sum(not o["ok"] for o in objects)
+        summary = (
+            f"{len(objects)} model(s): analytic == instantiated for all"
+            if not n_bad
+            else f"{n_bad} of {len(objects)} model(s) differ"
+        )
+        note = "instantiated: unique parameters of archspec.reference.build(spec, device='meta'), by component"
+        headers = ["model", "analytic", "instantiated", "components", "check"]
+        align = ("left", "right", "right", "left", "left")
+        return table(rows, headers, args.format, colalign=align) + (f"\n\n{summary}\n{note}")
+
+    _render(args, objects, people)
+    return EXIT_OK if all(o["ok"] for o in objects) else EXIT_MISMATCH
+
+
 # ---------------------------------------------------------------- the parser
 
 
 COMMANDS: dict[str, dict[str, Any]] = {}
 
 
-def command(name: str, help: str, examples: str, models: str | None = "+", default_format: str | None = None):
-    def register(add_args: Callable[[argparse.ArgumentParser], None] | None):
-        def wrap(run):
-            COMMANDS[name] = {
-                "help": help,
-                "examples": examples,
-                "models": models,
-                "add_args": add_args,
-                "run": run,
-                "default_format": default_format,
-            }
-            return run
-
-        return wrap
-
-    return register
+def register(
+    name: str,
+    run: Callable[[argparse.Namespace], int],
+    help: str,
+    examples: str,
+    models: str | None = "+",
+    add_args: Callable[[argparse.ArgumentParser], None] | None = None,
+    default_format: str | None = "table",
+) -> None:
+    """Add a subcommand: `models` is argparse's nargs for MODEL ('+', '*', or None for none)."""
+    COMMANDS[name] = dict(run=run, help=help, examples=examples, models=models, add_args=add_args,
+                          default_format=default_format)  # fmt: skip
 
 
-command("list", "presets with a one-line summary", "archspec list\n  archspec list --format json", models=None)(None)(
-    cmd_list
-)
-command(
+register("list", cmd_list, "presets with a one-line summary", "archspec list\n  archspec list --format json",
+         models=None)  # fmt: skip
+register(
     "show",
+    cmd_show,
     "the full spec of each MODEL, defaults resolved",
     "archspec show gpt2\n  archspec show my-model.toml --format json\n  archspec show gpt2 --set n_kv_heads=4",
-)(None)(cmd_show)
-command(
+)
+register(
     "params",
+    cmd_params,
     "exact parameter count by component, with the seed estimate and Kaplan's N",
     "archspec params gpt2\n  archspec params gpt3-175b --format json\n  archspec params gpt2 --set vocab_size=50_304",
-)(None)(cmd_params)
-command(
+)
+register(
     "compare",
+    cmd_compare,
     "models side by side: shape, parameters, FLOPs per token, memory",
     "archspec compare transformer-base gpt2\n  archspec compare gpt2 gpt2-medium gpt2-large gpt2-xl --format markdown",
-)(None)(cmd_compare)
-command(
+)
+register(
+    "verify",
+    cmd_verify,
+    "build the reference model on the meta device and check analytic == instantiated, component by "
+    "component; all presets when no MODEL is given (needs torch)",
+    "archspec verify\n  archspec verify gpt2 my-model.toml --format json",
+    models="*",
+)
+register(
     "schema",
+    cmd_schema,
     "the JSON Schema of a spec file (--format table lists the fields)",
     "archspec schema > modelspec.schema.json\n  archspec schema --format table",
     models=None,
-    default_format="json",
-)(None)(cmd_schema)
+    default_format=None,
+)
 
 
 def build_parser() -> Parser:
@@ -406,8 +476,7 @@ def build_parser() -> Parser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         _common(p, c["models"])
-        if c["default_format"]:
-            p.set_defaults(format=None)
+        p.set_defaults(format=c["default_format"])
         if c["add_args"]:
             c["add_args"](p)
         p.set_defaults(run=c["run"])

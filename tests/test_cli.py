@@ -128,3 +128,40 @@ def test_python_dash_m_works():
         [sys.executable, "-m", "archspec", "params", "gpt2", "--format", "json"], capture_output=True, text=True
     )
     assert proc.returncode == 0 and json.loads(proc.stdout)[0]["total"] == 124_439_808
+
+
+def test_verify_passes_for_every_preset(run_json):
+    pytest.importorskip("torch")
+    objs = run_json("verify")
+    assert [o["name"] for o in objs] == archspec.presets()
+    assert all(o["ok"] and o["analytic"] == o["instantiated"] for o in objs)
+
+
+def test_verify_exits_1_and_names_the_component_on_a_mismatch(run_cli, monkeypatch):
+    pytest.importorskip("torch")
+    import dataclasses
+
+    import archspec.params as params
+
+    real = params.count_params
+
+    def off_by_one_in_mlp(spec):
+        c = real(spec)
+        return dataclasses.replace(c, components={**c.components, "mlp": c.components["mlp"] + 1}, total=c.total + 1)
+
+    monkeypatch.setattr(params, "count_params", off_by_one_in_mlp)
+    code, out, _ = run_cli("verify", "gpt2")
+    assert code == 1 and "MISMATCH" in out and "mlp 56,669,185 vs 56,669,184" in out
+
+
+def test_verify_without_torch_names_the_extra(run_cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
+    code, _, err = run_cli("verify", "gpt2")
+    assert code == 2 and "archspec-transformers[reference]" in err and err.count("\n") == 1
+
+
+def test_verify_rejects_a_bad_spec_file(run_cli, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"name": "x"}')
+    code, _, err = run_cli("verify", str(path))
+    assert code == 2 and "missing required field 'vocab_size'" in err

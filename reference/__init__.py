@@ -1,0 +1,51 @@
+"""archspec.reference: the real PyTorch model generated from a ModelSpec, and measuring helpers.
+
+    from archspec.reference import build
+    model = build(spec, device="meta")     # allocates nothing, GPT-3 175B included
+    model = build(spec, device="cpu")      # real weights, GPT-2-style initialisation, seeded
+    logits = model(tokens)                 # decoder-only / encoder-only: (B, T) -> (B, T, V)
+    logits = model(src, tgt)               # encoder-decoder: (B, S), (B, T) -> (B, T, V)
+
+This package needs torch (``pip install 'archspec-transformers[reference]'``).
+"""
+
+from __future__ import annotations
+
+from archspec.reference.build import (
+    InsufficientMemoryError,
+    available_memory,
+    build,
+    init_weights,
+    materialize,
+    resolve_device,
+    resolve_dtype,
+)
+from archspec.reference.convert import (
+    load_bert,
+    load_gpt2,
+    load_llama,
+    load_torch_transformer,
+    spec_from_gpt2_config,
+)
+from archspec.reference.measure import count_by_component, count_total
+from archspec.reference.model import Transformer, cache_bytes, cache_length
+
+__all__ = [
+    "InsufficientMemoryError",
+    "Transformer",
+    "available_memory",
+    "build",
+    "cache_bytes",
+    "cache_length",
+    "count_by_component",
+    "count_total",
+    "init_weights",
+    "load_bert",
+    "load_gpt2",
+    "load_llama",
+    "load_torch_transformer",
+    "materialize",
+    "resolve_device",
+    "resolve_dtype",
+    "spec_from_gpt2_config",
+]
