@@ -6,10 +6,10 @@ import math
 import os
 
 import torch
-from archspec.reference.model import Head, LearnedPosition, Transformer
 from torch import nn
 
 from archspec.params import count_params
+from archspec.reference.model import Head, LearnedPosition, Transformer
 from archspec.spec import ModelSpec
 
 DTYPES = {

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import torch
-from archspec.reference.model import Transformer
 
+from archspec.reference.model import Transformer
 from archspec.spec import ModelSpec
 
 

@@ -5,9 +5,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from archspec.reference import build, load_bert, load_gpt2, load_llama, load_torch_transformer  # noqa: E402
-
 from archspec import ModelSpec  # noqa: E402
+from archspec.reference import build, load_bert, load_gpt2, load_llama, load_torch_transformer  # noqa: E402
 
 ATOL = 1e-5
 

@@ -3,11 +3,11 @@
 import pytest
 
 torch = pytest.importorskip("torch")
-from archspec.reference import build, count_by_component, count_total  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from archspec import ModelSpec, count_params  # noqa: E402
+from archspec.reference import build, count_by_component, count_total  # noqa: E402
 
 
 @st.composite

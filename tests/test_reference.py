@@ -4,6 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import archspec  # noqa: E402
+from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.reference import (  # noqa: E402
     InsufficientMemoryError,
     build,
@@ -12,9 +14,6 @@ from archspec.reference import (  # noqa: E402
     count_total,
     materialize,
 )
-
-import archspec  # noqa: E402
-from archspec import ModelSpec, count_params  # noqa: E402
 
 TOY = dict(name="toy", vocab_size=61, d_model=32, n_heads=4, max_positions=24)
 
