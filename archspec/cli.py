@@ -276,9 +276,9 @@ def cmd_compare(args) -> int:
                 human(c.total),
                 human(c.non_embedding),
             ]
-            row += [e[k]["text"] for k in e]
+            row += [v["text"] for v in e.values() if not v.get("json_only")]
             rows.append(row)
-        headers += [e["label"] for e in (extras[0].values() if extras else [])]
+        headers += [v["label"] for v in (extras[0].values() if extras else []) if not v.get("json_only")]
         note = _compare_note(args)
         return table(rows, headers, args.format) + "\n\n" + ROUNDING_NOTE + (("\n" + note) if note else "")
 
@@ -291,12 +291,54 @@ def cmd_compare(args) -> int:
 
 
 def _compare_extras(args, spec, count) -> dict[str, dict[str, Any]]:
-    """Extra compare columns: {key: {"label", "value", "text"}}."""
-    return {}
+    """Planning columns: {json key: {"label", "value", "text"}}."""
+    from archspec.flops import count_flops, exact_number
+    from archspec.memory import estimate_memory, kv_cache_bytes
+    from archspec.render import human, human_bytes
+
+    T = args.seq_len or spec.max_positions
+    f = _planning(count_flops, spec, 1, T)
+    mem = _planning(estimate_memory, spec, 1, T, dtype=args.dtype)
+    kv_per_token = kv_cache_bytes(spec, 1, 1, args.dtype, 1 if spec.kind == "encoder-decoder" else None)
+    return {
+        "forward_per_token": {"label": "FLOPs/token", "value": exact_number(f.forward_per_token),
+                              "text": human(float(f.forward_per_token))},
+        "training_per_token": {"label": "train FLOPs/token", "value": exact_number(f.training_per_token),
+                               "text": human(float(f.training_per_token)), "json_only": True},
+        "weights_bytes": {"label": f"weights {mem.dtype}", "value": mem.weights_bytes,
+                          "text": human_bytes(mem.weights_bytes)},
+        "training_bytes_per_param": {"label": "train B/param", "value": mem.bytes_per_param_training,
+                                     "text": f"{mem.bytes_per_param_training:g}", "json_only": True},
+        "kv_cache_bytes_per_token": {"label": "KV/token", "value": kv_per_token, "text": human_bytes(kv_per_token)},
+    }  # fmt: skip
 
 
 def _compare_note(args) -> str:
-    return ""
+    return (
+        f"FLOPs/token: exact forward matmul FLOPs per token at each model's context length"
+        f"{'' if not args.seq_len else f' (here {args.seq_len})'} (2 per multiply-accumulate).\n"
+        f"Weights and KV cache in {args.dtype}; `archspec flops` and `archspec memory` give the breakdowns."
+    )
+
+
+def _planning(fn, *a, **kw):
+    """Call a planning function; its ValueErrors are bad input (exit 2)."""
+    try:
+        return fn(*a, **kw)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+
+
+def _compare_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--seq-len", type=positive_int, help="sequence length for FLOPs per token (default: each model's max_positions)"
+    )
+    p.add_argument(
+        "--dtype",
+        default="bf16",
+        choices=["fp32", "bf16", "fp16", "fp8", "int8", "int4"],
+        help="bytes per value for weights and KV cache (default bf16)",
+    )
 
 
 # ---------------------------------------------------------------- schema
@@ -327,6 +369,213 @@ def cmd_schema(args) -> int:
         _emit(to_csv([dict(zip(["field", "type", "default", "meaning"], r)) for r in rows]))
     else:
         _emit(table(rows, ["field", "type", "default", "meaning"], args.format))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- flops
+
+
+def _workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences per step (default 1)")
+    p.add_argument(
+        "--seq-len",
+        "-s",
+        type=positive_int,
+        help="tokens per sequence (target length for an encoder-decoder; default: max_positions)",
+    )
+    p.add_argument("--src-len", type=positive_int, help="encoder-decoder source length (default: --seq-len)")
+
+
+def _flops_args(p: argparse.ArgumentParser) -> None:
+    from archspec.hardware import ACCELERATORS
+
+    _workload_args(p)
+    p.add_argument("--tokens", "-D", type=positive_int, help="training tokens D, e.g. 300e9: total compute and PF-days")
+    p.add_argument(
+        "--causal-half",
+        action="store_true",
+        help="count only the causal half of the decoder's self-attention score matrix (default: full matrix)",
+    )
+    p.add_argument(
+        "--gpu", choices=list(ACCELERATORS), help="accelerator for a training-time estimate (needs --tokens)"
+    )
+    p.add_argument(
+        "--gpus", type=positive_int, help="number of accelerators (default 1 when --gpu or --peak-tflops is given)"
+    )
+    p.add_argument(
+        "--peak-tflops", type=positive_number, help="peak TFLOP/s per accelerator, overriding --gpu's table value"
+    )
+    p.add_argument("--mfu", type=_mfu, default=0.4, help="model-FLOPs utilisation in (0, 1] (default 0.4)")
+    p.add_argument(
+        "--dtype", default="bf16", choices=["fp32", "bf16", "fp16"], help="math precision for the peak (default bf16)"
+    )
+
+
+def _mfu(text: str) -> float:
+    value = positive_number(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return float(value)
+
+
+def cmd_flops(args) -> int:
+    from archspec.flops import count_flops, exact_number, training_cost
+    from archspec.hardware import accelerator
+    from archspec.render import human, pct, sci, signed_pct, table
+
+    if (args.gpu or args.peak_tflops or args.gpus) and not args.tokens:
+        raise SpecError("a training-time estimate needs --tokens D (e.g. --tokens 300e9)")
+    peak = args.peak_tflops * 1e12 if args.peak_tflops else None
+    acc = accelerator(args.gpu) if args.gpu else None
+    if acc and not peak:
+        peak = acc.peak(args.dtype)
+    if args.gpus and not peak:
+        raise SpecError("--gpus needs --gpu NAME or --peak-tflops N")
+    objects, blocks = [], []
+    for spec in _specs(args):
+        f = _planning(count_flops, spec, args.batch, args.seq_len, args.src_len, args.causal_half)
+        obj = f.to_dict()
+        cost = None
+        if args.tokens:
+            cost = _planning(training_cost, f, args.tokens, (args.gpus or 1) if peak else None, peak,
+                             args.mfu if peak else None, acc.name if acc else None)  # fmt: skip
+            obj.update(
+                tokens=cost.tokens,
+                training_total=cost.training_total,
+                training_total_6nd=cost.training_total_6nd,
+                pf_days=cost.pf_days,
+                pf_days_6nd=cost.pf_days_6nd,
+                chinchilla_tokens=cost.chinchilla_tokens,
+            )
+            if cost.seconds is not None:
+                obj.update(gpus=cost.gpus, accelerator=cost.accelerator, peak_flops=cost.peak_flops, mfu=cost.mfu,
+                           time_seconds=cost.seconds, time_days=cost.seconds / 86400)  # fmt: skip
+        objects.append(obj)
+
+        shape = f"batch {f.batch} x {f.seq_len} tokens" + (f" (source {f.src_len})" if f.src_len else "")
+        rows = [[c, sci(v), pct(v / f.forward)] for c, v in f.components.items() if v]
+        rows += [["forward (exact, matmul)", sci(f.forward), pct(1.0)],
+                 ["backward (2 x forward)", sci(f.backward), ""],
+                 ["training (3 x forward)", sci(f.training), ""],
+                 ["non-matmul (estimate)", sci(f.non_matmul_total), pct(f.non_matmul_total / f.forward)]]  # fmt: skip
+        lines = [
+            f"{spec.name}: {shape}; FLOPs = 2 per multiply-accumulate; attention scores: "
+            f"{'causal half' if f.causal_half else 'full matrix'}",
+            table(rows, ["", "FLOPs", "share"], args.format, colalign=("left", "right", "right")),
+            f"per token: forward {human(float(f.forward_per_token))} "
+            f"({exact_number(f.forward_per_token):,}), training {human(float(f.training_per_token))}; "
+            f"MACs (fvcore's 'flops') {sci(f.macs)}",
+            "",
+            "published approximations for this batch (training FLOPs):",
+            table(
+                [
+                    [k, sci(a["value"]), sci(a["exact"]), signed_pct(a["deviation"])]
+                    for k, a in f.approximations.items()
+                ],
+                ["formula", "value", "exact", "deviation"],
+                args.format,
+                colalign=("left", "right", "right", "right"),
+            ),
+        ]
+        if cost is not None:
+            lines += [
+                "",
+                f"training on {human(cost.tokens)} tokens: {sci(cost.training_total)} FLOPs exact "
+                f"({cost.pf_days:,.1f} PF-days); 6ND: {sci(cost.training_total_6nd)} "
+                f"({cost.pf_days_6nd:,.1f} PF-days)",
+                f"Chinchilla-optimal data, ~20 tokens per parameter: {human(cost.chinchilla_tokens)} tokens",
+            ]
+            if cost.seconds is not None:
+                what = acc.title if acc else f"{args.peak_tflops:g} TFLOP/s accelerators"
+                lines.append(
+                    f"time on {cost.gpus:,} x {what} at {cost.peak_flops / 1e12:,.0f} TFLOP/s peak, "
+                    f"{cost.mfu:.0%} MFU: {cost.seconds / 86400:,.1f} days ({cost.seconds / 3600:,.0f} hours)"
+                )
+        blocks.append("\n".join(lines))
+    _render(args, objects, lambda: "\n\n".join(blocks))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _memory_args(p: argparse.ArgumentParser) -> None:
+    from archspec.hardware import ACCELERATORS
+    from archspec.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE
+
+    _workload_args(p)
+    p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES), help="weights and activations (default bf16)")
+    p.add_argument("--optimizer", default="adamw", choices=list(OPTIMIZERS), help="optimizer states (default adamw)")
+    p.add_argument(
+        "--recompute",
+        default="none",
+        choices=list(RECOMPUTE),
+        help="activation recomputation (Korthikanti et al. 2022): none, selective, full",
+    )
+    p.add_argument("--fp32-grads", action="store_true", help="keep gradients in fp32 (the 18 bytes/param convention)")
+    p.add_argument("--no-dropout", action="store_true", help="no dropout masks in the activations")
+    p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage over the data-parallel GPUs")
+    p.add_argument("--gpus", type=positive_int, default=1, help="GPUs in all (data parallel = gpus / (tp * pp))")
+    p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (with sequence parallelism)")
+    p.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
+    p.add_argument("--gpu", choices=list(ACCELERATORS), help="say whether the per-GPU total fits this accelerator")
+
+
+def cmd_memory(args) -> int:
+    from archspec.hardware import accelerator
+    from archspec.memory import estimate_memory
+    from archspec.render import exact, human_bytes, table
+
+    if args.gpus % (args.tp * args.pp):
+        raise SpecError(f"--gpus {args.gpus} is not divisible by --tp {args.tp} x --pp {args.pp}")
+    dp = args.gpus // (args.tp * args.pp)
+    acc = accelerator(args.gpu) if args.gpu else None
+    objects, blocks = [], []
+    for spec in _specs(args):
+        m = _planning(estimate_memory, spec, args.batch, args.seq_len, args.dtype, args.optimizer, args.recompute,
+                      args.src_len, args.fp32_grads, not args.no_dropout, args.zero, dp, args.tp, args.pp)  # fmt: skip
+        obj = m.to_dict()
+        if acc:
+            obj.update(accelerator=acc.name, accelerator_memory_bytes=int(acc.memory_gib * 2**30),
+                       fits_training=m.training_total_bytes <= acc.memory_gib * 2**30,
+                       fits_inference=m.inference_total_bytes <= acc.memory_gib * 2**30)  # fmt: skip
+        objects.append(obj)
+        rows = [
+            ["weights", human_bytes(m.weights_bytes), exact(m.weights_bytes)],
+            ["gradients", human_bytes(m.gradients_bytes), exact(m.gradients_bytes)],
+            ["optimizer states", human_bytes(m.optimizer_bytes), exact(m.optimizer_bytes)],
+            [f"activations (recompute: {m.recompute})", human_bytes(m.activations_bytes), exact(m.activations_bytes)],
+            ["training total", human_bytes(m.training_total_bytes), exact(m.training_total_bytes)],
+            ["KV cache", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
+            [
+                "inference total (weights + KV cache)",
+                human_bytes(m.inference_total_bytes),
+                exact(m.inference_total_bytes),
+            ],
+        ]
+        shape = f"batch {m.batch} x {m.seq_len} tokens" + (f" (source {m.src_len})" if m.src_len else "")
+        par = m.parallel
+        scope = (
+            "whole model"
+            if args.gpus == 1
+            else f"per GPU: {args.gpus} GPUs = dp {par['data_parallel']} x tp {par['tensor_parallel']} x pp "
+            f"{par['pipeline_parallel']}, ZeRO stage {par['zero_stage']}"
+        )
+        lines = [
+            f"{spec.name}: {shape}, {m.dtype}, {m.optimizer}; {scope}",
+            table(rows, ["", "memory", "bytes"], args.format, colalign=("left", "right", "right")),
+            f"training bytes per parameter: {m.per_param_note}",
+        ]
+        if acc:
+            cap = acc.memory_gib * 2**30
+            verdict = {True: "fits", False: "does not fit"}
+            lines.append(
+                f"{acc.title} ({acc.memory_gib:g} GiB): training {verdict[obj['fits_training']]} "
+                f"({m.training_total_bytes / cap:.0%}), inference {verdict[obj['fits_inference']]} "
+                f"({m.inference_total_bytes / cap:.0%})"
+            )
+        blocks.append("\n".join(lines))
+    _render(args, objects, lambda: "\n\n".join(blocks) + "\nGiB = 2^30 bytes; --format json gives exact bytes.")
     return EXIT_OK
 
 
@@ -432,6 +681,25 @@ register(
     cmd_compare,
     "models side by side: shape, parameters, FLOPs per token, memory",
     "archspec compare transformer-base gpt2\n  archspec compare gpt2 gpt2-medium gpt2-large gpt2-xl --format markdown",
+    add_args=_compare_args,
+)
+register(
+    "flops",
+    cmd_flops,
+    "exact forward/backward/training FLOPs by component, the published approximations beside them, "
+    "and training cost for --tokens on --gpus",
+    "archspec flops gpt2 --batch 8 --seq-len 1024\n  archspec flops gpt3-175b --tokens 300e9\n"
+    "  archspec flops gpt3-175b --tokens 300e9 --gpu h100 --gpus 1024 --mfu 0.4\n"
+    "  archspec flops transformer-base --seq-len 30 --src-len 32 --format json",
+    add_args=_flops_args,
+)
+register(
+    "memory",
+    cmd_memory,
+    "memory for training (weights, gradients, optimizer states, activations) and inference (KV cache)",
+    "archspec memory gpt2 --batch 8 --seq-len 1024\n  archspec memory gpt3-175b --gpus 1024 --tp 8 --pp 8 --zero 1\n"
+    "  archspec memory gpt3-175b --gpus 64 --zero 3 --recompute full --gpu h100",
+    add_args=_memory_args,
 )
 register(
     "verify",

@@ -17,6 +17,7 @@ DTYPES = {
     "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
     "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
     "float64": torch.float64, "fp64": torch.float64, "double": torch.float64,
+    "float8": torch.float8_e4m3fn, "fp8": torch.float8_e4m3fn,
 }  # fmt: skip
 
 

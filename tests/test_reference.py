@@ -201,7 +201,7 @@ def test_training_on_a_copy_task_lowers_the_loss(spec, steps):
     "kwargs, error, message",
     [
         ({"device": "tpu9"}, ValueError, "unknown device 'tpu9'"),
-        ({"dtype": "float8"}, ValueError, "unknown dtype 'float8'"),
+        ({"dtype": "float7"}, ValueError, "unknown dtype 'float7'"),
         ({"dtype": torch.int64}, TypeError, "floating-point"),
     ],
 )

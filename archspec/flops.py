@@ -1,0 +1,371 @@
+"""Exact FLOPs of a forward pass, by component and by operation, from the spec alone.
+
+Conventions (DESIGN.md):
+
+- 2 FLOPs per multiply-accumulate; ``macs`` is half of ``forward``. fvcore counts one MAC as one
+  "flop": compare fvcore's figures with ``macs``.
+- Matmul-class work only: every linear layer (bias adds are not matmuls), Q·Kᵀ, scores·V and the
+  output head. This is what torch's FlopCounterMode measures on the reference model on the meta
+  device; the tests hold the two equal.
+- Attention counts the full score matrix by default, as kernels and counters do;
+  ``causal_half=True`` counts only the T(T+1)/2 query-key pairs a causal mask keeps.
+- Backward = 2 × forward (gradients for inputs and for weights); training = forward + backward.
+- Work that is not a matmul (norms, softmax, activations, residual and bias adds, positions) is a
+  separate, labelled estimate (``non_matmul``), never folded into the exact figure.
+- An encoder-decoder reads S source tokens per T target tokens; "per token" means per target
+  token. The pooler is not part of the language-model forward pass and is not counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from archspec.params import count_params
+from archspec.spec import ModelSpec
+
+PF_DAY = 10**15 * 24 * 3600  # one petaFLOP/s sustained for a day: 8.64e19 FLOPs
+
+
+# ---------------------------------------------------------------- primitives
+
+
+def matmul_flops(m: int, k: int, n: int) -> int:
+    """(m × k) @ (k × n): m·n dot products of length k, 2 FLOPs per multiply-accumulate."""
+    return 2 * m * k * n
+
+
+def linear_flops(tokens: int, n_in: int, n_out: int) -> int:
+    return matmul_flops(tokens, n_in, n_out)
+
+
+def score_pairs(T: int, S: int, causal_half: bool) -> int:
+    """Query-key pairs per head: the full T × S matrix, or the causal lower triangle."""
+    if causal_half:
+        if T != S:
+            raise ValueError("causal_half needs equal query and key lengths")
+        return T * (T + 1) // 2
+    return T * S
+
+
+def attention_ops(spec: ModelSpec, B: int, T: int, S: int, self_attention: bool, causal_half: bool) -> dict[str, int]:
+    """Matmul FLOPs of one attention sublayer: T queries over S keys, batch B."""
+    nh, dk, dv, d = spec.n_heads, spec.d_head, spec.d_value, spec.d_model
+    pairs = score_pairs(T, S, causal_half)
+    if self_attention:
+        proj = {"qkv": linear_flops(B * T, d, spec.d_q + spec.d_k_total + spec.d_v_total)}
+    else:
+        proj = {"q": linear_flops(B * T, d, spec.d_q), "kv": linear_flops(B * S, d, spec.d_k_total + spec.d_v_total)}
+    return {
+        **proj,
+        "scores": 2 * B * nh * pairs * dk,  # Q·Kᵀ per head
+        "values": 2 * B * nh * pairs * dv,  # softmax(..)·V per head
+        "out": linear_flops(B * T, spec.d_attn_out, d),
+    }
+
+
+def mlp_ops(spec: ModelSpec, tokens: int) -> dict[str, int]:
+    n_in = 2 if spec.gated else 1
+    return {
+        "in": n_in * linear_flops(tokens, spec.d_model, spec.d_ff),
+        "out": linear_flops(tokens, spec.d_ff, spec.d_model),
+    }
+
+
+# Per-element costs of non-matmul work. Rough by nature and labelled as an estimate.
+NON_MATMUL_COST = {
+    "layernorm": 7,  # mean 1, subtract 1, square-and-sum 2, divide 1, scale 1, shift 1
+    "rmsnorm": 4,  # square-and-sum 2, divide 1, scale 1
+    "softmax": 5,  # max 1, subtract 1, exp 1, sum 1, divide 1 (per score)
+    "score_scale": 1,  # the 1/sqrt(dk) scaling (per score)
+    "relu": 1,
+    "gelu": 8,
+    "silu": 4,
+    "gate": 1,  # the elementwise product of a gated MLP
+    "residual": 1,
+    "bias": 1,
+    "position_add": 1,
+    "rotary": 3,  # per query/key element: two multiplies, one add
+}
+
+
+@dataclass(frozen=True)
+class FlopCount:
+    """Exact forward matmul FLOPs for one workload, by component and operation."""
+
+    name: str
+    batch: int
+    seq_len: int
+    src_len: int | None
+    forward: int
+    components: dict[str, int]
+    operations: dict[str, int]
+    non_matmul: dict[str, int]
+    causal_half: bool = False
+    params: int = 0
+    non_embedding_params: int = 0
+    approximations: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens the pass produces: batch × (target) sequence length."""
+        return self.batch * self.seq_len
+
+    @property
+    def macs(self) -> int:
+        return self.forward // 2
+
+    @property
+    def backward(self) -> int:
+        return 2 * self.forward
+
+    @property
+    def training(self) -> int:
+        return self.forward + self.backward
+
+    @property
+    def forward_per_token(self) -> Fraction:
+        return Fraction(self.forward, self.tokens)
+
+    @property
+    def training_per_token(self) -> Fraction:
+        return Fraction(self.training, self.tokens)
+
+    @property
+    def non_matmul_total(self) -> int:
+        return sum(self.non_matmul.values())
+
+    def training_for(self, tokens: int) -> int:
+        """Exact training FLOPs for `tokens` (target) tokens at this sequence length, rounded to an int."""
+        return round(self.training_per_token * tokens)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "batch": self.batch,
+            "seq_len": self.seq_len,
+            **({"src_len": self.src_len} if self.src_len is not None else {}),
+            "forward": self.forward,
+            "forward_per_token": exact_number(self.forward_per_token),
+            "backward": self.backward,
+            "training": self.training,
+            "training_per_token": exact_number(self.training_per_token),
+            "macs": self.macs,
+            "unit": "FLOPs (2 per multiply-accumulate); macs = FLOPs / 2, fvcore's 'flop'",
+            "attention_scores": "causal half" if self.causal_half else "full matrix",
+            "components": dict(self.components),
+            "operations": dict(self.operations),
+            "non_matmul_estimate": dict(self.non_matmul),
+            "non_matmul_estimate_total": self.non_matmul_total,
+            "approximations": {k: dict(v) for k, v in self.approximations.items()},
+        }
+
+
+def exact_number(x: Fraction) -> int | float:
+    """An int when the fraction is whole, else the nearest float."""
+    return int(x) if x.denominator == 1 else float(x)
+
+
+def count_flops(
+    spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len: int | None = None, causal_half: bool = False
+) -> FlopCount:
+    """Exact forward matmul FLOPs of `spec` on `batch` sequences of `seq_len` tokens.
+
+    seq_len defaults to max_positions; for an encoder-decoder it is the target length and
+    src_len (default: seq_len) the source length.
+    """
+    T = spec.max_positions if seq_len is None else seq_len
+    if batch < 1 or T < 1:
+        raise ValueError(f"batch and seq_len must be positive, got batch={batch}, seq_len={T}")
+    S = (T if src_len is None else src_len) if spec.encoder_layers else None
+    if src_len is not None and not spec.encoder_layers:
+        raise ValueError(f"{spec.name} has no encoder; src_len applies to encoder-decoder models")
+    if S is not None and S < 1:
+        raise ValueError(f"src_len must be positive, got {S}")
+    if spec.position == "learned":
+        for what, n in (("seq_len", T), ("src_len", S)):
+            if n is not None and n > spec.max_positions:
+                raise ValueError(
+                    f"{what}={n} is longer than the learned position table (max_positions={spec.max_positions})"
+                )
+    B = batch
+    ops: dict[str, int] = {}
+
+    def add(prefix: str, parts: dict[str, int], times: int) -> None:
+        for k, v in parts.items():
+            ops[f"{prefix}.{k}"] = ops.get(f"{prefix}.{k}", 0) + times * v
+
+    if spec.encoder_layers:
+        # the encoder reads the source (encoder-decoder) or the only input (encoder-only)
+        L_in = S if spec.decoder_layers else T
+        add("attention", attention_ops(spec, B, L_in, L_in, True, False), spec.encoder_layers)
+        add("mlp", mlp_ops(spec, B * L_in), spec.encoder_layers)
+    if spec.decoder_layers:
+        add("attention", attention_ops(spec, B, T, T, True, causal_half), spec.decoder_layers)
+        if spec.encoder_layers:
+            add("cross_attention", attention_ops(spec, B, T, S, False, False), spec.decoder_layers)
+        add("mlp", mlp_ops(spec, B * T), spec.decoder_layers)
+    ops["head.out"] = linear_flops(B * T, spec.d_model, spec.vocab_size)
+
+    components = {"attention": 0, "cross_attention": 0, "mlp": 0, "head": 0}
+    for k, v in ops.items():
+        components[k.split(".")[0]] += v
+    forward = sum(components.values())
+    pc = count_params(spec)
+    result = FlopCount(
+        name=spec.name,
+        batch=B,
+        seq_len=T,
+        src_len=S if spec.kind == "encoder-decoder" else None,
+        forward=forward,
+        components=components,
+        operations=ops,
+        non_matmul=non_matmul_flops(spec, B, T, S),
+        causal_half=causal_half,
+        params=pc.total,
+        non_embedding_params=pc.non_embedding,
+    )
+    return _with_approximations(spec, result)
+
+
+def non_matmul_flops(spec: ModelSpec, B: int, T: int, S: int | None) -> dict[str, int]:
+    """A labelled estimate of the work outside matmuls, by kind (see NON_MATMUL_COST)."""
+    c = NON_MATMUL_COST
+    d = spec.d_model
+    out = {"norms": 0, "softmax": 0, "activations": 0, "residual_adds": 0, "bias_adds": 0, "positions": 0}
+    stacks = []
+    if spec.encoder_layers:
+        stacks.append((spec.encoder_layers, S if spec.decoder_layers else T, False))
+    if spec.decoder_layers:
+        stacks.append((spec.decoder_layers, T, bool(spec.encoder_layers)))
+    norm = c[spec.norm]
+    act = c["relu" if spec.activation == "relu" else "gelu" if spec.activation in ("gelu", "geglu") else "silu"]
+    for n_layers, L, cross in stacks:
+        tok = B * L
+        sublayers = 3 if cross else 2
+        per_norm = tok * d * norm
+        n_norms = n_layers * sublayers + (1 if spec.final_norm else 0) + (1 if spec.embedding_norm else 0)
+        out["norms"] += n_norms * per_norm
+        scores = B * spec.n_heads * L * L + (B * spec.n_heads * L * S if cross else 0)
+        out["softmax"] += n_layers * scores * (c["softmax"] + c["score_scale"])
+        out["activations"] += n_layers * tok * spec.d_ff * (act + (c["gate"] if spec.gated else 0))
+        out["residual_adds"] += n_layers * sublayers * tok * d * c["residual"]
+        if spec.bias:
+            widths = spec.d_q + spec.d_k_total + spec.d_v_total + d + (2 if spec.gated else 1) * spec.d_ff + d
+            if cross:
+                widths += spec.d_q + spec.d_k_total + spec.d_v_total + d
+            out["bias_adds"] += n_layers * tok * widths * c["bias"]
+        if spec.position in ("learned", "sinusoidal"):
+            out["positions"] += tok * d * c["position_add"]
+        elif spec.position == "rotary":
+            out["positions"] += n_layers * tok * (spec.d_q + spec.d_k_total) * c["rotary"]
+    return out
+
+
+# ---------------------------------------------------------------- published approximations
+
+
+def _with_approximations(spec: ModelSpec, r: FlopCount) -> FlopCount:
+    """Published shortcuts for the same workload, each beside the exact figure it approximates."""
+    B, T, tokens = r.batch, r.seq_len, r.tokens
+    N, N_ne = r.params, r.non_embedding_params
+    L, d, nh, dk, V = spec.n_layers, spec.d_model, spec.n_heads, spec.d_head, spec.vocab_size
+    d_attn = spec.d_q
+    exact_train = r.training
+    exact_recompute = 4 * r.forward  # forward, backward (2x) and a full recomputation of the forward
+    megatron = Fraction(96 * B * T * L * d * d) * (1 + Fraction(T, 6 * d) + Fraction(V, 16 * L * d))
+    rows = {
+        "6ND": (
+            "6 * N * tokens (N = all parameters; Kaplan et al. 2020, GPT-3 Table D.1)",
+            6 * N * tokens,
+            exact_train,
+        ),
+        "kaplan": (
+            "3 * (2 * N_nonembedding + 2 * n_layer * n_ctx * d_attn) * tokens (Kaplan et al. 2020, Table 1)",
+            3 * (2 * N_ne + 2 * L * T * d_attn) * tokens,
+            exact_train,
+        ),
+        "palm": (
+            "(6 * N + 12 * L * H * Q * T) * tokens (Chowdhery et al. 2022, Appendix B)",
+            (6 * N + 12 * L * nh * dk * T) * tokens,
+            exact_train,
+        ),  # fmt: skip
+        "megatron": (
+            "96 * B * s * l * h^2 * (1 + s/6h + V/16lh) (Narayanan et al. 2021, eq. 3; includes full "
+            "activation recomputation, so it is compared with 4 x forward)",
+            round(megatron),
+            exact_recompute,
+        ),
+    }
+    approx = {}
+    for key, (formula, value, reference) in rows.items():
+        approx[key] = {
+            "formula": formula,
+            "value": value,
+            "exact": reference,
+            "deviation": float(Fraction(value - reference, reference)),
+        }
+    return FlopCount(**{**r.__dict__, "approximations": approx})
+
+
+# ---------------------------------------------------------------- training cost
+
+
+@dataclass(frozen=True)
+class TrainingCost:
+    """Total training compute for D tokens and the wall time it implies on some accelerators."""
+
+    tokens: int
+    training_total: int  # exact: training FLOPs per token x D
+    training_total_6nd: int  # 6 N D, as the GPT-3 paper counts
+    params: int
+    seconds: float | None = None
+    gpus: int | None = None
+    peak_flops: float | None = None
+    mfu: float | None = None
+    accelerator: str | None = None
+
+    @property
+    def pf_days(self) -> float:
+        return self.training_total / PF_DAY
+
+    @property
+    def pf_days_6nd(self) -> float:
+        return self.training_total_6nd / PF_DAY
+
+    @property
+    def chinchilla_tokens(self) -> int:
+        """Hoffmann et al. 2022: about 20 training tokens per parameter is compute-optimal."""
+        return 20 * self.params
+
+
+def training_cost(
+    flops: FlopCount,
+    tokens: int,
+    gpus: int | None = None,
+    peak_flops: float | None = None,
+    mfu: float | None = None,
+    accelerator: str | None = None,
+) -> TrainingCost:
+    """Exact and 6ND training compute for `tokens`; with gpus, peak and mfu, the wall time."""
+    if tokens < 1:
+        raise ValueError(f"tokens must be positive, got {tokens}")
+    if mfu is not None and not 0 < mfu <= 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+    if gpus is not None and gpus < 1:
+        raise ValueError(f"gpus must be positive, got {gpus}")
+    total = flops.training_for(tokens)
+    seconds = None
+    if gpus and peak_flops and mfu:
+        seconds = total / (gpus * peak_flops * mfu)
+    return TrainingCost(
+        tokens=tokens,
+        training_total=total,
+        training_total_6nd=6 * flops.params * tokens,
+        params=flops.params,
+        seconds=seconds,
+        gpus=gpus,
+        peak_flops=peak_flops,
+        mfu=mfu,
+        accelerator=accelerator,
+    )
