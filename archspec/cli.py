@@ -597,10 +597,13 @@ def _reference():
 
 
 def cmd_verify(args) -> int:
+    from archspec.flops import count_flops
     from archspec.params import COMPONENTS, count_params
     from archspec.render import exact, table
 
     reference = _reference()
+    from archspec.reference.measure import example_inputs, measure_flops
+
     specs = _specs(args, default_all=True)
     objects, rows = [], []
     for spec in specs:
@@ -609,34 +612,65 @@ def cmd_verify(args) -> int:
         measured = reference.count_by_component(model)
         instantiated = reference.count_total(model)
         bad = [c for c in COMPONENTS if analytic.components[c] != measured[c]]
-        ok = not bad and analytic.total == instantiated
-        obj = {
-            "name": spec.name,
-            "analytic": analytic.total,
-            "instantiated": instantiated,
-            "ok": ok,
-            "components": {c: {"analytic": analytic.components[c], "instantiated": measured[c]} for c in COMPONENTS},
-            "mismatched_components": bad,
-        }
-        objects.append(obj)
-        detail = (
-            "all components equal"
-            if not bad
-            else "differ: " + ", ".join(f"{c} {analytic.components[c]:,} vs {measured[c]:,}" for c in bad)
+        params_ok = not bad and analytic.total == instantiated
+        # FLOPs: one forward pass at the context length, batch 1, counted by torch on the meta device
+        flops = count_flops(spec, 1, spec.max_positions)
+        flops_measured, flops_by_component = measure_flops(model, example_inputs(spec, 1, spec.max_positions))
+        bad_flops = [c for c, v in flops.components.items() if flops_by_component.get(c, 0) != v]
+        flops_ok = not bad_flops and flops.forward == flops_measured
+        ok = params_ok and flops_ok
+        objects.append(
+            {
+                "name": spec.name,
+                "analytic": analytic.total,
+                "instantiated": instantiated,
+                "ok": ok,
+                "params_ok": params_ok,
+                "components": {
+                    c: {"analytic": analytic.components[c], "instantiated": measured[c]} for c in COMPONENTS
+                },
+                "mismatched_components": bad,
+                "flops_seq_len": spec.max_positions,
+                "flops_analytic": flops.forward,
+                "flops_measured": flops_measured,
+                "flops_ok": flops_ok,
+                "flops_components": {
+                    c: {"analytic": v, "measured": flops_by_component.get(c, 0)} for c, v in flops.components.items()
+                },
+                "mismatched_flops_components": bad_flops,
+            }
         )
-        rows.append([spec.name, exact(analytic.total), exact(instantiated), detail, "ok" if ok else "MISMATCH"])
+        detail = []
+        if bad:
+            detail += [f"params {c} {analytic.components[c]:,} vs {measured[c]:,}" for c in bad]
+        if bad_flops:
+            detail += [f"FLOPs {c} {flops.components[c]:,} vs {flops_by_component.get(c, 0):,}" for c in bad_flops]
+        rows.append(
+            [
+                spec.name,
+                exact(analytic.total),
+                exact(instantiated),
+                exact(flops.forward),
+                exact(flops_measured),
+                "; ".join(detail) or "all components equal",
+                "ok" if ok else "MISMATCH",
+            ]
+        )
 
     def people() -> str:
         n_bad = sum(not o["ok"] for o in objects)
         summary = (
-            f"{len(objects)} model(s): analytic == instantiated for all"
+            f"{len(objects)} model(s): analytic == instantiated for parameters and FLOPs, component by component"
             if not n_bad
             else f"{n_bad} of {len(objects)} model(s) differ"
         )
-        note = "instantiated: unique parameters of archspec.reference.build(spec, device='meta'), by component"
-        headers = ["model", "analytic", "instantiated", "components", "check"]
-        align = ("left", "right", "right", "left", "left")
-        return table(rows, headers, args.format, colalign=align) + (f"\n\n{summary}\n{note}")
+        note = (
+            "instantiated: unique parameters of archspec.reference.build(spec, device='meta'); measured: torch's "
+            "FlopCounterMode over one forward pass, batch 1 x max_positions tokens, on the meta device"
+        )
+        headers = ["model", "params analytic", "instantiated", "FLOPs analytic", "measured", "components", "check"]
+        align = ("left", "right", "right", "right", "right", "left", "left")
+        return table(rows, headers, args.format, colalign=align) + f"\n\n{summary}\n{note}"
 
     _render(args, objects, people)
     return EXIT_OK if all(o["ok"] for o in objects) else EXIT_MISMATCH
@@ -704,8 +738,8 @@ register(
 register(
     "verify",
     cmd_verify,
-    "build the reference model on the meta device and check analytic == instantiated, component by "
-    "component; all presets when no MODEL is given (needs torch)",
+    "build the reference model on the meta device and check analytic == instantiated for parameters and "
+    "forward FLOPs, component by component; all presets when no MODEL is given (needs torch)",
     "archspec verify\n  archspec verify gpt2 my-model.toml --format json",
     models="*",
 )

@@ -54,3 +54,72 @@ def _component_of(model: nn.Module, path: str) -> str | None:
 def count_total(model: nn.Module) -> int:
     """Sum of unique parameter sizes (nn.Module.parameters() already skips tied duplicates)."""
     return sum(p.numel() for p in model.parameters())
+
+
+# ---------------------------------------------------------------- FLOPs
+
+
+def example_inputs(spec, batch: int = 1, seq_len: int | None = None, src_len: int | None = None, device="meta"):
+    """Token tensors for one forward pass: (tokens,) or (src, tgt) for an encoder-decoder."""
+    import torch
+
+    T = spec.max_positions if seq_len is None else seq_len
+    tgt = torch.zeros(batch, T, dtype=torch.long, device=device)
+    if spec.kind == "encoder-decoder":
+        S = T if src_len is None else src_len
+        return (torch.zeros(batch, S, dtype=torch.long, device=device), tgt)
+    return (tgt,)
+
+
+def measure_flops(model: nn.Module, inputs: tuple, backward: bool = False) -> tuple[int, dict[str, int]]:
+    """torch's FlopCounterMode over model(*inputs) (and the backward of its sum): total and by component.
+
+    On the meta device scaled_dot_product_attention runs its math decomposition, whose bmm's are
+    counted; on the CPU the fused kernel has no FLOP formula and would count as zero.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        out = model(*inputs)
+        if backward:
+            out.float().sum().backward()
+    by_module = counter.get_flop_counts()
+    root = type(model).__name__
+    by_component: dict[str, int] = {}
+    for path, comp in owners(model).items():
+        flops = sum(by_module.get(f"{root}.{path}", {}).values())
+        by_component[comp] = by_component.get(comp, 0) + flops
+    return counter.get_total_flops(), by_component
+
+
+FVCORE_MATMUL_OPS = frozenset({"linear", "matmul", "bmm", "addmm", "mm", "einsum", "scaled_dot_product_attention"})
+
+
+def fvcore_macs(model: nn.Module, inputs: tuple, attention_handler: bool = True) -> tuple[int, dict[str, int]]:
+    """fvcore's FlopCountAnalysis (unit: one multiply-accumulate per "flop"): matmul-class MACs and
+    the full by-operator table (which also holds fvcore's estimates for norms, outside the matmul bin).
+
+    fvcore has no handler for aten::scaled_dot_product_attention and would skip it with a warning,
+    leaving attention's Q·Kᵀ and scores·V out; `attention_handler` registers one.
+    """
+    from fvcore.nn import FlopCountAnalysis
+
+    analysis = FlopCountAnalysis(model, inputs)
+    if attention_handler:
+        analysis.set_op_handle("aten::scaled_dot_product_attention", sdpa_macs)
+    analysis.unsupported_ops_warnings(False).uncalled_modules_warnings(False)
+    by_operator = {k: int(v) for k, v in analysis.by_operator().items()}
+    return sum(v for k, v in by_operator.items() if k in FVCORE_MATMUL_OPS), by_operator
+
+
+def sdpa_macs(inputs, outputs) -> int:
+    """MACs of softmax(Q·Kᵀ)·V: B·H·T·S·dk for the scores plus B·H·T·S·dv for the values (full matrix)."""
+    from fvcore.nn.jit_handles import get_shape
+
+    q, k, v = (get_shape(x) for x in inputs[:3])
+    *batch, T, dk = q
+    S, dv = k[-2], v[-1]
+    n = 1
+    for b in batch:  # B and the query heads (grouped K/V heads are broadcast to them)
+        n *= b
+    return n * T * S * (dk + dv)

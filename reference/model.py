@@ -125,14 +125,13 @@ class Rotary(nn.Module):
 # ---------------------------------------------------------------- attention
 
 
-def attend(q, k, v, causal: bool, offset: int = 0) -> torch.Tensor:
+def attend(q, k, v, causal: bool, gqa: bool, offset: int = 0) -> torch.Tensor:
     """softmax(q k^T / sqrt(dk)) v over all heads; q (B, nh, T, dk), k (B, nkv, S, dk), v (B, nkv, S, dv).
 
     The full score matrix is computed (and counted); a causal mask hides the future. With a cache,
-    `offset` keys precede the T queries.
+    `offset` keys precede the T queries. `gqa`: fewer K/V heads than query heads, each shared by a group.
     """
     T, S = q.shape[-2], k.shape[-2]
-    gqa = q.shape[1] != k.shape[1]
     if not causal or T == 1:
         return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
     if offset == 0 and T == S:
@@ -168,7 +167,7 @@ class SelfAttention(nn.Module):
                 k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, offset + T, dk)
                 v = torch.cat((cache["v"], v), dim=-2)
             cache["k"], cache["v"] = k, v
-        y = attend(q, k, v, self.causal, offset)  # (B, nh, T, dv)
+        y = attend(q, k, v, self.causal, self.nkv != self.nh, offset)  # (B, nh, T, dv)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
 
 
@@ -197,7 +196,7 @@ class CrossAttention(nn.Module):
             v = v.view(B, S, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, S, dv)
             if cache is not None:
                 cache["k"], cache["v"] = k, v
-        y = attend(q, k, v, causal=False)  # (B, nh, T, dv)
+        y = attend(q, k, v, causal=False, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
 
 

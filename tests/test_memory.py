@@ -1,0 +1,107 @@
+"""Memory: weights against the reference model's tensors, the KV cache against the tensors its
+attention produces, activations against Korthikanti et al.'s published formulas."""
+
+import pytest
+
+import archspec
+from archspec import ModelSpec
+from archspec.memory import activation_bytes_per_layer, estimate_memory, kv_cache_bytes
+
+torch = pytest.importorskip("torch")
+from archspec.reference import build, cache_bytes  # noqa: E402
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "fp8": torch.float8_e4m3fn}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["gpt2", "transformer-base", "gpt3-175b"])
+def test_weights_equal_the_reference_models_tensors(name, dtype):
+    spec = archspec.preset(name)
+    model = build(spec, device="meta", dtype=DTYPES[dtype])
+    measured = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert estimate_memory(spec, dtype=dtype).weights_bytes == measured
+
+
+@pytest.mark.parametrize(
+    "spec, dtype",
+    [
+        (ModelSpec(name="gqa", vocab_size=50, d_model=64, decoder_layers=3, n_heads=8, n_kv_heads=2, max_positions=32,
+                   d_value=12), "fp32"),
+        (ModelSpec(name="mha", vocab_size=50, d_model=64, decoder_layers=2, n_heads=4, max_positions=32), "bf16"),
+        (ModelSpec(name="encdec", vocab_size=50, d_model=64, encoder_layers=2, decoder_layers=3, n_heads=4,
+                   n_kv_heads=2, max_positions=32, position="sinusoidal"), "fp32"),
+    ],
+    ids=["gqa-dvalue", "mha-bf16", "encoder-decoder"],
+)  # fmt: skip
+def test_kv_cache_equals_the_tensors_attention_produces(spec, dtype):
+    model = build(spec, dtype=DTYPES[dtype]).eval()
+    B, T, S = 3, 9, 14
+    cache = model.new_cache()
+    with torch.no_grad():
+        if spec.kind == "encoder-decoder":
+            memory = model.encode(torch.randint(0, 50, (B, S)))
+            model.decode(torch.randint(0, 50, (B, T)), memory, cache)
+        else:
+            model(torch.randint(0, 50, (B, T)), cache=cache)
+    src = S if spec.kind == "encoder-decoder" else None
+    assert kv_cache_bytes(spec, B, T, dtype, src) == cache_bytes(cache)
+    assert estimate_memory(spec, B, T, dtype, src_len=src).kv_cache_bytes == cache_bytes(cache)
+
+
+def test_activations_follow_korthikanti_2022():
+    """Section 4: s·b·h·(34 + 5·a·s/h) bytes per layer, 34·s·b·h with selective recomputation,
+    2·s·b·h with full recomputation (16-bit activations, with dropout)."""
+    spec = archspec.preset("gpt3-175b")
+    s, b, h, a = 2048, 2, 12288, 96
+    layer = {r: sum(activation_bytes_per_layer(spec, b, s, None, "decoder", "bf16", r, True).values())
+             for r in ("none", "selective", "full")}  # fmt: skip
+    assert layer["none"] == s * b * h * 34 + 5 * a * s * s * b
+    assert layer["selective"] == 34 * s * b * h
+    assert layer["full"] == 2 * s * b * h
+
+
+def test_tensor_parallel_with_sequence_parallel_divides_activations():
+    spec = archspec.preset("gpt3-175b")
+    one = estimate_memory(spec, 1, 2048)
+    eight = estimate_memory(spec, 1, 2048, tensor_parallel=8, data_parallel=1)
+    assert eight.activations_bytes == -(-one.activations_bytes // 8)
+
+
+def test_mixed_precision_adamw_is_16_bytes_per_parameter_and_18_with_fp32_gradients():
+    """Rajbhandari et al. 2020 (ZeRO), 3.1: 2Ψ + 2Ψ + 12Ψ; with fp32 gradients 2Ψ + 4Ψ + 12Ψ."""
+    spec = archspec.preset("gpt2")
+    N = 124_439_808
+    m = estimate_memory(spec)
+    assert (m.weights_bytes, m.gradients_bytes, m.optimizer_bytes) == (2 * N, 2 * N, 12 * N)
+    m18 = estimate_memory(spec, fp32_grads=True)
+    assert m18.weights_bytes + m18.gradients_bytes + m18.optimizer_bytes == 18 * N
+    fp32 = estimate_memory(spec, dtype="fp32")
+    assert (fp32.weights_bytes, fp32.gradients_bytes, fp32.optimizer_bytes) == (4 * N, 4 * N, 8 * N)
+
+
+@pytest.mark.parametrize("stage, divided", [(0, ()), (1, ("optimizer",)), (2, ("optimizer", "gradients")),
+                                             (3, ("optimizer", "gradients", "weights"))])  # fmt: skip
+def test_zero_stages_divide_what_they_divide(stage, divided):
+    spec = archspec.preset("gpt2")
+    N, dp = 124_439_808, 4
+    m = estimate_memory(spec, zero_stage=stage, data_parallel=dp)
+    full = {"weights": 2 * N, "gradients": 2 * N, "optimizer": 12 * N}
+    got = {"weights": m.weights_bytes, "gradients": m.gradients_bytes, "optimizer": m.optimizer_bytes}
+    assert got == {k: (v // dp if k in divided else v) for k, v in full.items()}
+
+
+def test_int4_weights_are_half_a_byte():
+    assert estimate_memory(archspec.preset("gpt2"), dtype="int4").weights_bytes == 124_439_808 // 2
+
+
+def test_memory_json_keys(run_json):
+    (obj,) = run_json("memory", "gpt2", "--batch", "2", "--seq-len", "512")
+    for key in ("name", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes"):
+        assert isinstance(obj[key], int if key != "name" else str)
+    assert obj["kv_cache_bytes"] == 12 * 12 * (64 + 64) * 512 * 2 * 2
+
+
+def test_memory_per_gpu_under_zero_3(run_json):
+    (obj,) = run_json("memory", "gpt3-175b", "--gpus", "1024", "--zero", "3", "--gpu", "h100")
+    assert obj["weights_bytes"] == -(-2 * 174_604_259_328 // 1024)
+    assert obj["fits_training"] is False  # activations at batch 1 x 2048 without recomputation: 257 GiB
