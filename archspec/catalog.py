@@ -15,8 +15,9 @@ Every number carries its provenance as a comment beside it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -110,32 +111,45 @@ def load_family_file(path: str | Path, trusted: bool = False) -> list[Preset]:
     return parse_family(read_mapping(path), str(path), trusted)
 
 
-@lru_cache(maxsize=1)
-def _catalog() -> dict[str, Preset]:
+_HEADER = re.compile(r'^\[models\.(?:"([^"]+)"|([A-Za-z0-9_-]+))\][ \t]*(?:#.*)?$', re.MULTILINE)
+
+
+def _data_files() -> list[Path]:
     import importlib
 
     # The data package (presets/); `archspec.presets` the attribute is the listing function.
-    _data = importlib.import_module("archspec.presets")
+    return importlib.import_module("archspec.presets").files()
 
-    out: dict[str, Preset] = {}
-    for path in _data.files():
-        for p in load_family_file(path, trusted=True):
-            if p.name in out:
-                raise SpecError(f"preset {p.name!r} is defined twice ({out[p.name].path} and {path})")
-            out[p.name] = p
+
+@cache
+def _index() -> dict[str, Path]:
+    """Preset name -> family file, from the `[models.NAME]` headers: reading text, not parsing TOML,
+    so a command parses only the files of the models it names."""
+    out: dict[str, Path] = {}
+    for path in _data_files():
+        for quoted, bare in _HEADER.findall(path.read_text(encoding="utf-8")):
+            name = quoted or bare
+            if name in out:
+                raise SpecError(f"preset {name!r} is defined twice ({out[name]} and {path})")
+            out[name] = path
     return out
 
 
+@cache
+def _family(path: Path) -> dict[str, Preset]:
+    return {p.name: p for p in load_family_file(path, trusted=True)}
+
+
 def preset_names() -> list[str]:
-    """All preset names, in file order (families sorted by file name)."""
-    return list(_catalog())
+    """All preset names, in file order (families in presets.ORDER, then by file name)."""
+    return list(_index())
 
 
 def get_preset(name: str) -> Preset:
-    cat = _catalog()
-    if name not in cat:
-        raise SpecError(f"unknown preset {name!r}{did_you_mean(name, cat)} (see `archspec list`)")
-    return cat[name]
+    index = _index()
+    if name not in index:
+        raise SpecError(f"unknown preset {name!r}{did_you_mean(name, index)} (see `archspec list`)")
+    return _family(index[name])[name]
 
 
 def preset(name: str) -> ModelSpec:
@@ -146,7 +160,7 @@ def preset(name: str) -> ModelSpec:
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
     """A preset name or a spec-file path, with `--set` overrides applied and re-validated."""
     looks_like_path = any(ref.lower().endswith(s) for s in (".toml", ".json", ".yaml", ".yml")) or "/" in ref
-    if looks_like_path or (Path(ref).is_file() and ref not in _catalog()):
+    if looks_like_path or (Path(ref).is_file() and ref not in _index()):
         from archspec.loading import load_spec
 
         spec = load_spec(ref)

@@ -293,22 +293,23 @@ def cmd_compare(args) -> int:
 def _compare_extras(args, spec, count) -> dict[str, dict[str, Any]]:
     """Planning columns: {json key: {"label", "value", "text"}}."""
     from archspec.flops import count_flops, exact_number
-    from archspec.memory import estimate_memory, kv_cache_bytes
+    from archspec.memory import DTYPE_BYTES, OPTIMIZERS, kv_cache_bytes, weights_bytes
     from archspec.render import human, human_bytes
 
     T = args.seq_len or spec.max_positions
     f = _planning(count_flops, spec, 1, T)
-    mem = _planning(estimate_memory, spec, 1, T, dtype=args.dtype)
+    weights = weights_bytes(spec, args.dtype)
+    # mixed-precision AdamW: weights and gradients in the 16-bit dtype, fp32 master copy and two moments
+    per_param = float(2 * DTYPE_BYTES["bf16"] + 4 + 4 * OPTIMIZERS["adamw"])
     kv_per_token = kv_cache_bytes(spec, 1, 1, args.dtype, 1 if spec.kind == "encoder-decoder" else None)
     return {
         "forward_per_token": {"label": "FLOPs/token", "value": exact_number(f.forward_per_token),
                               "text": human(float(f.forward_per_token))},
         "training_per_token": {"label": "train FLOPs/token", "value": exact_number(f.training_per_token),
                                "text": human(float(f.training_per_token)), "json_only": True},
-        "weights_bytes": {"label": f"weights {mem.dtype}", "value": mem.weights_bytes,
-                          "text": human_bytes(mem.weights_bytes)},
-        "training_bytes_per_param": {"label": "train B/param", "value": mem.bytes_per_param_training,
-                                     "text": f"{mem.bytes_per_param_training:g}", "json_only": True},
+        "weights_bytes": {"label": f"weights {args.dtype}", "value": weights, "text": human_bytes(weights)},
+        "training_bytes_per_param": {"label": "train B/param", "value": per_param, "text": f"{per_param:g}",
+                                     "json_only": True},
         "kv_cache_bytes_per_token": {"label": "KV/token", "value": kv_per_token, "text": human_bytes(kv_per_token)},
     }  # fmt: skip
 
@@ -753,7 +754,9 @@ register(
 )
 
 
-def build_parser() -> Parser:
+def build_parser(command: str | None = None) -> Parser:
+    """The argument parser. With `command`, only that subcommand gets its own options (the others
+    are listed for --help but never parsed), which keeps start-up to what the command needs."""
     parser = Parser(
         prog="archspec",
         description=(
@@ -779,14 +782,15 @@ def build_parser() -> Parser:
         )
         _common(p, c["models"])
         p.set_defaults(format=c["default_format"])
-        if c["add_args"]:
+        if c["add_args"] and (command is None or command == name):
             c["add_args"](p)
         p.set_defaults(run=c["run"])
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(next((a for a in argv if a in COMMANDS), None))
     args = parser.parse_args(argv)
     try:
         return args.run(args)

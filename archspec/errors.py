@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from pydantic import ValidationError
@@ -13,6 +12,8 @@ class SpecError(ValueError):
 
 
 def closest(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    import difflib  # only on the error path
+
     return difflib.get_close_matches(word, list(choices), n=n, cutoff=0.5)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sys
@@ -38,30 +37,34 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
         raise SpecError(f"{path}: cannot read: {exc}") from None
     if not text.strip():
         raise SpecError(f"{path}: file is empty; a spec file holds the spec fields at its top level")
-    try:
-        if suffix == ".toml":
-            data = tomllib.loads(text)
-        elif suffix == ".json":
-            data = json.loads(text)
-        else:
-            try:
-                import yaml
-            except ImportError:
-                raise SpecError(
-                    f"{path}: reading YAML needs PyYAML; install it (pip install pyyaml) or use .toml/.json"
-                ) from None
-            data = yaml.safe_load(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: malformed TOML: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: malformed JSON: {exc}") from None
-    except SpecError:
-        raise
-    except Exception as exc:  # yaml.YAMLError and friends
-        raise SpecError(f"{path}: malformed YAML: {' '.join(str(exc).split())}") from None
+    data = _parse(path, suffix, text)
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the top level must be a table of spec fields, not {type(data).__name__}")
     return data
+
+
+def _parse(path: Path, suffix: str, text: str) -> Any:
+    """Parse TOML, JSON or YAML (safe loading only), naming the format in the error."""
+    if suffix == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SpecError(f"{path}: malformed TOML: {exc}") from None
+    if suffix == ".json":
+        import json
+
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{path}: malformed JSON: {exc}") from None
+    try:
+        import yaml
+    except ImportError:
+        raise SpecError(f"{path}: reading YAML needs PyYAML (pip install pyyaml); or use .toml or .json") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: malformed YAML: {' '.join(str(exc).split())}") from None
 
 
 def build_spec(data: dict[str, Any], where: str = "") -> ModelSpec:

@@ -62,6 +62,11 @@ def nbytes(count: int | Fraction, per: Fraction) -> int:
     return math.ceil(count * per)
 
 
+def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
+    """All parameters stored in `dtype`."""
+    return nbytes(count_params(spec).total, dtype_bytes(dtype))
+
+
 def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
     """Keys and values cached for `batch` sequences of `seq_len` (and, cross-attention, `src_len`) tokens."""
     per_position = spec.decoder_layers * spec.n_kv_heads * (spec.d_head + spec.d_value)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,11 +57,16 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colal
 
 
 def to_json(objects: list[dict[str, Any]]) -> str:
+    import json
+
     return json.dumps(objects, indent=2)
 
 
 def to_csv(objects: list[dict[str, Any]]) -> str:
     """Flat CSV: nested dicts become 'parent.child' columns."""
+    import csv
+    import io
+
     flat = [_flatten(o) for o in objects]
     columns: list[str] = []
     for row in flat:
@@ -86,6 +88,8 @@ def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(v, dict):
             out.update(_flatten(v, key + "."))
         elif isinstance(v, list):
+            import json
+
             out[key] = json.dumps(v)
         else:
             out[key] = v

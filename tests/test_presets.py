@@ -92,3 +92,12 @@ def test_packaged_presets_are_valid(name):
     validated = ModelSpec.model_validate(p.spec_data)
     assert validated == p.spec
     assert validated.model_fields_set == p.spec.model_fields_set
+
+
+@pytest.mark.parametrize("path", sorted(PRESET_DIR.glob("*.toml")), ids=lambda p: p.name)
+def test_name_index_agrees_with_the_parsed_files(path):
+    """The catalog finds a preset's file by its [models.NAME] header; parsing must find the same names."""
+    from archspec.catalog import _index, load_family_file
+
+    parsed = [p.name for p in load_family_file(path)]
+    assert parsed == [n for n, f in _index().items() if f == path]
