@@ -71,6 +71,11 @@ def _spec_of(p: Preset) -> ModelSpec:
 def parse_family(data: dict[str, Any], where: str, trusted: bool = False) -> list[Preset]:
     """The presets of one family file's mapping."""
     unknown = set(data) - {"family", "defaults", "models"}
+    if unknown and {"name", "vocab_size"} <= set(data):
+        raise SpecError(
+            f"{where}: this is a spec file; this command reads the presets' format: [defaults], "
+            "[models.NAME] tables and [[models.NAME.claims]] (see the README)"
+        )
     if unknown:
         raise SpecError(f"{where}: unknown top-level key(s) {sorted(unknown)}; expected family, defaults, models")
     family = data.get("family", {})

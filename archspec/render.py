@@ -18,6 +18,16 @@ def human(n: int | float, digits: int = 1) -> str:
     return f"{n:,}" if isinstance(n, int) else f"{n:.{digits}f}"
 
 
+def human_sig(n: int | float, sig: int = 4) -> str:
+    """Four significant figures: 1517123584 -> '1.517B', 124439808 -> '124.4M'."""
+    for scale, suffix in _SUFFIXES:
+        if abs(n) >= scale:
+            v = n / scale
+            decimals = max(0, sig - len(str(int(abs(v)))))
+            return f"{v:.{decimals}f}{suffix}"
+    return f"{n:,}"
+
+
 def human_bytes(n: int | float) -> str:
     """Binary units: 1,610,612,736 -> '1.50 GiB'."""
     units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")

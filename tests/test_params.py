@@ -163,3 +163,22 @@ def test_gpt2_matches_huggingface(name):
     with torch.device("meta"):
         hf = transformers.GPT2LMHeadModel(cfg)
     assert count_params(s).total == sum(p.numel() for p in hf.parameters())  # parameters() dedupes ties
+
+
+@pytest.mark.parametrize("name, expected", [("bert-base", 109_482_240), ("bert-large", 335_141_888)])
+def test_bert_matches_huggingface_bertmodel(name, expected):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    s = archspec.preset(name)
+    cfg = transformers.BertConfig(
+        vocab_size=s.vocab_size,
+        hidden_size=s.d_model,
+        num_hidden_layers=s.encoder_layers,
+        num_attention_heads=s.n_heads,
+        intermediate_size=s.d_ff,
+        max_position_embeddings=s.max_positions,
+        type_vocab_size=s.type_vocab_size,
+    )
+    with torch.device("meta"):
+        hf = transformers.BertModel(cfg)
+    assert count_params(s).total == sum(p.numel() for p in hf.parameters()) == expected

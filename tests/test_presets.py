@@ -24,6 +24,8 @@ EXPECTED = [
     "gpt3-6.7b",
     "gpt3-13b",
     "gpt3-175b",
+    "bert-base",
+    "bert-large",
 ]
 
 
@@ -101,3 +103,10 @@ def test_name_index_agrees_with_the_parsed_files(path):
 
     parsed = [p.name for p in load_family_file(path)]
     assert parsed == [n for n, f in _index().items() if f == path]
+
+
+def test_bert_follows_devlin_2018():
+    s = archspec.preset("bert-large")
+    assert (s.kind, s.encoder_layers, s.d_model, s.n_heads, s.d_ff) == ("encoder-only", 24, 1024, 16, 4096)
+    assert (s.vocab_size, s.max_positions, s.type_vocab_size) == (30522, 512, 2)
+    assert (s.norm_position, s.embedding_norm, s.pooler, s.final_norm) == ("post", True, True, False)
