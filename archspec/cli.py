@@ -324,8 +324,14 @@ def _compare_note(args) -> str:
 
 def _planning(fn, *a, **kw):
     """Call a planning function; its ValueErrors are bad input (exit 2)."""
+    from pydantic import ValidationError
+
     try:
         return fn(*a, **kw)
+    except ValidationError as err:
+        from archspec.errors import describe_validation_error
+
+        raise SpecError(describe_validation_error(err, "--set")) from None
     except ValueError as exc:
         raise SpecError(str(exc)) from None
 
@@ -541,6 +547,7 @@ def cmd_memory(args) -> int:
                        fits_training=m.training_total_bytes <= acc.memory_gib * 2**30,
                        fits_inference=m.inference_total_bytes <= acc.memory_gib * 2**30)  # fmt: skip
         objects.append(obj)
+        per_token = m.kv_cache_bytes_per_token
         rows = [
             ["weights", human_bytes(m.weights_bytes), exact(m.weights_bytes)],
             ["gradients", human_bytes(m.gradients_bytes), exact(m.gradients_bytes)],
@@ -548,6 +555,7 @@ def cmd_memory(args) -> int:
             [f"activations (recompute: {m.recompute})", human_bytes(m.activations_bytes), exact(m.activations_bytes)],
             ["training total", human_bytes(m.training_total_bytes), exact(m.training_total_bytes)],
             ["KV cache", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
+            ["KV cache per token", human_bytes(float(per_token)), f"{float(per_token):,.6g}"],
             [
                 "inference total (weights + KV cache)",
                 human_bytes(m.inference_total_bytes),
@@ -599,7 +607,7 @@ def _claim_sets(args):
             if overrides:
                 from archspec.catalog import resolve_model
 
-                spec = resolve_model(p.name, overrides) if not is_file else spec.replace(**overrides)
+                spec = resolve_model(p.name, overrides) if not is_file else _planning(spec.replace, **overrides)
             out.append((spec, p.claims))
     return out
 

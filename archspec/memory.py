@@ -140,6 +140,11 @@ class MemoryEstimate:
     def inference_total_bytes(self) -> int:
         return self.inference_weights_bytes + self.kv_cache_bytes
 
+    @property
+    def kv_cache_bytes_per_token(self) -> Fraction:
+        """Cache per (target) token of one sequence, the source's share included for an encoder-decoder."""
+        return Fraction(self.kv_cache_bytes, self.batch * self.seq_len)
+
     def to_dict(self) -> dict:
         return {
             "name": self.name,
@@ -155,6 +160,7 @@ class MemoryEstimate:
             "optimizer_bytes": self.optimizer_bytes,
             "activations_bytes": self.activations_bytes,
             "kv_cache_bytes": self.kv_cache_bytes,
+            "kv_cache_bytes_per_token": _exact(self.kv_cache_bytes_per_token),
             "training_total_bytes": self.training_total_bytes,
             "inference_total_bytes": self.inference_total_bytes,
             "inference_weights_bytes": self.inference_weights_bytes,
@@ -163,6 +169,10 @@ class MemoryEstimate:
             "activations_detail": dict(self.activations_detail),
             "parallel": dict(self.parallel),
         }
+
+
+def _exact(x: Fraction) -> int | float:
+    return int(x) if x.denominator == 1 else float(x)
 
 
 def estimate_memory(

@@ -35,7 +35,7 @@ def human_bytes(n: int | float) -> str:
     while abs(value) >= 1024 and i < len(units) - 1:
         value /= 1024
         i += 1
-    return f"{int(value)} B" if i == 0 else f"{value:.2f} {units[i]}"
+    return f"{value:g} B" if i == 0 else f"{value:.2f} {units[i]}"
 
 
 def sci(x: int | float, digits: int = 3) -> str:

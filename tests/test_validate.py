@@ -191,3 +191,10 @@ def test_every_number_in_an_explanation_is_recomputed(name):
             stated, precision = parse_printed(digits + suffix)
             hits = [v for v in values if abs(v - float(stated)) <= float(precision) / 2]
             assert hits, f"{name}: {digits}{suffix} in {claim.printed!r}'s explanation is computed nowhere"
+
+
+def test_set_on_a_claims_file_is_validated(run_cli, tmp_path):
+    path = tmp_path / "claims.toml"
+    path.write_text(FALSE_CLAIM)
+    code, _, err = run_cli("validate", str(path), "--set", "n_heads=7")
+    assert code == 2 and "not divisible by n_heads=7" in err and err.count("\n") == 1
