@@ -555,7 +555,11 @@ def cmd_memory(args) -> int:
             [f"activations (recompute: {m.recompute})", human_bytes(m.activations_bytes), exact(m.activations_bytes)],
             ["training total", human_bytes(m.training_total_bytes), exact(m.training_total_bytes)],
             ["KV cache", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
-            ["KV cache per token", human_bytes(float(per_token)), f"{float(per_token):,.6g}"],
+            [
+                "KV cache per token",
+                human_bytes(float(per_token)),
+                exact(int(per_token)) if per_token.denominator == 1 else f"{float(per_token):,.2f}",
+            ],  # fmt: skip
             [
                 "inference total (weights + KV cache)",
                 human_bytes(m.inference_total_bytes),
