@@ -21,7 +21,7 @@ import torch
 import transformers
 
 import archspec
-from archspec.reference import build, count_total, load_gpt2
+from archspec.reference import build, count_total, load_gpt2, transformers_config
 
 
 def median_time(fn, repeats: int) -> float:
@@ -33,17 +33,9 @@ def median_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def gpt2_config(spec) -> transformers.GPT2Config:
-    return transformers.GPT2Config(
-        vocab_size=spec.vocab_size, n_positions=spec.max_positions, n_embd=spec.d_model,
-        n_layer=spec.decoder_layers, n_head=spec.n_heads, activation_function="gelu",
-        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-    )  # fmt: skip
-
-
 def bench_meta_build(repeats: int) -> None:
     spec = archspec.preset("gpt3-175b")
-    cfg = gpt2_config(spec)
+    cfg = transformers_config(spec)
 
     def ours():
         return count_total(build(spec, device="meta"))
@@ -61,7 +53,7 @@ def bench_meta_build(repeats: int) -> None:
 def bench_cpu_forward(repeats: int, seq: int = 256) -> None:
     spec = archspec.preset("gpt2")
     torch.manual_seed(0)
-    hf = transformers.GPT2LMHeadModel(gpt2_config(spec)).eval()
+    hf = transformers.GPT2LMHeadModel(transformers_config(spec)).eval()
     ours = load_gpt2(build(spec), hf.state_dict()).eval()
     x = torch.randint(0, spec.vocab_size, (1, seq))
     with torch.inference_mode():

@@ -26,6 +26,7 @@ from archspec.reference.convert import (
     load_llama,
     load_torch_transformer,
     spec_from_gpt2_config,
+    transformers_config,
 )
 from archspec.reference.measure import count_by_component, count_total
 from archspec.reference.model import Transformer, cache_bytes, cache_length
@@ -48,4 +49,5 @@ __all__ = [
     "resolve_device",
     "resolve_dtype",
     "spec_from_gpt2_config",
+    "transformers_config",
 ]

@@ -103,6 +103,7 @@ def build(spec: ModelSpec, device=None, dtype=None, *, seed: int = 0, check_memo
 def materialize(model: Transformer, device, seed: int = 0) -> Transformer:
     """Allocate a meta-built model on `device` and initialise it (buffers recomputed)."""
     model.to_empty(device=resolve_device(device))
+    model.tie_weights()  # to_empty replaced the shared tensor with one per module
     init_weights(model, seed=seed)
     return model
 

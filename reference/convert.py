@@ -17,8 +17,56 @@ from collections.abc import Mapping
 
 import torch
 
-from archspec.reference.model import Transformer
+from archspec.reference.model import LAYERNORM_EPS, RMSNORM_EPS, Transformer
 from archspec.spec import ModelSpec
+
+
+def is_gpt2_shaped(s: ModelSpec) -> bool:
+    return (s.kind == "decoder-only" and s.position == "learned" and s.norm == "layernorm" and s.norm_position == "pre"
+            and s.final_norm and s.bias and not s.gated and s.n_kv_heads == s.n_heads
+            and s.d_head * s.n_heads == s.d_model and s.d_value == s.d_head)  # fmt: skip
+
+
+def is_llama_shaped(s: ModelSpec) -> bool:
+    return (s.kind == "decoder-only" and s.position == "rotary" and s.norm == "rmsnorm" and s.activation == "swiglu"
+            and s.norm_position == "pre" and s.final_norm and s.d_value == s.d_head)  # fmt: skip
+
+
+def is_bert_shaped(s: ModelSpec) -> bool:
+    return (s.kind == "encoder-only" and s.position == "learned" and s.norm == "layernorm" and s.norm_position == "post"
+            and s.embedding_norm and s.type_vocab_size > 0 and not s.final_norm and s.bias and not s.gated
+            and s.n_kv_heads == s.n_heads and s.d_head * s.n_heads == s.d_model and s.d_value == s.d_head)  # fmt: skip
+
+
+def transformers_config(spec: ModelSpec):
+    """The equivalent transformers config for a GPT-2-, LLaMA- or BERT-shaped spec (no dropout, the
+    reference model's norm epsilons, exact GELU), so both sides build the same model from random weights."""
+    import transformers
+
+    if is_gpt2_shaped(spec):
+        return transformers.GPT2Config(
+            vocab_size=spec.vocab_size, n_positions=spec.max_positions, n_embd=spec.d_model,
+            n_layer=spec.decoder_layers, n_head=spec.n_heads, n_inner=spec.d_ff, activation_function="gelu",
+            layer_norm_epsilon=LAYERNORM_EPS, tie_word_embeddings=spec.tie_embeddings,
+            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+        )  # fmt: skip
+    if is_llama_shaped(spec):
+        return transformers.LlamaConfig(
+            vocab_size=spec.vocab_size, hidden_size=spec.d_model, intermediate_size=spec.d_ff,
+            num_hidden_layers=spec.decoder_layers, num_attention_heads=spec.n_heads,
+            num_key_value_heads=spec.n_kv_heads, head_dim=spec.d_head, max_position_embeddings=spec.max_positions,
+            rms_norm_eps=RMSNORM_EPS, attention_bias=spec.bias, mlp_bias=spec.bias,
+            tie_word_embeddings=spec.tie_embeddings,
+        )  # fmt: skip
+    if is_bert_shaped(spec):
+        return transformers.BertConfig(
+            vocab_size=spec.vocab_size, hidden_size=spec.d_model, num_hidden_layers=spec.encoder_layers,
+            num_attention_heads=spec.n_heads, intermediate_size=spec.d_ff,
+            max_position_embeddings=spec.max_positions, type_vocab_size=spec.type_vocab_size,
+            layer_norm_eps=LAYERNORM_EPS, hidden_act="gelu", hidden_dropout_prob=0.0,
+            attention_probs_dropout_prob=0.0,
+        )  # fmt: skip
+    raise ValueError(f"{spec.name}: no transformers equivalent (GPT-2, LLaMA or BERT shaped) for this spec")
 
 
 def spec_from_gpt2_config(config, name: str = "gpt2-hf") -> ModelSpec:
@@ -146,9 +194,10 @@ def load_llama(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Tr
             c.copy(layer.attention.qkv.bias, torch.cat([c.get(p + f"self_attn.{n}_proj.bias") for n in "qkv"]))
             c.copy(layer.attention.out.bias, p + "self_attn.o_proj.bias")
         c.copy(layer.mlp_norm.weight, p + "post_attention_layernorm.weight")
-        c.copy(layer.mlp.gate.weight, p + "mlp.gate_proj.weight")
-        c.copy(layer.mlp.up.weight, p + "mlp.up_proj.weight")
-        c.copy(layer.mlp.down.weight, p + "mlp.down_proj.weight")
+        for ours, theirs in ((layer.mlp.gate, "gate_proj"), (layer.mlp.up, "up_proj"), (layer.mlp.down, "down_proj")):
+            c.copy(ours.weight, p + f"mlp.{theirs}.weight")
+            if s.bias:
+                c.copy(ours.bias, p + f"mlp.{theirs}.bias")
     c.copy(model.decoder.final_norm.weight, "norm.weight")
     if not s.tie_embeddings:
         c.copy(model.head.weight, "lm_head.weight")

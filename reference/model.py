@@ -330,7 +330,12 @@ class Transformer(nn.Module):
         )
         self.pooler = Pooler(d) if spec.pooler else None
         self.head = Head(d, V)
-        if spec.tie_embeddings:
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """With tie_embeddings, the output head uses the token embedding's tensor. Moving a model off
+        the meta device (`to_empty`) gives every module a tensor of its own, so materialize() ties again."""
+        if self.spec.tie_embeddings:
             self.head.weight = self.embed.weight
 
     # -- pieces

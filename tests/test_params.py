@@ -114,71 +114,33 @@ def test_counts_are_python_ints():
     assert type(c.total) is int and all(type(v) is int for v in c.components.values())
 
 
-def test_llama_shaped_spec_matches_huggingface():
-    """An independent count: transformers' LlamaForCausalLM from a config, on the meta device."""
+HF_MODELS = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "bert": "BertModel"}
+LLAMA_SHAPED = ModelSpec(name="llama", vocab_size=320, d_model=64, decoder_layers=3, n_heads=8, n_kv_heads=2,
+                         d_ff=172, max_positions=64, position="rotary", norm="rmsnorm", activation="swiglu",
+                         bias=False, tie_embeddings=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "spec, family, expected",
+    [
+        (archspec.preset("gpt2"), "gpt2", 124_439_808),
+        (archspec.preset("gpt2-medium"), "gpt2", 354_823_168),
+        (LLAMA_SHAPED, "llama", None),
+        (archspec.preset("bert-base"), "bert", 109_482_240),
+        (archspec.preset("bert-large"), "bert", 335_141_888),
+    ],
+    ids=["gpt2", "gpt2-medium", "llama-shaped", "bert-base", "bert-large"],
+)
+def test_counts_match_transformers_models_built_from_a_config(spec, family, expected):
+    """An independent count: transformers' own model class from the equivalent config, on the meta device
+    (parameters() counts a tied tensor once)."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.LlamaConfig(
-        vocab_size=320,
-        hidden_size=64,
-        intermediate_size=172,
-        num_hidden_layers=3,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        tie_word_embeddings=False,
-    )
+    from archspec.reference import transformers_config
+
     with torch.device("meta"):
-        hf = transformers.LlamaForCausalLM(cfg)
-    spec = ModelSpec(
-        name="llama",
-        vocab_size=320,
-        d_model=64,
-        decoder_layers=3,
-        n_heads=8,
-        n_kv_heads=2,
-        d_ff=172,
-        max_positions=64,
-        position="rotary",
-        norm="rmsnorm",
-        activation="swiglu",
-        bias=False,
-        tie_embeddings=False,
-    )
-    assert count_params(spec).total == sum(p.numel() for p in hf.parameters())
-
-
-@pytest.mark.parametrize("name", ["gpt2", "gpt2-medium"])
-def test_gpt2_matches_huggingface(name):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    s = archspec.preset(name)
-    cfg = transformers.GPT2Config(
-        vocab_size=s.vocab_size,
-        n_positions=s.max_positions,
-        n_embd=s.d_model,
-        n_layer=s.decoder_layers,
-        n_head=s.n_heads,
-    )
-    with torch.device("meta"):
-        hf = transformers.GPT2LMHeadModel(cfg)
-    assert count_params(s).total == sum(p.numel() for p in hf.parameters())  # parameters() dedupes ties
-
-
-@pytest.mark.parametrize("name, expected", [("bert-base", 109_482_240), ("bert-large", 335_141_888)])
-def test_bert_matches_huggingface_bertmodel(name, expected):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    s = archspec.preset(name)
-    cfg = transformers.BertConfig(
-        vocab_size=s.vocab_size,
-        hidden_size=s.d_model,
-        num_hidden_layers=s.encoder_layers,
-        num_attention_heads=s.n_heads,
-        intermediate_size=s.d_ff,
-        max_position_embeddings=s.max_positions,
-        type_vocab_size=s.type_vocab_size,
-    )
-    with torch.device("meta"):
-        hf = transformers.BertModel(cfg)
-    assert count_params(s).total == sum(p.numel() for p in hf.parameters()) == expected
+        hf = getattr(transformers, HF_MODELS[family])(transformers_config(spec))
+    measured = sum(p.numel() for p in hf.parameters())
+    assert count_params(spec).total == measured
+    if expected is not None:
+        assert measured == expected

@@ -68,6 +68,7 @@ def test_any_valid_spec_analytic_equals_instantiated(spec):
 @given(specs())
 def test_any_valid_spec_runs_forward_on_cpu(spec):
     model = build(spec, seed=0)
+    assert count_by_component(model) == count_params(spec).components  # real weights, not only meta
     T = min(spec.max_positions, 5)
     tokens = torch.randint(0, spec.vocab_size, (2, T))
     out = model(tokens, tokens) if spec.kind == "encoder-decoder" else model(tokens)

@@ -58,11 +58,21 @@ def test_buffers_are_not_parameters():
         assert len(list(model.buffers())) > 0
 
 
-def test_tied_head_is_the_embedding():
-    model = build(toy(), device="meta")
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_tied_head_is_the_embedding(device):
+    model = build(toy(), device=device)
     assert model.head.weight is model.embed.weight
-    untied = build(toy(tie_embeddings=False), device="meta")
+    assert count_total(model) == count_params(toy()).total
+    untied = build(toy(tie_embeddings=False), device=device)
     assert untied.head.weight is not untied.embed.weight
+
+
+def test_a_materialised_model_stays_tied():
+    model = materialize(build(toy(), device="meta"), "cpu")
+    assert model.head.weight is model.embed.weight
+    with torch.no_grad():
+        model.embed.weight[3].fill_(1.0)
+    assert torch.equal(model.head.weight[3], torch.ones(32))
 
 
 # ---------------------------------------------------------------- behaviour
