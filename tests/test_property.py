@@ -73,3 +73,39 @@ def test_any_valid_spec_runs_forward_on_cpu(spec):
     tokens = torch.randint(0, spec.vocab_size, (2, T))
     out = model(tokens, tokens) if spec.kind == "encoder-decoder" else model(tokens)
     assert out.shape == (2, T, spec.vocab_size) and torch.isfinite(out).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(specs(), st.integers(1, 3), st.integers(1, 12), st.integers(1, 12))
+def test_any_valid_spec_forward_flops_equal_flopcountermode(spec, batch, T, S):
+    from archspec.flops import count_flops
+    from archspec.reference.measure import example_inputs, measure_flops
+
+    T = min(T, spec.max_positions)
+    S = min(S, spec.max_positions) if spec.kind == "encoder-decoder" else None
+    total, by_component = measure_flops(build(spec, device="meta"), example_inputs(spec, batch, T, S))
+    analytic = count_flops(spec, batch, T, S)
+    assert analytic.forward == total
+    assert all(by_component.get(c, 0) == v for c, v in analytic.components.items())
+
+
+@settings(max_examples=30, deadline=None)
+@given(specs(), st.integers(1, 3), st.integers(1, 9))
+def test_any_decoder_kv_cache_equals_the_cached_tensors(spec, batch, T):
+    from archspec.memory import kv_cache_bytes
+    from archspec.reference import cache_bytes
+
+    if spec.decoder_layers == 0:
+        return
+    model = build(spec, seed=0).eval()
+    T = min(T, spec.max_positions)
+    S = min(4, spec.max_positions)
+    tokens = torch.randint(0, spec.vocab_size, (batch, T))
+    cache = model.new_cache()
+    with torch.no_grad():
+        if spec.kind == "encoder-decoder":
+            model.decode(tokens, model.encode(torch.randint(0, spec.vocab_size, (batch, S))), cache)
+        else:
+            model(tokens, cache=cache)
+    src = S if spec.kind == "encoder-decoder" else None
+    assert kv_cache_bytes(spec, batch, T, "fp32", src) == cache_bytes(cache)
