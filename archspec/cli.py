@@ -472,6 +472,7 @@ def cmd_flops(args) -> int:
             f"per token: forward {human(float(f.forward_per_token))} "
             f"({exact_number(f.forward_per_token):,}), training {human(float(f.training_per_token))}; "
             f"MACs (fvcore's 'flops') {sci(f.macs)}",
+            "not modelled: lookups, the loss, the optimizer step, the pooler, dropout",
             "",
             "published approximations for this batch (training FLOPs):",
             table(

@@ -89,6 +89,16 @@ NON_MATMUL_COST = {
 }
 
 
+# fvcore's third bin: work neither counted nor estimated, named so that nothing vanishes as a silent zero.
+NOT_MODELLED = (
+    "embedding and position lookups (gathers, no arithmetic)",
+    "the loss over the vocabulary (log-softmax and gather)",
+    "the optimizer step (a few FLOPs per parameter per step)",
+    "the BERT pooler (outside the language-model forward pass)",
+    "dropout",
+)
+
+
 @dataclass(frozen=True)
 class FlopCount:
     """Exact forward matmul FLOPs for one workload, by component and operation."""
@@ -157,6 +167,7 @@ class FlopCount:
             "operations": dict(self.operations),
             "non_matmul_estimate": dict(self.non_matmul),
             "non_matmul_estimate_total": self.non_matmul_total,
+            "not_modelled": list(NOT_MODELLED),
             "approximations": {k: dict(v) for k, v in self.approximations.items()},
         }
 
