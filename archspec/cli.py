@@ -451,7 +451,7 @@ def cmd_flops(args) -> int:
                 training_total=cost.training_total,
                 training_total_6nd=cost.training_total_6nd,
                 pf_days=cost.pf_days,
-                pf_days_6nd=cost.pf_days_6nd,
+                pf_days_exact=cost.pf_days_exact,
                 chinchilla_tokens=cost.chinchilla_tokens,
             )
             if cost.seconds is not None:
@@ -488,9 +488,9 @@ def cmd_flops(args) -> int:
         if cost is not None:
             lines += [
                 "",
-                f"training on {human(cost.tokens)} tokens: {sci(cost.training_total)} FLOPs exact "
-                f"({cost.pf_days:,.1f} PF-days); 6ND: {sci(cost.training_total_6nd)} "
-                f"({cost.pf_days_6nd:,.1f} PF-days)",
+                f"training on {human(cost.tokens)} tokens: 6ND {sci(cost.training_total_6nd)} FLOPs "
+                f"({cost.pf_days:,.1f} PF-days, as GPT-3's Table D.1 counts); exact {sci(cost.training_total)} "
+                f"({cost.pf_days_exact:,.1f} PF-days)",
                 f"Chinchilla-optimal data, ~20 tokens per parameter: {human(cost.chinchilla_tokens)} tokens",
             ]
             if cost.seconds is not None:

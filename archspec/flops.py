@@ -338,11 +338,13 @@ class TrainingCost:
 
     @property
     def pf_days(self) -> float:
-        return self.training_total / PF_DAY
+        """6·N·D in PF-days, as the GPT-3 paper (Table D.1) counts."""
+        return self.training_total_6nd / PF_DAY
 
     @property
-    def pf_days_6nd(self) -> float:
-        return self.training_total_6nd / PF_DAY
+    def pf_days_exact(self) -> float:
+        """The exact training FLOPs in PF-days."""
+        return self.training_total / PF_DAY
 
     @property
     def chinchilla_tokens(self) -> int:

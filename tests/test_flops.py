@@ -149,8 +149,9 @@ def test_table_d1_rows_come_out(name):
 def test_gpt3_175b_training_compute_reproduces_3_14e23_and_3640_pf_days(run_json):
     (obj,) = run_json("flops", "gpt3-175b", "--tokens", "300e9")
     assert obj["training_total_6nd"] == 6 * 174_604_259_328 * 300 * 10**9
-    assert round_sig(obj["training_total_6nd"]) == 3.14e23 and round_sig(obj["pf_days_6nd"]) == 3640
+    assert round_sig(obj["training_total_6nd"]) == 3.14e23 and round_sig(obj["pf_days"]) == 3640
     assert obj["training_total"] > obj["training_total_6nd"]  # the exact count adds attention and the head
+    assert obj["pf_days_exact"] == obj["training_total"] / 8.64e19
 
 
 def test_training_time_on_accelerators(run_json):
