@@ -108,6 +108,16 @@ class _Copier:
             )
         target.copy_(src)
 
+    def module(self, target: torch.nn.Module, prefix: str, transpose: bool = False) -> None:
+        """`prefix`.weight (and `prefix`.bias where the target has one) into a linear or norm layer."""
+        self.copy(target.weight, prefix + ".weight", transpose)
+        if getattr(target, "bias", None) is not None:
+            self.copy(target.bias, prefix + ".bias")
+
+    def cat(self, prefix: str, names: tuple[str, ...], suffix: str) -> torch.Tensor:
+        """Separate projections (q, k, v) fused the way the reference model stores them."""
+        return torch.cat([self.get(f"{prefix}{n}{suffix}") for n in names], dim=0)
+
     def finish(self, optional: tuple[str, ...] = ()) -> None:
         left = sorted(k for k in set(self.source) - self.used if k not in optional)
         if left:
@@ -131,118 +141,75 @@ def _need(model: Transformer, ok: bool, what: str) -> None:
         raise ValueError(f"{what} weights do not fit this spec ({model.spec.name}: {model.spec.kind})")
 
 
+def _head(model: Transformer, c: _Copier) -> None:
+    """An untied head loads `lm_head.weight`; a tied one is the embedding (the key may be there too)."""
+    if not model.spec.tie_embeddings:
+        c.copy(model.head.weight, "lm_head.weight")
+    c.finish(optional=("lm_head.weight",))
+
+
 def load_gpt2(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
-    """Load a transformers GPT-2 state dict (GPT2LMHeadModel or GPT2Model) into `model`."""
-    s = model.spec
-    _need(
-        model,
-        s.kind == "decoder-only"
-        and s.position == "learned"
-        and s.norm == "layernorm"
-        and s.norm_position == "pre"
-        and s.final_norm
-        and s.bias
-        and not s.gated,
-        "GPT-2",
-    )
+    """Load a transformers GPT-2 state dict (GPT2LMHeadModel or GPT2Model) into `model`.
+    GPT-2's Conv1D layers store weights (in, out): they are transposed."""
+    _need(model, is_gpt2_shaped(model.spec), "GPT-2")
     c = _Copier(_strip(state_dict, "transformer."), "GPT-2")
     c.copy(model.embed.weight, "wte.weight")
     c.copy(model.decoder.position.weight, "wpe.weight")
     for i, layer in enumerate(model.decoder.layers):
         p = f"h.{i}."
-        c.copy(layer.attention_norm.weight, p + "ln_1.weight")
-        c.copy(layer.attention_norm.bias, p + "ln_1.bias")
-        c.copy(layer.attention.qkv.weight, p + "attn.c_attn.weight", transpose=True)  # Conv1D: (in, out)
-        c.copy(layer.attention.qkv.bias, p + "attn.c_attn.bias")
-        c.copy(layer.attention.out.weight, p + "attn.c_proj.weight", transpose=True)
-        c.copy(layer.attention.out.bias, p + "attn.c_proj.bias")
-        c.copy(layer.mlp_norm.weight, p + "ln_2.weight")
-        c.copy(layer.mlp_norm.bias, p + "ln_2.bias")
-        c.copy(layer.mlp.up.weight, p + "mlp.c_fc.weight", transpose=True)
-        c.copy(layer.mlp.up.bias, p + "mlp.c_fc.bias")
-        c.copy(layer.mlp.down.weight, p + "mlp.c_proj.weight", transpose=True)
-        c.copy(layer.mlp.down.bias, p + "mlp.c_proj.bias")
-    c.copy(model.decoder.final_norm.weight, "ln_f.weight")
-    c.copy(model.decoder.final_norm.bias, "ln_f.bias")
-    if not s.tie_embeddings:
-        c.copy(model.head.weight, "lm_head.weight")
-    c.finish(optional=("lm_head.weight",))  # tied: the same tensor as wte
+        c.module(layer.attention_norm, p + "ln_1")
+        c.module(layer.attention.qkv, p + "attn.c_attn", transpose=True)
+        c.module(layer.attention.out, p + "attn.c_proj", transpose=True)
+        c.module(layer.mlp_norm, p + "ln_2")
+        c.module(layer.mlp.up, p + "mlp.c_fc", transpose=True)
+        c.module(layer.mlp.down, p + "mlp.c_proj", transpose=True)
+    c.module(model.decoder.final_norm, "ln_f")
+    _head(model, c)
     return model
 
 
 def load_llama(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
     """Load a transformers LlamaForCausalLM state dict into `model` (RMSNorm, SwiGLU, rotary, GQA)."""
-    s = model.spec
-    _need(
-        model,
-        s.kind == "decoder-only"
-        and s.position == "rotary"
-        and s.norm == "rmsnorm"
-        and s.activation == "swiglu"
-        and s.norm_position == "pre",
-        "LLaMA",
-    )
+    _need(model, is_llama_shaped(model.spec), "LLaMA")
     c = _Copier(_strip(state_dict, "model."), "LLaMA")
     c.copy(model.embed.weight, "embed_tokens.weight")
     for i, layer in enumerate(model.decoder.layers):
         p = f"layers.{i}."
-        c.copy(layer.attention_norm.weight, p + "input_layernorm.weight")
-        qkv = torch.cat([c.get(p + f"self_attn.{n}_proj.weight") for n in "qkv"], dim=0)
-        c.copy(layer.attention.qkv.weight, qkv)
-        c.copy(layer.attention.out.weight, p + "self_attn.o_proj.weight")
-        if s.bias:
-            c.copy(layer.attention.qkv.bias, torch.cat([c.get(p + f"self_attn.{n}_proj.bias") for n in "qkv"]))
-            c.copy(layer.attention.out.bias, p + "self_attn.o_proj.bias")
-        c.copy(layer.mlp_norm.weight, p + "post_attention_layernorm.weight")
-        for ours, theirs in ((layer.mlp.gate, "gate_proj"), (layer.mlp.up, "up_proj"), (layer.mlp.down, "down_proj")):
-            c.copy(ours.weight, p + f"mlp.{theirs}.weight")
-            if s.bias:
-                c.copy(ours.bias, p + f"mlp.{theirs}.bias")
-    c.copy(model.decoder.final_norm.weight, "norm.weight")
-    if not s.tie_embeddings:
-        c.copy(model.head.weight, "lm_head.weight")
-    c.finish(optional=("lm_head.weight",))
+        c.module(layer.attention_norm, p + "input_layernorm")
+        c.copy(layer.attention.qkv.weight, c.cat(p + "self_attn.", ("q", "k", "v"), "_proj.weight"))
+        if model.spec.bias:
+            c.copy(layer.attention.qkv.bias, c.cat(p + "self_attn.", ("q", "k", "v"), "_proj.bias"))
+        c.module(layer.attention.out, p + "self_attn.o_proj")
+        c.module(layer.mlp_norm, p + "post_attention_layernorm")
+        c.module(layer.mlp.gate, p + "mlp.gate_proj")
+        c.module(layer.mlp.up, p + "mlp.up_proj")
+        c.module(layer.mlp.down, p + "mlp.down_proj")
+    c.module(model.decoder.final_norm, "norm")
+    _head(model, c)
     return model
 
 
 def load_bert(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
     """Load a transformers BertModel state dict into `model` (encoder-only, post-norm, pooler)."""
-    s = model.spec
-    _need(
-        model,
-        s.kind == "encoder-only"
-        and s.position == "learned"
-        and s.norm == "layernorm"
-        and s.norm_position == "post"
-        and s.embedding_norm
-        and s.type_vocab_size > 0,
-        "BERT",
-    )
+    _need(model, is_bert_shaped(model.spec), "BERT")
     c = _Copier(_strip(state_dict, "bert."), "BERT")
     enc = model.encoder
     c.copy(model.embed.weight, "embeddings.word_embeddings.weight")
     c.copy(enc.position.weight, "embeddings.position_embeddings.weight")
     c.copy(model.token_type.weight, "embeddings.token_type_embeddings.weight")
-    c.copy(enc.embedding_norm.weight, "embeddings.LayerNorm.weight")
-    c.copy(enc.embedding_norm.bias, "embeddings.LayerNorm.bias")
+    c.module(enc.embedding_norm, "embeddings.LayerNorm")
     for i, layer in enumerate(enc.layers):
         p = f"encoder.layer.{i}."
-        a = p + "attention.self."
-        c.copy(layer.attention.qkv.weight, torch.cat([c.get(a + f"{n}.weight") for n in ("query", "key", "value")]))
-        c.copy(layer.attention.qkv.bias, torch.cat([c.get(a + f"{n}.bias") for n in ("query", "key", "value")]))
-        c.copy(layer.attention.out.weight, p + "attention.output.dense.weight")
-        c.copy(layer.attention.out.bias, p + "attention.output.dense.bias")
-        c.copy(layer.attention_norm.weight, p + "attention.output.LayerNorm.weight")
-        c.copy(layer.attention_norm.bias, p + "attention.output.LayerNorm.bias")
-        c.copy(layer.mlp.up.weight, p + "intermediate.dense.weight")
-        c.copy(layer.mlp.up.bias, p + "intermediate.dense.bias")
-        c.copy(layer.mlp.down.weight, p + "output.dense.weight")
-        c.copy(layer.mlp.down.bias, p + "output.dense.bias")
-        c.copy(layer.mlp_norm.weight, p + "output.LayerNorm.weight")
-        c.copy(layer.mlp_norm.bias, p + "output.LayerNorm.bias")
+        qkv = ("query", "key", "value")
+        c.copy(layer.attention.qkv.weight, c.cat(p + "attention.self.", qkv, ".weight"))
+        c.copy(layer.attention.qkv.bias, c.cat(p + "attention.self.", qkv, ".bias"))
+        c.module(layer.attention.out, p + "attention.output.dense")
+        c.module(layer.attention_norm, p + "attention.output.LayerNorm")
+        c.module(layer.mlp.up, p + "intermediate.dense")
+        c.module(layer.mlp.down, p + "output.dense")
+        c.module(layer.mlp_norm, p + "output.LayerNorm")
     if model.pooler is not None:
-        c.copy(model.pooler.dense.weight, "pooler.dense.weight")
-        c.copy(model.pooler.dense.bias, "pooler.dense.bias")
+        c.module(model.pooler.dense, "pooler.dense")
     c.finish()
     return model
 
@@ -267,44 +234,32 @@ def load_torch_transformer(model: Transformer, state_dict: Mapping[str, torch.Te
     )
     c = _Copier(state_dict, "torch.nn.Transformer")
 
-    def norm(target, key):
-        c.copy(target.weight, key + ".weight")
-        c.copy(target.bias, key + ".bias")
+    def self_attention_and_mlp(layer, p: str) -> None:
+        c.copy(layer.attention.qkv.weight, p + "self_attn.in_proj_weight")
+        c.copy(layer.attention.qkv.bias, p + "self_attn.in_proj_bias")
+        c.module(layer.attention.out, p + "self_attn.out_proj")
+        c.module(layer.mlp.up, p + "linear1")
+        c.module(layer.mlp.down, p + "linear2")
 
     for i, layer in enumerate(model.encoder.layers):
         p = f"encoder.layers.{i}."
-        c.copy(layer.attention.qkv.weight, p + "self_attn.in_proj_weight")
-        c.copy(layer.attention.qkv.bias, p + "self_attn.in_proj_bias")
-        c.copy(layer.attention.out.weight, p + "self_attn.out_proj.weight")
-        c.copy(layer.attention.out.bias, p + "self_attn.out_proj.bias")
-        c.copy(layer.mlp.up.weight, p + "linear1.weight")
-        c.copy(layer.mlp.up.bias, p + "linear1.bias")
-        c.copy(layer.mlp.down.weight, p + "linear2.weight")
-        c.copy(layer.mlp.down.bias, p + "linear2.bias")
-        norm(layer.attention_norm, p + "norm1")
-        norm(layer.mlp_norm, p + "norm2")
+        self_attention_and_mlp(layer, p)
+        c.module(layer.attention_norm, p + "norm1")
+        c.module(layer.mlp_norm, p + "norm2")
     d = s.d_model
     for i, layer in enumerate(model.decoder.layers):
         p = f"decoder.layers.{i}."
-        c.copy(layer.attention.qkv.weight, p + "self_attn.in_proj_weight")
-        c.copy(layer.attention.qkv.bias, p + "self_attn.in_proj_bias")
-        c.copy(layer.attention.out.weight, p + "self_attn.out_proj.weight")
-        c.copy(layer.attention.out.bias, p + "self_attn.out_proj.bias")
+        self_attention_and_mlp(layer, p)
         w, b = c.get(p + "multihead_attn.in_proj_weight"), c.get(p + "multihead_attn.in_proj_bias")
-        c.copy(layer.cross_attention.q.weight, w[:d])
+        c.copy(layer.cross_attention.q.weight, w[:d])  # in_proj stacks q, k, v: q first, then k and v
         c.copy(layer.cross_attention.q.bias, b[:d])
         c.copy(layer.cross_attention.kv.weight, w[d:])
         c.copy(layer.cross_attention.kv.bias, b[d:])
-        c.copy(layer.cross_attention.out.weight, p + "multihead_attn.out_proj.weight")
-        c.copy(layer.cross_attention.out.bias, p + "multihead_attn.out_proj.bias")
-        c.copy(layer.mlp.up.weight, p + "linear1.weight")
-        c.copy(layer.mlp.up.bias, p + "linear1.bias")
-        c.copy(layer.mlp.down.weight, p + "linear2.weight")
-        c.copy(layer.mlp.down.bias, p + "linear2.bias")
-        norm(layer.attention_norm, p + "norm1")
-        norm(layer.cross_attention_norm, p + "norm2")
-        norm(layer.mlp_norm, p + "norm3")
-    norm(model.encoder.final_norm, "encoder.norm")
-    norm(model.decoder.final_norm, "decoder.norm")
+        c.module(layer.cross_attention.out, p + "multihead_attn.out_proj")
+        c.module(layer.attention_norm, p + "norm1")
+        c.module(layer.cross_attention_norm, p + "norm2")
+        c.module(layer.mlp_norm, p + "norm3")
+    c.module(model.encoder.final_norm, "encoder.norm")
+    c.module(model.decoder.final_norm, "decoder.norm")
     c.finish()
     return model
