@@ -172,6 +172,26 @@ class FlopCount:
         }
 
 
+def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: int | None) -> tuple[int, int | None]:
+    """(T, S): the (target) sequence length, max_positions by default, and for an encoder-decoder the
+    source length, T by default (None otherwise). Bad lengths are a ValueError naming the numbers."""
+    T = spec.max_positions if seq_len is None else seq_len
+    if batch < 1 or T < 1:
+        raise ValueError(f"batch and seq_len must be positive, got batch={batch}, seq_len={T}")
+    if src_len is not None and spec.kind != "encoder-decoder":
+        raise ValueError(f"{spec.name} has no encoder; src_len applies to encoder-decoder models")
+    S = (T if src_len is None else src_len) if spec.kind == "encoder-decoder" else None
+    if S is not None and S < 1:
+        raise ValueError(f"src_len must be positive, got {S}")
+    if spec.position == "learned":
+        for what, n in (("seq_len", T), ("src_len", S)):
+            if n is not None and n > spec.max_positions:
+                raise ValueError(
+                    f"{what}={n} is longer than the learned position table (max_positions={spec.max_positions})"
+                )
+    return T, S
+
+
 def exact_number(x: Fraction) -> int | float:
     """An int when the fraction is whole, else the nearest float."""
     return int(x) if x.denominator == 1 else float(x)
@@ -185,20 +205,7 @@ def count_flops(
     seq_len defaults to max_positions; for an encoder-decoder it is the target length and
     src_len (default: seq_len) the source length.
     """
-    T = spec.max_positions if seq_len is None else seq_len
-    if batch < 1 or T < 1:
-        raise ValueError(f"batch and seq_len must be positive, got batch={batch}, seq_len={T}")
-    S = (T if src_len is None else src_len) if spec.encoder_layers else None
-    if src_len is not None and not spec.encoder_layers:
-        raise ValueError(f"{spec.name} has no encoder; src_len applies to encoder-decoder models")
-    if S is not None and S < 1:
-        raise ValueError(f"src_len must be positive, got {S}")
-    if spec.position == "learned":
-        for what, n in (("seq_len", T), ("src_len", S)):
-            if n is not None and n > spec.max_positions:
-                raise ValueError(
-                    f"{what}={n} is longer than the learned position table (max_positions={spec.max_positions})"
-                )
+    T, S = workload_lengths(spec, batch, seq_len, src_len)
     B = batch
     ops: dict[str, int] = {}
 
@@ -227,7 +234,7 @@ def count_flops(
         name=spec.name,
         batch=B,
         seq_len=T,
-        src_len=S if spec.kind == "encoder-decoder" else None,
+        src_len=S,
         forward=forward,
         components=components,
         operations=ops,

@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from archspec.flops import exact_number, workload_lengths
 from archspec.params import count_params
 from archspec.spec import ModelSpec
 
@@ -160,7 +161,7 @@ class MemoryEstimate:
             "optimizer_bytes": self.optimizer_bytes,
             "activations_bytes": self.activations_bytes,
             "kv_cache_bytes": self.kv_cache_bytes,
-            "kv_cache_bytes_per_token": _exact(self.kv_cache_bytes_per_token),
+            "kv_cache_bytes_per_token": exact_number(self.kv_cache_bytes_per_token),
             "training_total_bytes": self.training_total_bytes,
             "inference_total_bytes": self.inference_total_bytes,
             "inference_weights_bytes": self.inference_weights_bytes,
@@ -169,10 +170,6 @@ class MemoryEstimate:
             "activations_detail": dict(self.activations_detail),
             "parallel": dict(self.parallel),
         }
-
-
-def _exact(x: Fraction) -> int | float:
-    return int(x) if x.denominator == 1 else float(x)
 
 
 def estimate_memory(
@@ -191,19 +188,11 @@ def estimate_memory(
     pipeline_parallel: int = 1,
 ) -> MemoryEstimate:
     """Memory of training and inference for `spec`, per device when parallel degrees are given."""
-    T = spec.max_positions if seq_len is None else seq_len
-    for what, n in (("batch", batch), ("seq_len", T), ("data_parallel", data_parallel),
-                    ("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel)):  # fmt: skip
+    T, S = workload_lengths(spec, batch, seq_len, src_len)
+    for what, n in (("data_parallel", data_parallel), ("tensor_parallel", tensor_parallel),
+                    ("pipeline_parallel", pipeline_parallel)):  # fmt: skip
         if n < 1:
             raise ValueError(f"{what} must be positive, got {n}")
-    if src_len is not None and not spec.encoder_layers:
-        raise ValueError(f"{spec.name} has no encoder; src_len applies to encoder-decoder models")
-    S = (T if src_len is None else src_len) if spec.kind == "encoder-decoder" else None
-    if spec.position == "learned" and max(T, S or 0) > spec.max_positions:
-        raise ValueError(
-            f"sequence of {max(T, S or 0)} is longer than the learned position table "
-            f"(max_positions={spec.max_positions})"
-        )
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
     if recompute not in RECOMPUTE:
