@@ -258,7 +258,7 @@ def cmd_compare(args) -> int:
     specs = _specs(args)
     counts = [count_params(s) for s in specs]
     extras = [_compare_extras(args, s, c) for s, c in zip(specs, counts)]
-    objects = [compare_columns(s, c, e) for s, c, e in zip(specs, counts, extras)]
+    objects = [compare_columns(s, c, {k: v["value"] for k, v in e.items()}) for s, c, e in zip(specs, counts, extras)]
 
     def people() -> str:
         headers = ["model", "layers", "d_model", "heads", "d_head", "d_ff", "vocab", "ctx", "params", "non-emb"]
@@ -282,25 +282,20 @@ def cmd_compare(args) -> int:
         note = _compare_note(args)
         return table(rows, headers, args.format) + "\n\n" + ROUNDING_NOTE + (("\n" + note) if note else "")
 
-    _render(
-        args,
-        [{k: (v["value"] if isinstance(v, dict) and "value" in v else v) for k, v in o.items()} for o in objects],
-        people,
-    )
+    _render(args, objects, people)
     return EXIT_OK
 
 
 def _compare_extras(args, spec, count) -> dict[str, dict[str, Any]]:
     """Planning columns: {json key: {"label", "value", "text"}}."""
     from archspec.flops import count_flops, exact_number
-    from archspec.memory import DTYPE_BYTES, OPTIMIZERS, kv_cache_bytes, weights_bytes
+    from archspec.memory import kv_cache_bytes, training_bytes_per_param, weights_bytes
     from archspec.render import human, human_bytes
 
     T = args.seq_len or spec.max_positions
     f = _planning(count_flops, spec, 1, T)
     weights = weights_bytes(spec, args.dtype)
-    # mixed-precision AdamW: weights and gradients in the 16-bit dtype, fp32 master copy and two moments
-    per_param = float(2 * DTYPE_BYTES["bf16"] + 4 + 4 * OPTIMIZERS["adamw"])
+    per_param = float(sum(training_bytes_per_param(args.dtype, "adamw")))
     kv_per_token = kv_cache_bytes(spec, 1, 1, args.dtype, 1 if spec.kind == "encoder-decoder" else None)
     return {
         "forward_per_token": {"label": "FLOPs/token", "value": exact_number(f.forward_per_token),

@@ -172,6 +172,24 @@ class MemoryEstimate:
         }
 
 
+def training_bytes_per_param(dtype: str, optimizer: str = "adamw", fp32_grads: bool = False) -> tuple:
+    """(weights, gradients, optimizer states) bytes per parameter when training in `dtype`.
+
+    Mixed precision (any dtype but fp32) keeps an fp32 master copy beside the optimizer's fp32 states;
+    gradients are 16-bit unless `fp32_grads`. AdamW in bf16: 2 + 2 + 12 = 16 (ZeRO's convention).
+    """
+    key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
+    e = dtype_bytes(key)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
+    if optimizer == "none":
+        return e, Fraction(0), Fraction(0)
+    mixed = key != "fp32"
+    grads = Fraction(4) if (fp32_grads or not mixed) else (e if key in ("bf16", "fp16") else Fraction(2))
+    optim = Fraction(4 * OPTIMIZERS[optimizer]) + (Fraction(4) if mixed else Fraction(0))
+    return e, grads, optim
+
+
 def estimate_memory(
     spec: ModelSpec,
     batch: int = 1,
@@ -193,25 +211,18 @@ def estimate_memory(
                     ("pipeline_parallel", pipeline_parallel)):  # fmt: skip
         if n < 1:
             raise ValueError(f"{what} must be positive, got {n}")
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
     if recompute not in RECOMPUTE:
         raise ValueError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE)}")
     if zero_stage not in (0, 1, 2, 3):
         raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
-    e = dtype_bytes(dtype)
     key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
     N = count_params(spec).total
     mixed = key != "fp32"
     model_split = tensor_parallel * pipeline_parallel
     shard = Fraction(1, model_split)
 
-    weights_pp = e
-    grads_pp = Fraction(4) if (fp32_grads or not mixed) else (e if key in ("bf16", "fp16") else Fraction(2))
+    weights_pp, grads_pp, optim_pp = training_bytes_per_param(key, optimizer, fp32_grads)
     states = OPTIMIZERS[optimizer]
-    optim_pp = Fraction(4 * states) + (Fraction(4) if mixed and optimizer != "none" else Fraction(0))
-    if optimizer == "none":
-        grads_pp = Fraction(0)
     zero_div = {
         "weights": data_parallel if zero_stage >= 3 else 1,
         "gradients": data_parallel if zero_stage >= 2 else 1,
