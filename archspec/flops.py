@@ -113,7 +113,6 @@ class FlopCount:
     non_matmul: dict[str, int]
     causal_half: bool = False
     params: int = 0
-    non_embedding_params: int = 0
     approximations: dict[str, dict] = field(default_factory=dict)
 
     @property
@@ -230,7 +229,7 @@ def count_flops(
         components[k.split(".")[0]] += v
     forward = sum(components.values())
     pc = count_params(spec)
-    result = FlopCount(
+    return FlopCount(
         name=spec.name,
         batch=B,
         seq_len=T,
@@ -241,9 +240,8 @@ def count_flops(
         non_matmul=non_matmul_flops(spec, B, T, S),
         causal_half=causal_half,
         params=pc.total,
-        non_embedding_params=pc.non_embedding,
+        approximations=approximations(spec, B, T, forward, pc.total, pc.non_embedding),
     )
-    return _with_approximations(spec, result)
 
 
 def non_matmul_flops(spec: ModelSpec, B: int, T: int, S: int | None) -> dict[str, int]:
@@ -283,14 +281,14 @@ def non_matmul_flops(spec: ModelSpec, B: int, T: int, S: int | None) -> dict[str
 # ---------------------------------------------------------------- published approximations
 
 
-def _with_approximations(spec: ModelSpec, r: FlopCount) -> FlopCount:
-    """Published shortcuts for the same workload, each beside the exact figure it approximates."""
-    B, T, tokens = r.batch, r.seq_len, r.tokens
-    N, N_ne = r.params, r.non_embedding_params
+def approximations(spec: ModelSpec, B: int, T: int, forward: int, N: int, N_ne: int) -> dict[str, dict]:
+    """Published shortcuts for a workload of B sequences of T tokens, each beside the exact figure it
+    approximates (`forward`: the exact forward FLOPs; N, N_ne: all and non-embedding parameters)."""
+    tokens = B * T
     L, d, nh, dk, V = spec.n_layers, spec.d_model, spec.n_heads, spec.d_head, spec.vocab_size
     d_attn = spec.d_q
-    exact_train = r.training
-    exact_recompute = 4 * r.forward  # forward, backward (2x) and a full recomputation of the forward
+    exact_train = 3 * forward
+    exact_recompute = 4 * forward  # forward, backward (2x) and a full recomputation of the forward
     megatron = Fraction(96 * B * T * L * d * d) * (1 + Fraction(T, 6 * d) + Fraction(V, 16 * L * d))
     rows = {
         "6ND": (
@@ -323,7 +321,7 @@ def _with_approximations(spec: ModelSpec, r: FlopCount) -> FlopCount:
             "exact": reference,
             "deviation": float(Fraction(value - reference, reference)),
         }
-    return FlopCount(**{**r.__dict__, "approximations": approx})
+    return approx
 
 
 # ---------------------------------------------------------------- training cost
