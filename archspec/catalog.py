@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from archspec.errors import SpecError, did_you_mean
-from archspec.loading import build_spec, read_mapping
+from archspec.loading import build_spec, parse_text, read_mapping
 from archspec.spec import ModelSpec
 
 RESERVED = ("summary", "source", "printed", "claims")
@@ -127,12 +127,17 @@ def _data_files() -> list[Path]:
 
 
 @cache
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@cache
 def _index() -> dict[str, Path]:
     """Preset name -> family file, from the `[models.NAME]` headers: reading text, not parsing TOML,
     so a command parses only the files of the models it names."""
     out: dict[str, Path] = {}
     for path in _data_files():
-        for quoted, bare in _HEADER.findall(path.read_text(encoding="utf-8")):
+        for quoted, bare in _HEADER.findall(_text(path)):
             name = quoted or bare
             if name in out:
                 raise SpecError(f"preset {name!r} is defined twice ({out[name]} and {path})")
@@ -142,7 +147,9 @@ def _index() -> dict[str, Path]:
 
 @cache
 def _family(path: Path) -> dict[str, Preset]:
-    return {p.name: p for p in load_family_file(path, trusted=True)}
+    """The parsed presets of one packaged family file (its text was read once, by _index)."""
+    data = parse_text(path, ".toml", _text(path))
+    return {p.name: p for p in parse_family(data, str(path), trusted=True)}
 
 
 def preset_names() -> list[str]:

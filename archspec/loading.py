@@ -37,13 +37,13 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
         raise SpecError(f"{path}: cannot read: {exc}") from None
     if not text.strip():
         raise SpecError(f"{path}: file is empty; a spec file holds the spec fields at its top level")
-    data = _parse(path, suffix, text)
+    data = parse_text(path, suffix, text)
     if not isinstance(data, dict):
         raise SpecError(f"{path}: the top level must be a table of spec fields, not {type(data).__name__}")
     return data
 
 
-def _parse(path: Path, suffix: str, text: str) -> Any:
+def parse_text(path: Path, suffix: str, text: str) -> Any:
     """Parse TOML, JSON or YAML (safe loading only), naming the format in the error."""
     if suffix == ".toml":
         try:
