@@ -29,26 +29,18 @@ def count_by_component(model: nn.Module) -> dict[str, int]:
     """
     counts = dict.fromkeys(COMPONENTS, 0)
     seen: set[int] = set()
-    for path, module in model.named_modules():
-        comp = _component_of(model, path)
+    component: dict[str, str | None] = {}  # module path -> its tag, or its nearest tagged ancestor's
+    for path, module in model.named_modules():  # parents come before their children
+        parent = path.rpartition(".")[0] if path else None
+        component[path] = getattr(module, "component", None) or (component[parent] if parent is not None else None)
         for name, p in module.named_parameters(recurse=False):
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            if comp is None:
+            if component[path] is None:
                 raise ValueError(f"parameter {path}.{name} belongs to no component")
-            counts[comp] += p.numel()
+            counts[component[path]] += p.numel()
     return counts
-
-
-def _component_of(model: nn.Module, path: str) -> str | None:
-    """The component tag of the nearest tagged module on `path` (itself or an ancestor)."""
-    parts = path.split(".") if path else []
-    module, found = model, getattr(model, "component", None)
-    for part in parts:
-        module = getattr(module, part) if not part.isdigit() else module[int(part)]
-        found = getattr(module, "component", None) or found
-    return found
 
 
 def count_total(model: nn.Module) -> int:
