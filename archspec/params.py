@@ -99,6 +99,7 @@ class ParamCount:
     per_layer: dict[str, dict[str, int]]
     non_embedding: int
     estimate: int
+    active: int = 0  # parameters one token uses; == total for a dense model
     estimate_omits: tuple[str, ...] = field(default=ESTIMATE_OMITS)
 
     def share(self, component: str) -> float:
@@ -108,6 +109,7 @@ class ParamCount:
         return {
             "name": self.name,
             "total": self.total,
+            "active": self.active,
             "non_embedding": self.non_embedding,
             "estimate": self.estimate,
             "components": dict(self.components),
@@ -153,4 +155,5 @@ def count_params(spec: ModelSpec) -> ParamCount:
         per_layer=per_layer,
         non_embedding=non_embedding,
         estimate=seed_estimate(spec),
+        active=total,  # every parameter takes part in every token's forward pass (no experts yet)
     )
