@@ -42,7 +42,7 @@ class Preset:
     claims_data: tuple[dict[str, Any], ...] = ()
     printed: dict[str, Any] = field(default_factory=dict)
     path: str = ""
-    trusted: bool = False  # packaged presets skip re-validation at run time (see _spec_cache)
+    trusted: bool = False  # packaged presets skip re-validation at run time (see _spec_of)
 
     @property
     def spec(self) -> ModelSpec:
@@ -55,17 +55,20 @@ class Preset:
         return parse_claims(self.claims_data, f"{self.path}: models.{self.name}.claims")
 
 
-@cache
-def _spec_cache(name: str, items: tuple, trusted: bool) -> ModelSpec:
-    if trusted:
-        # Package presets are trusted data: tests/test_presets.py validates every one of them
-        # (test_packaged_presets_are_valid) and checks this construction gives the same spec.
-        return ModelSpec.model_construct(**dict(items))
-    return build_spec(dict(items), f"preset {name!r}")
+_SPECS: dict[tuple[str, str, bool], ModelSpec] = {}
 
 
 def _spec_of(p: Preset) -> ModelSpec:
-    return _spec_cache(p.name, tuple(sorted(p.spec_data.items())), p.trusted)
+    """The preset's spec; a packaged one is built once (keyed by where it comes from, since spec data
+    may hold sub-tables, which are not hashable)."""
+    if not p.trusted:
+        return build_spec(p.spec_data, f"preset {p.name!r}")
+    key = (p.path, p.name, p.trusted)
+    if key not in _SPECS:
+        # Package presets are trusted data: tests/test_presets.py validates every one of them
+        # (test_packaged_presets_are_valid) and checks this construction gives the same spec.
+        _SPECS[key] = ModelSpec.construct_trusted(p.spec_data)
+    return _SPECS[key]
 
 
 def parse_family(data: dict[str, Any], where: str, trusted: bool = False) -> list[Preset]:
@@ -169,20 +172,39 @@ def preset(name: str) -> ModelSpec:
     return get_preset(name).spec
 
 
+def _looks_like_path(ref: str) -> bool:
+    return any(ref.lower().endswith(s) for s in (".toml", ".json", ".yaml", ".yml")) or "/" in ref
+
+
+def with_overrides(spec: ModelSpec, overrides: dict[str, Any] | None, where: str) -> ModelSpec:
+    """`spec` with `--set` overrides applied and validated again; a bad one is a SpecError."""
+    if not overrides:
+        return spec
+    try:
+        return spec.replace(**overrides)
+    except ValidationError as err:
+        from archspec.errors import describe_validation_error
+
+        raise SpecError(describe_validation_error(err, f"{where} with --set")) from None
+
+
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
     """A preset name or a spec-file path, with `--set` overrides applied and re-validated."""
-    looks_like_path = any(ref.lower().endswith(s) for s in (".toml", ".json", ".yaml", ".yml")) or "/" in ref
-    if looks_like_path or (Path(ref).is_file() and ref not in _index()):
+    if _looks_like_path(ref) or (Path(ref).is_file() and ref not in _index()):
         from archspec.loading import load_spec
 
         spec = load_spec(ref)
     else:
         spec = preset(ref)
-    if overrides:
-        try:
-            spec = spec.replace(**overrides)
-        except ValidationError as err:
-            from archspec.errors import describe_validation_error
+    return with_overrides(spec, overrides, ref)
 
-            raise SpecError(describe_validation_error(err, f"{ref} with --set")) from None
-    return spec
+
+def claim_sets(refs: list[str] | None, overrides: dict[str, Any] | None = None) -> list[tuple[ModelSpec, tuple]]:
+    """(spec, claims) for each preset named, each model of each family file named, or all presets,
+    with `--set` overrides applied to every spec."""
+    out = []
+    for ref in list(refs or []) or preset_names():
+        presets = load_family_file(ref) if _looks_like_path(ref) else [get_preset(ref)]
+        for p in presets:
+            out.append((with_overrides(p.spec, overrides, p.name), p.claims))
+    return out

@@ -230,105 +230,32 @@ def cmd_params(args) -> int:
 # ---------------------------------------------------------------- compare
 
 
-def compare_columns(spec, count, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "name": spec.name,
-        "kind": spec.kind,
-        "encoder_layers": spec.encoder_layers,
-        "decoder_layers": spec.decoder_layers,
-        "d_model": spec.d_model,
-        "n_heads": spec.n_heads,
-        "n_kv_heads": spec.n_kv_heads,
-        "d_head": spec.d_head,
-        "d_ff": spec.d_ff,
-        "vocab_size": spec.vocab_size,
-        "max_positions": spec.max_positions,
-        "total": count.total,
-        "non_embedding": count.non_embedding,
-        "estimate": count.estimate,
-        "components": dict(count.components),
-        **(extra or {}),
-    }
-
-
 def cmd_compare(args) -> int:
-    from archspec.params import count_params
-    from archspec.render import human, table
+    from archspec.compare import compare
+    from archspec.memory import kv_cache_dtype
+    from archspec.render import human, human_bytes, table
 
-    specs = _specs(args)
-    counts = [count_params(s) for s in specs]
-    extras = [_compare_extras(args, s, c) for s, c in zip(specs, counts)]
-    objects = [compare_columns(s, c, {k: v["value"] for k, v in e.items()}) for s, c, e in zip(specs, counts, extras)]
+    rows = [compare(s, args.seq_len, args.dtype) for s in _specs(args)]
+    objects = [r.to_dict() for r in rows]
 
     def people() -> str:
-        headers = ["model", "layers", "d_model", "heads", "d_head", "d_ff", "vocab", "ctx", "params", "non-emb"]
-        rows = []
-        for s, c, e in zip(specs, counts, extras):
-            row = [
-                s.name,
-                _layers(s),
-                s.d_model,
-                _heads(s),
-                s.d_head,
-                s.d_ff,
-                f"{s.vocab_size:,}",
-                s.max_positions,
-                human(c.total),
-                human(c.non_embedding),
-            ]
-            row += [v["text"] for v in e.values() if not v.get("json_only")]
-            rows.append(row)
-        headers += [v["label"] for v in (extras[0].values() if extras else []) if not v.get("json_only")]
-        note = _compare_note(args)
-        return table(rows, headers, args.format) + "\n\n" + ROUNDING_NOTE + (("\n" + note) if note else "")
+        kv = kv_cache_dtype(args.dtype)
+        headers = ["model", "layers", "d_model", "heads", "d_head", "d_ff", "vocab", "ctx", "params", "non-emb",
+                   "FLOPs/token", f"weights {args.dtype}", "KV/token"]  # fmt: skip
+        body = [[r.spec.name, _layers(r.spec), r.spec.d_model, _heads(r.spec), r.spec.d_head, r.spec.d_ff,
+                 f"{r.spec.vocab_size:,}", r.spec.max_positions, human(r.count.total), human(r.count.non_embedding),
+                 human(float(r.forward_per_token)), human_bytes(r.weights_bytes),
+                 human_bytes(r.kv_cache_bytes_per_token)] for r in rows]  # fmt: skip
+        note = (
+            f"FLOPs/token: exact forward matmul FLOPs per token at each model's context length"
+            f"{'' if not args.seq_len else f' (here {args.seq_len})'} (2 per multiply-accumulate).\n"
+            f"Weights in {args.dtype}, KV cache in {kv}{' (int4 is weight-only)' if kv != args.dtype else ''}; "
+            "`archspec flops` and `archspec memory` give the breakdowns."
+        )
+        return table(body, headers, args.format) + "\n\n" + ROUNDING_NOTE + "\n" + note
 
     _render(args, objects, people)
     return EXIT_OK
-
-
-def _compare_extras(args, spec, count) -> dict[str, dict[str, Any]]:
-    """Planning columns: {json key: {"label", "value", "text"}}."""
-    from archspec.flops import count_flops, exact_number
-    from archspec.memory import kv_cache_bytes, training_bytes_per_param, weights_bytes
-    from archspec.render import human, human_bytes
-
-    T = args.seq_len or spec.max_positions
-    f = _planning(count_flops, spec, 1, T)
-    weights = weights_bytes(spec, args.dtype)
-    per_param = float(sum(training_bytes_per_param(args.dtype, "adamw")))
-    kv_per_token = kv_cache_bytes(spec, 1, 1, args.dtype, 1 if spec.kind == "encoder-decoder" else None)
-    return {
-        "forward_per_token": {"label": "FLOPs/token", "value": exact_number(f.forward_per_token),
-                              "text": human(float(f.forward_per_token))},
-        "training_per_token": {"label": "train FLOPs/token", "value": exact_number(f.training_per_token),
-                               "text": human(float(f.training_per_token)), "json_only": True},
-        "weights_bytes": {"label": f"weights {args.dtype}", "value": weights, "text": human_bytes(weights)},
-        "training_bytes_per_param": {"label": "train B/param", "value": per_param, "text": f"{per_param:g}",
-                                     "json_only": True},
-        "kv_cache_bytes_per_token": {"label": "KV/token", "value": kv_per_token, "text": human_bytes(kv_per_token)},
-    }  # fmt: skip
-
-
-def _compare_note(args) -> str:
-    return (
-        f"FLOPs/token: exact forward matmul FLOPs per token at each model's context length"
-        f"{'' if not args.seq_len else f' (here {args.seq_len})'} (2 per multiply-accumulate).\n"
-        f"Weights and KV cache in {args.dtype}; `archspec flops` and `archspec memory` give the breakdowns."
-    )
-
-
-def _planning(fn, *a, **kw):
-    """Call a planning function; its ValueErrors are bad input (exit 2)."""
-    from pydantic import ValidationError
-
-    try:
-        return fn(*a, **kw)
-    except ValidationError as err:
-        from archspec.errors import describe_validation_error
-
-        raise SpecError(describe_validation_error(err, "--set")) from None
-    except ValueError as exc:
-        raise SpecError(str(exc)) from None
 
 
 def _compare_args(p: argparse.ArgumentParser) -> None:
@@ -422,25 +349,22 @@ def _mfu(text: str) -> float:
 
 def cmd_flops(args) -> int:
     from archspec.flops import count_flops, exact_number, training_cost
-    from archspec.hardware import accelerator
+    from archspec.hardware import resolve_peak
     from archspec.render import human, pct, sci, signed_pct, table
 
     if (args.gpu or args.peak_tflops or args.gpus) and not args.tokens:
         raise SpecError("a training-time estimate needs --tokens D (e.g. --tokens 300e9)")
-    peak = args.peak_tflops * 1e12 if args.peak_tflops else None
-    acc = accelerator(args.gpu) if args.gpu else None
-    if acc and not peak:
-        peak = acc.peak(args.dtype)
+    peak, acc = resolve_peak(args.gpu, args.peak_tflops, args.dtype)
     if args.gpus and not peak:
         raise SpecError("--gpus needs --gpu NAME or --peak-tflops N")
     objects, blocks = [], []
     for spec in _specs(args):
-        f = _planning(count_flops, spec, args.batch, args.seq_len, args.src_len, args.causal_half)
+        f = count_flops(spec, args.batch, args.seq_len, args.src_len, args.causal_half)
         obj = f.to_dict()
         cost = None
         if args.tokens:
-            cost = _planning(training_cost, f, args.tokens, (args.gpus or 1) if peak else None, peak,
-                             args.mfu if peak else None, acc.name if acc else None)  # fmt: skip
+            cost = training_cost(f, args.tokens, (args.gpus or 1) if peak else None, peak, args.mfu if peak else None,
+                                 acc.name if acc else None)  # fmt: skip
             obj.update(
                 tokens=cost.tokens,
                 training_total=cost.training_total,
@@ -467,7 +391,7 @@ def cmd_flops(args) -> int:
             f"per token: forward {human(float(f.forward_per_token))} "
             f"({exact_number(f.forward_per_token):,}), training {human(float(f.training_per_token))}; "
             f"MACs (fvcore's 'flops') {sci(f.macs)}",
-            "not modelled: lookups, the loss, the optimizer step, the pooler, dropout",
+            "not modelled: lookups, the loss, the optimizer step, the pooler's tanh, dropout",
             "",
             "published approximations for this batch (training FLOPs):",
             table(
@@ -526,22 +450,21 @@ def _memory_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_memory(args) -> int:
     from archspec.hardware import accelerator
-    from archspec.memory import estimate_memory
+    from archspec.memory import estimate_memory, fits, parallel_layout
     from archspec.render import exact, human_bytes, table
 
-    if args.gpus % (args.tp * args.pp):
-        raise SpecError(f"--gpus {args.gpus} is not divisible by --tp {args.tp} x --pp {args.pp}")
-    dp = args.gpus // (args.tp * args.pp)
     acc = accelerator(args.gpu) if args.gpu else None
     objects, blocks = [], []
     for spec in _specs(args):
-        m = _planning(estimate_memory, spec, args.batch, args.seq_len, args.dtype, args.optimizer, args.recompute,
-                      args.src_len, args.fp32_grads, not args.no_dropout, args.zero, dp, args.tp, args.pp)  # fmt: skip
+        lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
+        m = estimate_memory(spec, args.batch, args.seq_len, args.dtype, args.optimizer, args.recompute, args.src_len,
+                            args.fp32_grads, not args.no_dropout, lay.zero_stage, lay.data_parallel,
+                            lay.tensor_parallel, lay.pipeline_parallel)  # fmt: skip
         obj = m.to_dict()
         if acc:
-            obj.update(accelerator=acc.name, accelerator_memory_bytes=int(acc.memory_gib * 2**30),
-                       fits_training=m.training_total_bytes <= acc.memory_gib * 2**30,
-                       fits_inference=m.inference_total_bytes <= acc.memory_gib * 2**30)  # fmt: skip
+            verdict = fits(m, acc.memory_bytes)
+            obj.update(accelerator=acc.name, accelerator_memory_bytes=acc.memory_bytes,
+                       fits_training=verdict["training"], fits_inference=verdict["inference"])  # fmt: skip
         objects.append(obj)
         per_token = m.kv_cache_bytes_per_token
         rows = [
@@ -550,7 +473,7 @@ def cmd_memory(args) -> int:
             ["optimizer states", human_bytes(m.optimizer_bytes), exact(m.optimizer_bytes)],
             [f"activations (recompute: {m.recompute})", human_bytes(m.activations_bytes), exact(m.activations_bytes)],
             ["training total", human_bytes(m.training_total_bytes), exact(m.training_total_bytes)],
-            ["KV cache", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
+            [f"KV cache ({m.kv_cache_dtype})", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
             [
                 "KV cache per token",
                 human_bytes(float(per_token)),
@@ -591,27 +514,6 @@ def cmd_memory(args) -> int:
 # ---------------------------------------------------------------- validate
 
 
-def _claim_sets(args):
-    """(spec, claims) for each preset named, each model of each family file named, or all presets."""
-    from archspec.catalog import get_preset, load_family_file, preset_names
-    from archspec.loading import parse_assignments
-
-    overrides = parse_assignments(args.overrides)
-    refs = list(args.models or []) or preset_names()
-    out = []
-    for ref in refs:
-        is_file = any(ref.lower().endswith(x) for x in (".toml", ".json", ".yaml", ".yml")) or "/" in ref
-        presets = load_family_file(ref) if is_file else [get_preset(ref)]
-        for p in presets:
-            spec = p.spec
-            if overrides:
-                from archspec.catalog import resolve_model
-
-                spec = resolve_model(p.name, overrides) if not is_file else _planning(spec.replace, **overrides)
-            out.append((spec, p.claims))
-    return out
-
-
 def _fmt_quantity(quantity: str, value) -> str:
     from archspec.render import human_sig, sci
 
@@ -630,7 +532,10 @@ def cmd_validate(args) -> int:
 
     objects, rows, notes = [], [], []
     unexplained = []
-    for spec, claims in _claim_sets(args):
+    from archspec.catalog import claim_sets
+    from archspec.loading import parse_assignments
+
+    for spec, claims in claim_sets(args.models, parse_assignments(args.overrides)):
         assessed = [assess(spec, c) for c in claims]
         objects.append({"name": spec.name, "claims": [a.to_dict() for a in assessed]})
         for a in assessed:
@@ -708,83 +613,33 @@ def _reference():
 
 
 def cmd_verify(args) -> int:
-    from archspec.flops import count_flops
-    from archspec.params import COMPONENTS, count_params
     from archspec.render import exact, table
 
     reference = _reference()
-    from archspec.reference.measure import example_inputs, measure_flops
-
-    specs = _specs(args, default_all=True)
-    objects, rows = [], []
-    for spec in specs:
-        analytic = count_params(spec)
-        model = reference.build(spec, device="meta")
-        measured = reference.count_by_component(model)
-        instantiated = reference.count_total(model)
-        bad = [c for c in COMPONENTS if analytic.components[c] != measured[c]]
-        params_ok = not bad and analytic.total == instantiated
-        # FLOPs: one forward pass at the context length, batch 1, counted by torch on the meta device
-        flops = count_flops(spec, 1, spec.max_positions)
-        flops_measured, flops_by_component = measure_flops(model, example_inputs(spec, 1, spec.max_positions))
-        bad_flops = [c for c, v in flops.components.items() if flops_by_component.get(c, 0) != v]
-        flops_ok = not bad_flops and flops.forward == flops_measured
-        ok = params_ok and flops_ok
-        objects.append(
-            {
-                "name": spec.name,
-                "analytic": analytic.total,
-                "instantiated": instantiated,
-                "ok": ok,
-                "params_ok": params_ok,
-                "components": {
-                    c: {"analytic": analytic.components[c], "instantiated": measured[c]} for c in COMPONENTS
-                },
-                "mismatched_components": bad,
-                "flops_seq_len": spec.max_positions,
-                "flops_analytic": flops.forward,
-                "flops_measured": flops_measured,
-                "flops_ok": flops_ok,
-                "flops_components": {
-                    c: {"analytic": v, "measured": flops_by_component.get(c, 0)} for c, v in flops.components.items()
-                },
-                "mismatched_flops_components": bad_flops,
-            }
-        )
-        detail = []
-        if bad:
-            detail += [f"params {c} {analytic.components[c]:,} vs {measured[c]:,}" for c in bad]
-        if bad_flops:
-            detail += [f"FLOPs {c} {flops.components[c]:,} vs {flops_by_component.get(c, 0):,}" for c in bad_flops]
-        rows.append(
-            [
-                spec.name,
-                exact(analytic.total),
-                exact(instantiated),
-                exact(flops.forward),
-                exact(flops_measured),
-                "; ".join(detail) or "all components equal",
-                "ok" if ok else "MISMATCH",
-            ]
-        )
+    reports = [reference.verify(spec) for spec in _specs(args, default_all=True)]
+    objects = [r.to_dict() for r in reports]
+    rows = [[r.name, exact(r.params.analytic), exact(r.params.measured), exact(r.flops.analytic),
+             exact(r.flops.measured), "; ".join(r.mismatches()) or "all tensors and components equal",
+             "ok" if r.ok else "MISMATCH"] for r in reports]  # fmt: skip
 
     def people() -> str:
-        n_bad = sum(not o["ok"] for o in objects)
+        n_bad = sum(not r.ok for r in reports)
         summary = (
-            f"{len(objects)} model(s): analytic == instantiated for parameters and FLOPs, component by component"
+            f"{len(reports)} model(s): analytic == instantiated for every tensor (path and shape), parameters "
+            "and FLOPs, component by component"
             if not n_bad
-            else f"{n_bad} of {len(objects)} model(s) differ"
+            else f"{n_bad} of {len(reports)} model(s) differ"
         )
         note = (
-            "instantiated: unique parameters of archspec.reference.build(spec, device='meta'); measured: torch's "
+            "instantiated: the parameters of archspec.reference.build(spec, device='meta'); measured: torch's "
             "FlopCounterMode over one forward pass, batch 1 x max_positions tokens, on the meta device"
         )
-        headers = ["model", "params analytic", "instantiated", "FLOPs analytic", "measured", "components", "check"]
+        headers = ["model", "params analytic", "instantiated", "FLOPs analytic", "measured", "check", ""]
         align = ("left", "right", "right", "right", "right", "left", "left")
         return table(rows, headers, args.format, colalign=align) + f"\n\n{summary}\n{note}"
 
     _render(args, objects, people)
-    return EXIT_OK if all(o["ok"] for o in objects) else EXIT_MISMATCH
+    return EXIT_OK if all(r.ok for r in reports) else EXIT_MISMATCH
 
 
 # ---------------------------------------------------------------- the parser

@@ -13,7 +13,8 @@ Conventions (DESIGN.md):
 - Work that is not a matmul (norms, softmax, activations, residual and bias adds, positions) is a
   separate, labelled estimate (``non_matmul``), never folded into the exact figure.
 - An encoder-decoder reads S source tokens per T target tokens; "per token" means per target
-  token. The pooler is not part of the language-model forward pass and is not counted.
+  token. A pooler (BertModel) is counted where the spec has one: one d_model x d_model product
+  per sequence.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from archspec.params import count_params
+from archspec.blocks import Attend, AttentionShape, Lengths, Linear, Norm, Pointwise, describe
+from archspec.errors import SpecError
+from archspec.params import ParamCount, count_params
 from archspec.spec import ModelSpec
 
 PF_DAY = 10**15 * 24 * 3600  # one petaFLOP/s sustained for a day: 8.64e19 FLOPs
@@ -43,33 +46,9 @@ def score_pairs(T: int, S: int, causal_half: bool) -> int:
     """Query-key pairs per head: the full T × S matrix, or the causal lower triangle."""
     if causal_half:
         if T != S:
-            raise ValueError("causal_half needs equal query and key lengths")
+            raise SpecError("causal_half needs equal query and key lengths")
         return T * (T + 1) // 2
     return T * S
-
-
-def attention_ops(spec: ModelSpec, B: int, T: int, S: int, self_attention: bool, causal_half: bool) -> dict[str, int]:
-    """Matmul FLOPs of one attention sublayer: T queries over S keys, batch B."""
-    nh, dk, dv, d = spec.n_heads, spec.d_head, spec.d_value, spec.d_model
-    pairs = score_pairs(T, S, causal_half)
-    if self_attention:
-        proj = {"qkv": linear_flops(B * T, d, spec.d_q + spec.d_k_total + spec.d_v_total)}
-    else:
-        proj = {"q": linear_flops(B * T, d, spec.d_q), "kv": linear_flops(B * S, d, spec.d_k_total + spec.d_v_total)}
-    return {
-        **proj,
-        "scores": 2 * B * nh * pairs * dk,  # Q·Kᵀ per head
-        "values": 2 * B * nh * pairs * dv,  # softmax(..)·V per head
-        "out": linear_flops(B * T, spec.d_attn_out, d),
-    }
-
-
-def mlp_ops(spec: ModelSpec, tokens: int) -> dict[str, int]:
-    n_in = 2 if spec.gated else 1
-    return {
-        "in": n_in * linear_flops(tokens, spec.d_model, spec.d_ff),
-        "out": linear_flops(tokens, spec.d_ff, spec.d_model),
-    }
 
 
 # Per-element costs of non-matmul work. Rough by nature and labelled as an estimate.
@@ -87,6 +66,7 @@ NON_MATMUL_COST = {
     "position_add": 1,
     "rotary": 3,  # per query/key element: two multiplies, one add
 }
+NON_MATMUL_CATEGORIES = ("norms", "softmax", "activations", "residual_adds", "bias_adds", "positions")
 
 
 # fvcore's third bin: work neither counted nor estimated, named so that nothing vanishes as a silent zero.
@@ -94,7 +74,7 @@ NOT_MODELLED = (
     "embedding and position lookups (gathers, no arithmetic)",
     "the loss over the vocabulary (log-softmax and gather)",
     "the optimizer step (a few FLOPs per parameter per step)",
-    "the BERT pooler (outside the language-model forward pass)",
+    "the pooler's tanh",
     "dropout",
 )
 
@@ -171,24 +151,26 @@ class FlopCount:
         }
 
 
-def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: int | None) -> tuple[int, int | None]:
-    """(T, S): the (target) sequence length, max_positions by default, and for an encoder-decoder the
-    source length, T by default (None otherwise). Bad lengths are a ValueError naming the numbers."""
+def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: int | None) -> Lengths:
+    """The workload: B sequences of T target (or only) tokens, max_positions by default, and for an
+    encoder-decoder S source tokens, T by default. Bad lengths are a ValueError naming the numbers."""
     T = spec.max_positions if seq_len is None else seq_len
     if batch < 1 or T < 1:
-        raise ValueError(f"batch and seq_len must be positive, got batch={batch}, seq_len={T}")
+        raise SpecError(f"batch and seq_len must be positive, got batch={batch}, seq_len={T}")
     if src_len is not None and spec.kind != "encoder-decoder":
-        raise ValueError(f"{spec.name} has no encoder; src_len applies to encoder-decoder models")
+        raise SpecError(
+            f"{spec.name} is {spec.kind}: src_len applies to encoder-decoder models; use seq_len for its input"
+        )
     S = (T if src_len is None else src_len) if spec.kind == "encoder-decoder" else None
     if S is not None and S < 1:
-        raise ValueError(f"src_len must be positive, got {S}")
+        raise SpecError(f"src_len must be positive, got {S}")
     if spec.position == "learned":
         for what, n in (("seq_len", T), ("src_len", S)):
             if n is not None and n > spec.max_positions:
-                raise ValueError(
+                raise SpecError(
                     f"{what}={n} is longer than the learned position table (max_positions={spec.max_positions})"
                 )
-    return T, S
+    return Lengths(batch, T, S)
 
 
 def exact_number(x: Fraction) -> int | float:
@@ -199,94 +181,79 @@ def exact_number(x: Fraction) -> int | float:
 def count_flops(
     spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len: int | None = None, causal_half: bool = False
 ) -> FlopCount:
-    """Exact forward matmul FLOPs of `spec` on `batch` sequences of `seq_len` tokens.
+    """Exact forward matmul FLOPs of `spec` on `batch` sequences of `seq_len` tokens: a sum over the
+    model's description (archspec.blocks), with the non-matmul estimate from the same entries.
 
     seq_len defaults to max_positions; for an encoder-decoder it is the target length and
     src_len (default: seq_len) the source length.
     """
-    T, S = workload_lengths(spec, batch, seq_len, src_len)
-    B = batch
+    lengths = workload_lengths(spec, batch, seq_len, src_len)
+    if causal_half and not spec.decoder_layers:
+        raise SpecError(f"{spec.name} is encoder-only: causal_half applies to a decoder's causal self-attention")
+    B = lengths.batch
     ops: dict[str, int] = {}
-
-    def add(prefix: str, parts: dict[str, int], times: int) -> None:
-        for k, v in parts.items():
-            ops[f"{prefix}.{k}"] = ops.get(f"{prefix}.{k}", 0) + times * v
-
-    if spec.encoder_layers:
-        # the encoder reads the source (encoder-decoder) or the only input (encoder-only)
-        L_in = S if spec.decoder_layers else T
-        add("attention", attention_ops(spec, B, L_in, L_in, True, False), spec.encoder_layers)
-        add("mlp", mlp_ops(spec, B * L_in), spec.encoder_layers)
-    if spec.decoder_layers:
-        add("attention", attention_ops(spec, B, T, T, True, causal_half), spec.decoder_layers)
-        if spec.encoder_layers:
-            add("cross_attention", attention_ops(spec, B, T, S, False, False), spec.decoder_layers)
-        add("mlp", mlp_ops(spec, B * T), spec.decoder_layers)
-    ops["head.out"] = linear_flops(B * T, spec.d_model, spec.vocab_size)
-
-    components = {"attention": 0, "cross_attention": 0, "mlp": 0, "head": 0}
-    for k, v in ops.items():
-        components[k.split(".")[0]] += v
+    components = {"attention": 0, "cross_attention": 0, "mlp": 0, "pooler": 0, "head": 0}
+    non_matmul = dict.fromkeys(NON_MATMUL_CATEGORIES, 0)
+    c = NON_MATMUL_COST
+    for part in describe(spec):
+        n = part.repeat
+        for e in part.entries:
+            if isinstance(e, Attend):
+                T, S = lengths.rows("tokens", part.stack), lengths.rows(e.keys, part.stack)
+                pairs = score_pairs(T, S, causal_half and e.causal)
+                work = {
+                    "scores": 2 * B * e.shape.heads * pairs * e.shape.d_head,  # Q·Kᵀ per head
+                    "values": 2 * B * e.shape.heads * pairs * e.shape.d_value,
+                }  # softmax(..)·V per head
+                non_matmul["softmax"] += n * B * e.shape.heads * T * S * (c["softmax"] + c["score_scale"])
+            elif isinstance(e, Linear):
+                rows = B * lengths.rows(e.rows, part.stack)
+                work = {e.name: matmul_flops(rows, e.n_in, e.n_out)}
+                non_matmul["bias_adds"] += n * rows * e.n_out * e.bias * c["bias"]
+            elif isinstance(e, Norm):
+                non_matmul["norms"] += n * B * lengths.rows("tokens", part.stack) * e.width * c[e.kind]
+                continue
+            elif isinstance(e, Pointwise):
+                non_matmul[e.category] += n * B * lengths.rows(e.rows, part.stack) * e.width * c[e.cost]
+                continue
+            else:
+                continue
+            for name, flops in work.items():
+                key = f"{part.component}.{name}" if name else part.component
+                ops[key] = ops.get(key, 0) + n * flops
+                components[part.component] += n * flops
     forward = sum(components.values())
     pc = count_params(spec)
+    T = lengths.target
     return FlopCount(
         name=spec.name,
         batch=B,
         seq_len=T,
-        src_len=S,
+        src_len=lengths.source,
         forward=forward,
         components=components,
         operations=ops,
-        non_matmul=non_matmul_flops(spec, B, T, S),
+        non_matmul=non_matmul,
         causal_half=causal_half,
         params=pc.total,
-        approximations=approximations(spec, B, T, forward, pc.total, pc.non_embedding),
+        approximations=approximations(spec, B, T, forward, pc),
     )
-
-
-def non_matmul_flops(spec: ModelSpec, B: int, T: int, S: int | None) -> dict[str, int]:
-    """A labelled estimate of the work outside matmuls, by kind (see NON_MATMUL_COST)."""
-    c = NON_MATMUL_COST
-    d = spec.d_model
-    out = {"norms": 0, "softmax": 0, "activations": 0, "residual_adds": 0, "bias_adds": 0, "positions": 0}
-    stacks = []
-    if spec.encoder_layers:
-        stacks.append((spec.encoder_layers, S if spec.decoder_layers else T, False))
-    if spec.decoder_layers:
-        stacks.append((spec.decoder_layers, T, bool(spec.encoder_layers)))
-    norm = c[spec.norm]
-    act = c["relu" if spec.activation == "relu" else "gelu" if spec.activation in ("gelu", "geglu") else "silu"]
-    for n_layers, L, cross in stacks:
-        tok = B * L
-        sublayers = 3 if cross else 2
-        per_norm = tok * d * norm
-        n_norms = n_layers * sublayers + (1 if spec.final_norm else 0) + (1 if spec.embedding_norm else 0)
-        out["norms"] += n_norms * per_norm
-        scores = B * spec.n_heads * L * L + (B * spec.n_heads * L * S if cross else 0)
-        out["softmax"] += n_layers * scores * (c["softmax"] + c["score_scale"])
-        out["activations"] += n_layers * tok * spec.d_ff * (act + (c["gate"] if spec.gated else 0))
-        out["residual_adds"] += n_layers * sublayers * tok * d * c["residual"]
-        if spec.bias:
-            widths = spec.d_q + spec.d_k_total + spec.d_v_total + d + (2 if spec.gated else 1) * spec.d_ff + d
-            if cross:
-                widths += spec.d_q + spec.d_k_total + spec.d_v_total + d
-            out["bias_adds"] += n_layers * tok * widths * c["bias"]
-        if spec.position in ("learned", "sinusoidal"):
-            out["positions"] += tok * d * c["position_add"]
-        elif spec.position == "rotary":
-            out["positions"] += n_layers * tok * (spec.d_q + spec.d_k_total) * c["rotary"]
-    return out
 
 
 # ---------------------------------------------------------------- published approximations
 
 
-def approximations(spec: ModelSpec, B: int, T: int, forward: int, N: int, N_ne: int) -> dict[str, dict]:
+def approximations(spec: ModelSpec, B: int, T: int, forward: int, pc: ParamCount) -> dict[str, dict]:
     """Published shortcuts for a workload of B sequences of T tokens, each beside the exact figure it
-    approximates (`forward`: the exact forward FLOPs; N, N_ne: all and non-embedding parameters)."""
+    approximates (`forward`: the exact forward FLOPs; `pc`: the model's parameter count).
+
+    Each formula takes the parameters its authors meant: 6ND all of them (as the GPT-3 paper counts),
+    Kaplan the non-embedding N, PaLM the parameters that take part in matmuls (no input lookup
+    tables; the output projection once, tied or not)."""
     tokens = B * T
+    N, N_ne, N_mm = pc.total, pc.non_embedding, pc.matmul
     L, d, nh, dk, V = spec.n_layers, spec.d_model, spec.n_heads, spec.d_head, spec.vocab_size
-    d_attn = spec.d_q
+    d_attn = AttentionShape.of(spec).q
     exact_train = 3 * forward
     exact_recompute = 4 * forward  # forward, backward (2x) and a full recomputation of the forward
     megatron = Fraction(96 * B * T * L * d * d) * (1 + Fraction(T, 6 * d) + Fraction(V, 16 * L * d))
@@ -302,8 +269,8 @@ def approximations(spec: ModelSpec, B: int, T: int, forward: int, N: int, N_ne: 
             exact_train,
         ),
         "palm": (
-            "(6 * N + 12 * L * H * Q * T) * tokens (Chowdhery et al. 2022, Appendix B)",
-            (6 * N + 12 * L * nh * dk * T) * tokens,
+            "(6 * N + 12 * L * H * Q * T) * tokens, N = parameters in matmuls (Chowdhery et al. 2022, Appendix B)",
+            (6 * N_mm + 12 * L * nh * dk * T) * tokens,
             exact_train,
         ),  # fmt: skip
         "megatron": (
@@ -367,11 +334,11 @@ def training_cost(
 ) -> TrainingCost:
     """Exact and 6ND training compute for `tokens`; with gpus, peak and mfu, the wall time."""
     if tokens < 1:
-        raise ValueError(f"tokens must be positive, got {tokens}")
+        raise SpecError(f"tokens must be positive, got {tokens}")
     if mfu is not None and not 0 < mfu <= 1:
-        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+        raise SpecError(f"mfu must be in (0, 1], got {mfu}")
     if gpus is not None and gpus < 1:
-        raise ValueError(f"gpus must be positive, got {gpus}")
+        raise SpecError(f"gpus must be positive, got {gpus}")
     total = flops.training_for(tokens)
     seconds = None
     if gpus and peak_flops and mfu:

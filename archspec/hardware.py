@@ -21,6 +21,10 @@ class Accelerator:
     memory_gib: float
     source: str
 
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory_gib * 2**30)
+
     def peak(self, dtype: str) -> float:
         """Peak FLOP/s for the math precision of `dtype` (fp8/int8/int4 weights count as bf16 math)."""
         if dtype == "fp32":
@@ -59,3 +63,12 @@ def accelerator(name: str) -> Accelerator:
             "(or give --peak-tflops)"
         )
     return ACCELERATORS[key]
+
+
+def resolve_peak(gpu: str | None, peak_tflops: float | None, dtype: str) -> tuple[float | None, Accelerator | None]:
+    """Peak FLOP/s per device for a time estimate: `peak_tflops` (TFLOP/s) when given, else the table
+    value of `gpu` at the math precision of `dtype`; (None, None) when neither is given."""
+    acc = accelerator(gpu) if gpu else None
+    if peak_tflops:
+        return peak_tflops * 1e12, acc
+    return (acc.peak(dtype), acc) if acc else (None, None)

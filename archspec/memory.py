@@ -8,7 +8,8 @@ Conventions:
   (Rajbhandari et al. 2020, ZeRO, section 3.1). This is what is shown by default.
   ``fp32_grads=True`` keeps gradients in fp32 instead, the 18-byte convention (2 + 4 + 12) of
   frameworks that accumulate gradients in fp32. Training in fp32 needs no master copy: 4 + 4 + 8.
-- Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+- Activations are the tensors each part of the model's description (archspec.blocks) declares
+  saved. They follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
   Transformer Models", section 4), generalised tensor by tensor to grouped-query attention,
   d_head · n_heads ≠ d_model, d_ff ≠ 4 d_model, gated MLPs and cross-attention. For the GPT
   block with 16-bit activations and dropout it is exactly their s·b·h·(34 + 5·a·s/h) per layer;
@@ -17,7 +18,8 @@ Conventions:
   activations divide by t. Pipeline parallelism does not reduce the first stage's activations
   (it holds p micro-batches of L/p layers, section 4.2.3).
 - KV cache: decoder_layers × n_kv_heads × (d_head + d_value) × sequence × batch × bytes, plus the
-  cross-attention keys and values over the source for an encoder-decoder.
+  cross-attention keys and values over the source for an encoder-decoder, in kv_cache_dtype(dtype):
+  the dtype asked for, except int4 (a weight-only format), whose cache stays in bf16.
 - ZeRO stage 1 divides optimizer states by the data-parallel degree, stage 2 also gradients,
   stage 3 also weights; tensor and pipeline parallel degrees divide the weights, gradients and
   optimizer states.
@@ -26,9 +28,11 @@ Conventions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from archspec.blocks import Lengths, Part, describe
+from archspec.errors import SpecError
 from archspec.flops import exact_number, workload_lengths
 from archspec.params import count_params
 from archspec.spec import ModelSpec
@@ -52,11 +56,63 @@ OPTIMIZERS = {  # states per parameter, each kept in fp32
 RECOMPUTE = ("none", "selective", "full")
 
 
-def dtype_bytes(dtype: str) -> Fraction:
-    key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
+def canonical_dtype(dtype: str) -> str:
+    """'bfloat16' -> 'bf16': the short name of a dtype, or a ValueError listing the known ones."""
+    key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower()) if isinstance(dtype, str) else None
     if key not in DTYPE_BYTES:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
-    return DTYPE_BYTES[key]
+        raise SpecError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+    return key
+
+
+def dtype_bytes(dtype: str) -> Fraction:
+    return DTYPE_BYTES[canonical_dtype(dtype)]
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """How `gpus` devices split one model: data x tensor x pipeline parallel, with a ZeRO stage."""
+
+    gpus: int
+    data_parallel: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    zero_stage: int
+
+
+def parallel_layout(spec: ModelSpec, gpus: int = 1, tensor_parallel: int = 1, pipeline_parallel: int = 1,
+                    zero_stage: int = 0) -> ParallelLayout:  # fmt: skip
+    """`gpus` split into data-parallel replicas of tensor x pipeline parallel groups, checked against the
+    model: tensor parallelism splits heads, key/value heads and the MLP width; each pipeline stage
+    needs at least one layer. A layout that cannot be is a SpecError naming the numbers."""
+    for what, n in (("gpus", gpus), ("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise SpecError(f"{what} must be a positive whole number, got {n!r}")
+    if zero_stage not in (0, 1, 2, 3):
+        raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    if gpus % (tensor_parallel * pipeline_parallel):
+        raise SpecError(
+            f"gpus={gpus} is not divisible by tensor_parallel={tensor_parallel} x pipeline_parallel={pipeline_parallel}"
+        )
+    check_split(spec, tensor_parallel, pipeline_parallel)
+    return ParallelLayout(gpus, gpus // (tensor_parallel * pipeline_parallel), tensor_parallel, pipeline_parallel,
+                          zero_stage)  # fmt: skip
+
+
+def check_split(spec: ModelSpec, tensor_parallel: int, pipeline_parallel: int) -> None:
+    """Tensor parallelism t splits query heads, key/value heads and d_ff t ways (Megatron-LM's column
+    and row split); pipeline parallelism p needs at least p layers."""
+    if tensor_parallel > 1:
+        for what, n in (("n_heads", spec.n_heads), ("n_kv_heads", spec.n_kv_heads), ("d_ff", spec.d_ff)):
+            if n % tensor_parallel:
+                raise SpecError(
+                    f"tensor_parallel={tensor_parallel} does not divide {what}={n} of {spec.name}; "
+                    f"tensor parallelism splits {what} evenly across devices"
+                )
+    if pipeline_parallel > spec.n_layers:
+        raise SpecError(
+            f"pipeline_parallel={pipeline_parallel} is more stages than {spec.name} has layers ({spec.n_layers}); "
+            "each stage needs at least one layer"
+        )
 
 
 def nbytes(count: int | Fraction, per: Fraction) -> int:
@@ -68,48 +124,64 @@ def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
     return nbytes(count_params(spec).total, dtype_bytes(dtype))
 
 
+def kv_cache_dtype(dtype: str) -> str:
+    """The one policy for the KV cache's dtype: the dtype asked for, except int4, a weight-only format
+    (GPTQ, AWQ) whose keys and values stay in bf16. Every command and function asks this one."""
+    key = canonical_dtype(dtype)
+    return "bf16" if key == "int4" else key
+
+
 def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
-    """Keys and values cached for `batch` sequences of `seq_len` (and, cross-attention, `src_len`) tokens."""
-    per_position = spec.decoder_layers * spec.n_kv_heads * (spec.d_head + spec.d_value)
-    positions = seq_len + ((src_len if src_len is not None else seq_len) if spec.kind == "encoder-decoder" else 0)
-    return nbytes(per_position * positions * batch, dtype_bytes(dtype))
+    """Keys and values cached for `batch` sequences of `seq_len` (and, cross-attention, `src_len`)
+    tokens, in kv_cache_dtype(dtype): a sum over the model's cached entries."""
+    lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
+    values = sum(
+        part.repeat * batch * lengths.rows(c.rows, part.stack) * c.width for part in describe(spec) for c in part.cached
+    )
+    return nbytes(values, dtype_bytes(kv_cache_dtype(dtype)))
+
+
+def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16") -> int:
+    """Cache per (target) token of one sequence, one source token per target token for an encoder-decoder."""
+    return kv_cache_bytes(spec, 1, 1, dtype, 1 if spec.kind == "encoder-decoder" else None)
+
+
+def saved_bytes(
+    parts: list[Part], lengths: Lengths, dtype: str, recompute: str, dropout: bool, layers: bool | None = None
+) -> dict[str, int]:
+    """Bytes of the tensors autograd saves, summed by '{stack}.{group}' (the head's under 'output.'),
+    over the parts given; `layers` True keeps only the blocks' parts, False only the rest."""
+    e = dtype_bytes(dtype)
+    per_value = {"act": e, "mask": Fraction(1 if dropout else 0), "fp32": Fraction(4)}
+    out: dict[str, int] = {}
+    for part in parts:
+        if not part.saved or (layers is not None and part.layered != layers):
+            continue
+        where = "output" if part.component == "head" else part.stack.name
+        for s in part.saved:
+            if recompute not in s.kept:
+                continue
+            if s.rows == "pairs":
+                rows = lengths.rows("tokens", part.stack) * lengths.rows(s.keys, part.stack)
+            else:
+                rows = lengths.rows(s.rows, part.stack)
+            copies = 1 if s.shared else part.repeat
+            key = f"{where}.{s.group}"
+            out[key] = out.get(key, 0) + nbytes(copies * lengths.batch * rows * s.width, per_value[s.dtype])
+    return out
 
 
 def activation_bytes_per_layer(
     spec: ModelSpec, batch: int, seq: int, src: int | None, stack: str, dtype: str, recompute: str, dropout: bool
 ) -> dict[str, int]:
-    """Korthikanti et al. 2022, tensor by tensor, for one block of `stack`. Returns {part: bytes}."""
-    e = dtype_bytes(dtype)
-    m = 1 if dropout else 0  # dropout masks: one byte per element
-    b, s, h, a = batch, seq, spec.d_model, spec.n_heads
-    if recompute == "full":
-        return {"layer_input": nbytes(s * b * h, e)}
-    out: dict[str, int] = {}
-    keep_scores = recompute == "none"
-
-    def attention(T: int, S: int, self_attention: bool, name: str) -> None:
-        parts = (
-            e * T * b * h  # input to the Q (and K, V) projections
-            + e * b * (T * spec.d_q + S * spec.d_k_total)  # Q and K for Q·Kᵀ
-            + e * b * S * spec.d_v_total  # V
-            + e * T * b * spec.d_attn_out  # input to the output projection
-            + m * T * b * h  # dropout mask after the output projection
-        )
-        # cross-attention's K/V input (the encoder output) is counted once per stack, not per layer
-        scores = (2 * e + m) * a * T * S * b if keep_scores else 0  # softmax out, dropout mask, dropout out
-        out[name] = nbytes(parts, 1)
-        out[name + "_scores"] = nbytes(scores, 1)
-
-    attention(s, s, True, "attention")
-    n_norms = 2
-    if stack == "decoder" and spec.encoder_layers:
-        attention(s, src, False, "cross_attention")
-        n_norms = 3
-    f = spec.d_ff
-    mlp = e * s * b * h + (4 if spec.gated else 2) * e * s * b * f + m * s * b * h
-    out["mlp"] = nbytes(mlp, 1)  # input, activation input(s) and output, down-projection input, mask
-    out["norms"] = nbytes(n_norms * e * s * b * h, 1)
-    return out
+    """Bytes saved by one block of `stack` ('encoder' or 'decoder'), by group (Korthikanti et al. 2022,
+    tensor by tensor). `seq` is the stack's own length, `src` the source length for cross-attention."""
+    parts = [p for p in describe(spec) if p.layered and p.stack.name == stack]
+    if not parts:
+        raise SpecError(f"{spec.name} has no {stack}")
+    lengths = Lengths(batch, seq, src) if stack == "decoder" else Lengths(batch, seq, seq)
+    per_stack = saved_bytes([replace(p, repeat=1) for p in parts], lengths, dtype, recompute, dropout, layers=True)
+    return {key.removeprefix(f"{stack}."): v for key, v in per_stack.items()}
 
 
 @dataclass(frozen=True)
@@ -127,6 +199,7 @@ class MemoryEstimate:
     optimizer_bytes: int
     activations_bytes: int
     kv_cache_bytes: int
+    kv_cache_dtype: str
     inference_weights_bytes: int  # weights split by tensor and pipeline parallelism only (no ZeRO)
     activations_detail: dict[str, int]
     bytes_per_param_training: float
@@ -162,6 +235,7 @@ class MemoryEstimate:
             "activations_bytes": self.activations_bytes,
             "kv_cache_bytes": self.kv_cache_bytes,
             "kv_cache_bytes_per_token": exact_number(self.kv_cache_bytes_per_token),
+            "kv_cache_dtype": self.kv_cache_dtype,
             "training_total_bytes": self.training_total_bytes,
             "inference_total_bytes": self.inference_total_bytes,
             "inference_weights_bytes": self.inference_weights_bytes,
@@ -178,10 +252,10 @@ def training_bytes_per_param(dtype: str, optimizer: str = "adamw", fp32_grads: b
     Mixed precision (any dtype but fp32) keeps an fp32 master copy beside the optimizer's fp32 states;
     gradients are 16-bit unless `fp32_grads`. AdamW in bf16: 2 + 2 + 12 = 16 (ZeRO's convention).
     """
-    key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
+    key = canonical_dtype(dtype)
     e = dtype_bytes(key)
     if optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
+        raise SpecError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
     if optimizer == "none":
         return e, Fraction(0), Fraction(0)
     mixed = key != "fp32"
@@ -206,16 +280,17 @@ def estimate_memory(
     pipeline_parallel: int = 1,
 ) -> MemoryEstimate:
     """Memory of training and inference for `spec`, per device when parallel degrees are given."""
-    T, S = workload_lengths(spec, batch, seq_len, src_len)
+    lengths = workload_lengths(spec, batch, seq_len, src_len)
     for what, n in (("data_parallel", data_parallel), ("tensor_parallel", tensor_parallel),
                     ("pipeline_parallel", pipeline_parallel)):  # fmt: skip
         if n < 1:
-            raise ValueError(f"{what} must be positive, got {n}")
+            raise SpecError(f"{what} must be positive, got {n}")
     if recompute not in RECOMPUTE:
-        raise ValueError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE)}")
+        raise SpecError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE)}")
     if zero_stage not in (0, 1, 2, 3):
-        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
-    key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
+        raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
+    check_split(spec, tensor_parallel, pipeline_parallel)
+    key = canonical_dtype(dtype)
     N = count_params(spec).total
     mixed = key != "fp32"
     model_split = tensor_parallel * pipeline_parallel
@@ -234,29 +309,10 @@ def estimate_memory(
 
     # activations: one micro-batch of `batch` sequences, in the training dtype (16-bit in the paper)
     act_dtype = "fp32" if key == "fp32" else "bf16"
-    detail: dict[str, int] = {}
-    stacks = []
-    if spec.encoder_layers:
-        stacks.append(("encoder", spec.encoder_layers, S if spec.decoder_layers else T))
-    if spec.decoder_layers:
-        stacks.append(("decoder", spec.decoder_layers, T))
-    for stack, n_layers, length in stacks:
-        per = activation_bytes_per_layer(spec, batch, length, S, stack, act_dtype, recompute, dropout)
-        for k, v in per.items():
-            detail[f"{stack}.{k}"] = n_layers * v
-    ea = dtype_bytes(act_dtype)
-    h, V = spec.d_model, spec.vocab_size
-    if spec.kind == "encoder-decoder":
-        detail["decoder.memory"] = nbytes(ea * S * batch * h, 1)  # encoder output read by every cross-attention
-    # output layer (Korthikanti 4.3): final-norm input, head input, fp32 logits for the loss
-    detail["output.head_input"] = nbytes((2 if spec.final_norm else 1) * ea * T * batch * h, 1)
-    detail["output.logits_fp32"] = 4 * T * batch * V
-    if dropout:
-        detail["embedding.dropout_mask"] = sum(length * batch * h for _, _, length in stacks)
+    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout)
     activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
 
-    kv = kv_cache_bytes(spec, batch, T, dtype if key not in ("int4",) else "bf16", S)
-    kv = nbytes(kv, Fraction(1, model_split))
+    kv = nbytes(kv_cache_bytes(spec, batch, lengths.target, key, lengths.source), Fraction(1, model_split))
     per_param = float(weights_pp + grads_pp + optim_pp)
     master = "an fp32 master copy and " if mixed and optimizer != "none" else ""
     note = (
@@ -267,8 +323,8 @@ def estimate_memory(
     return MemoryEstimate(
         name=spec.name,
         batch=batch,
-        seq_len=T,
-        src_len=S,
+        seq_len=lengths.target,
+        src_len=lengths.source,
         dtype=key,
         optimizer=optimizer,
         recompute=recompute,
@@ -278,6 +334,7 @@ def estimate_memory(
         optimizer_bytes=optim,
         activations_bytes=activations,
         kv_cache_bytes=kv,
+        kv_cache_dtype=kv_cache_dtype(key),
         inference_weights_bytes=nbytes(N * shard, weights_pp),
         activations_detail=detail,
         bytes_per_param_training=per_param,
@@ -289,3 +346,12 @@ def estimate_memory(
             "pipeline_parallel": pipeline_parallel,
         },
     )
+
+
+def fits(m: MemoryEstimate, capacity_bytes: int) -> dict[str, bool]:
+    """Whether training (weights, gradients, optimizer states, activations) and inference (weights and
+    KV cache) fit in `capacity_bytes` per device."""
+    return {
+        "training": m.training_total_bytes <= capacity_bytes,
+        "inference": m.inference_total_bytes <= capacity_bytes,
+    }

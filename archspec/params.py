@@ -1,14 +1,15 @@
-"""The exact parameter counter: one pure function from a spec to a breakdown by component.
+"""The exact parameter counter: a roll-up of the model's description (archspec.blocks).
 
 Conventions (DESIGN.md, "Counting conventions"):
 
-- a parameter is a unique tensor: a tied matrix counts once; buffers (sinusoidal tables, rotary
-  frequencies, masks) are not parameters;
+- a parameter is a unique tensor: a tied matrix counts once (a tied head multiplies by the token
+  embedding and owns nothing); buffers (sinusoidal tables, rotary frequencies, masks) are not
+  parameters;
 - component names are the reference model's module names, so analytic and instantiated counts
-  compare key by key;
+  compare key by key; roles (embedding, dense, head) give Kaplan's non-embedding N;
 - counts are Python ints, exact at any size.
 
-Layout decisions the reference model shares:
+Layout decisions the reference model shares (see archspec.blocks.describe):
 
 - learned positions: one table per stack (an encoder-decoder has a source and a target table);
 - token types: one table, added to the first stack's input (the encoder when there is one);
@@ -21,21 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from archspec.blocks import COMPONENTS, ROLES, Linear, Part, describe, stack_shapes
 from archspec.spec import ModelSpec
 
-# Component names, in the order tables show them. They are also the reference model's module
-# names (see reference/model.py), so "analytic == instantiated" compares two dicts.
-COMPONENTS = (
-    "embed",
-    "position",
-    "token_type",
-    "attention",
-    "cross_attention",
-    "mlp",
-    "norm",
-    "pooler",
-    "head",
-)
+__all__ = ["COMPONENTS", "EMBEDDING_COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
+
+# Components whose parameters are embedding tables or the output projection (roles "embedding" and
+# "head"): left out of Kaplan's N, the non-embedding count.
 EMBEDDING_COMPONENTS = ("embed", "position", "token_type", "head")
 
 ESTIMATE_OMITS = (
@@ -49,46 +42,6 @@ ESTIMATE_OMITS = (
 )
 
 
-def linear_params(n_in: int, n_out: int, bias: bool) -> int:
-    """A dense layer n_in -> n_out: weight n_in * n_out, plus n_out biases."""
-    return n_in * n_out + (n_out if bias else 0)
-
-
-def norm_params(spec: ModelSpec) -> int:
-    """LayerNorm: weight and bias; RMSNorm: weight only."""
-    return 2 * spec.d_model if spec.norm == "layernorm" else spec.d_model
-
-
-def attention_params(spec: ModelSpec) -> int:
-    """Q, K, V projections (grouped-query aware) and the output projection."""
-    d = spec.d_model
-    return (
-        linear_params(d, spec.d_q, spec.bias)
-        + linear_params(d, spec.d_k_total, spec.bias)
-        + linear_params(d, spec.d_v_total, spec.bias)
-        + linear_params(spec.d_attn_out, d, spec.bias)
-    )
-
-
-def mlp_params(spec: ModelSpec) -> int:
-    """Up projection(s) d -> d_ff (two for gated activations) and the down projection d_ff -> d."""
-    n_in = 2 if spec.gated else 1
-    return n_in * linear_params(spec.d_model, spec.d_ff, spec.bias) + linear_params(spec.d_ff, spec.d_model, spec.bias)
-
-
-def layer_params(spec: ModelSpec, stack: str) -> dict[str, int]:
-    """One block of `stack` ('encoder' or 'decoder'), by component."""
-    cross = stack == "decoder" and spec.encoder_layers > 0
-    out = {
-        "attention": attention_params(spec),
-        "cross_attention": attention_params(spec) if cross else 0,
-        "mlp": mlp_params(spec),
-        "norm": (3 if cross else 2) * norm_params(spec),
-    }
-    out["total"] = sum(out.values())
-    return out
-
-
 @dataclass(frozen=True)
 class ParamCount:
     """An exact parameter count with its breakdown. Returned, never printed."""
@@ -100,6 +53,8 @@ class ParamCount:
     non_embedding: int
     estimate: int
     active: int = 0  # parameters one token uses; == total for a dense model
+    roles: dict[str, int] = field(default_factory=dict)
+    matmul: int = 0  # parameters that take part in matmuls, a tied matrix once (PaLM's N)
     estimate_omits: tuple[str, ...] = field(default=ESTIMATE_OMITS)
 
     def share(self, component: str) -> float:
@@ -113,6 +68,8 @@ class ParamCount:
             "non_embedding": self.non_embedding,
             "estimate": self.estimate,
             "components": dict(self.components),
+            "roles": dict(self.roles),
+            "matmul": self.matmul,
             "per_layer": {k: dict(v) for k, v in self.per_layer.items()},
         }
 
@@ -122,38 +79,43 @@ def seed_estimate(spec: ModelSpec) -> int:
     return 12 * spec.n_layers * spec.d_model**2 + spec.vocab_size * spec.d_model
 
 
+def matmul_params(parts: list[Part]) -> int:
+    """Parameters that a matmul multiplies by, each tensor once: every linear layer with its bias,
+    and a table only where a tied projection multiplies by it (a tied head counts once)."""
+    by_path = {p.path: p for p in parts}
+    total, tied = 0, set()
+    for part in parts:
+        for entry in part.entries:
+            if isinstance(entry, Linear):
+                total += part.repeat * (entry.n_in * entry.n_out * (entry.tied is None) + entry.n_out * entry.bias)
+                if entry.tied is not None:
+                    tied.add(entry.tied)
+    return total + sum(by_path[path].params() for path in tied)
+
+
 def count_params(spec: ModelSpec) -> ParamCount:
-    """Exact parameter count of `spec`, by component."""
-    d, V = spec.d_model, spec.vocab_size
-    stacks = spec.stacks()
-    n_layers = {"encoder": spec.encoder_layers, "decoder": spec.decoder_layers}
-    per_layer = {s: layer_params(spec, s) for s in stacks}
-
+    """Exact parameter count of `spec`, by component, role and layer."""
+    parts = describe(spec)
     components = dict.fromkeys(COMPONENTS, 0)
-    # Token embeddings: one matrix, or one per stack when an encoder-decoder is untied.
-    n_embed = len(stacks) if (spec.kind == "encoder-decoder" and not spec.tie_embeddings) else 1
-    components["embed"] = n_embed * V * d
-    if spec.position == "learned":
-        components["position"] = len(stacks) * spec.max_positions * d
-    components["token_type"] = spec.type_vocab_size * d
-    for s in stacks:
-        for c in ("attention", "cross_attention", "mlp", "norm"):
-            components[c] += n_layers[s] * per_layer[s][c]
-    stack_norms = (1 if spec.final_norm else 0) + (1 if spec.embedding_norm else 0)
-    components["norm"] += len(stacks) * stack_norms * norm_params(spec)
-    if spec.pooler:
-        components["pooler"] = linear_params(d, d, True)
-    if not spec.tie_embeddings:
-        components["head"] = V * d
-
+    roles = dict.fromkeys(ROLES, 0)
+    per_layer = {s.name: dict.fromkeys(("attention", "cross_attention", "mlp", "norm"), 0) for s in stack_shapes(spec)}
+    for part in parts:
+        n = part.params()
+        components[part.component] += part.repeat * n
+        roles[part.role] += part.repeat * n
+        if part.layered:
+            per_layer[part.stack.name][part.component] += n
+    for layer in per_layer.values():
+        layer["total"] = sum(layer.values())
     total = sum(components.values())
-    non_embedding = total - sum(components[c] for c in EMBEDDING_COMPONENTS)
     return ParamCount(
         name=spec.name,
         total=total,
         components=components,
         per_layer=per_layer,
-        non_embedding=non_embedding,
+        non_embedding=roles["dense"],
         estimate=seed_estimate(spec),
         active=total,  # every parameter takes part in every token's forward pass (no experts yet)
+        roles=roles,
+        matmul=matmul_params(parts),
     )

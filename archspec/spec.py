@@ -8,9 +8,9 @@ spec from the fields that were given plus the changes, so derived defaults follo
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 Position = Literal["learned", "sinusoidal", "rotary", "none"]
 Norm = Literal["layernorm", "rmsnorm"]
@@ -18,7 +18,47 @@ NormPosition = Literal["pre", "post"]
 Activation = Literal["relu", "gelu", "silu", "swiglu", "geglu"]
 Kind = Literal["decoder-only", "encoder-only", "encoder-decoder"]
 
+EmbeddingScale = Literal["none", "sqrt_d_model"]
+Init = Literal["gpt2", "xavier"]
+
 GATED_ACTIVATIONS = frozenset({"swiglu", "geglu"})
+NORM_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}  # GPT-2 and nn.Transformer; LLaMA 1
+
+
+# ---------------------------------------------------------------- sub-tables
+#
+# A feature that brings fields of its own is a small typed model, one member of a union that a
+# `kind` tag discriminates (`head = {kind = "lm", bias = true}`). A bare string names a member
+# with its defaults (`head = "none"` is `head = {kind = "none"}`), so a flat field can grow into a
+# table without breaking any file that used the string. New kinds are new members, not new flags.
+
+
+class _Member(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class LMHead(_Member):
+    """An output projection d_model -> vocab_size (the token embedding's matrix when tied)."""
+
+    kind: Literal["lm"] = "lm"
+    bias: bool = Field(False, description="a bias of vocab_size on the output projection (Phi-2)")
+
+
+class NoHead(_Member):
+    """No output projection: the model returns its last hidden states (BertModel)."""
+
+    kind: Literal["none"] = "none"
+
+
+def _shorthand(value: Any) -> Any:
+    """'lm' -> {'kind': 'lm'}: a bare string names a member with its defaults."""
+    return {"kind": value} if isinstance(value, str) else value
+
+
+Head = Annotated[LMHead | NoHead, Field(discriminator="kind"), BeforeValidator(_shorthand)]
+
+# field -> {kind: member}: every sub-table field of the spec, for constructing trusted data
+SUBTABLES: dict[str, dict[str, type[_Member]]] = {"head": {"lm": LMHead, "none": NoHead}}
 
 
 def _quotient(data: dict[str, Any], num: str, den: str) -> int:
@@ -83,6 +123,27 @@ class ModelSpec(BaseModel):
     type_vocab_size: int = Field(0, ge=0, description="rows of a token-type (segment) table (BERT: 2)")
     embedding_norm: bool = Field(False, description="a norm right after the summed embeddings (BERT)")
     pooler: bool = Field(False, description="a d_model x d_model dense layer with bias over the first token (BERT)")
+    head: Head = Field(
+        default_factory=LMHead,
+        description='the output head: "lm" (d_model -> vocab_size, tied or not) or "none" (hidden states out)',
+    )
+    norm_eps: float = Field(
+        default_factory=lambda data: NORM_EPS.get(data.get("norm", "layernorm"), 1e-5),
+        gt=0,
+        description="epsilon of every norm; default 1e-5 for layernorm, 1e-6 for rmsnorm (LLaMA 2/3 use 1e-5)",
+    )
+    embedding_scale: EmbeddingScale = Field(
+        default_factory=lambda data: (
+            "sqrt_d_model" if data.get("encoder_layers") and data.get("decoder_layers") else "none"
+        ),
+        description="token embeddings multiplied by sqrt(d_model) (Vaswani et al. 2017, 3.4; Gemma); "
+        "default sqrt_d_model for an encoder-decoder, none otherwise",
+    )
+    init: Init = Field(
+        default_factory=lambda data: "xavier" if data.get("encoder_layers") and data.get("decoder_layers") else "gpt2",
+        description="initialisation of the reference model: gpt2 (N(0, 0.02), scaled residual projections) or "
+        "xavier (nn.Transformer); default xavier for an encoder-decoder, gpt2 otherwise",
+    )
 
     @model_validator(mode="after")
     def _check_consistency(self) -> ModelSpec:
@@ -125,27 +186,16 @@ class ModelSpec(BaseModel):
     def gated(self) -> bool:
         return self.activation in GATED_ACTIVATIONS
 
-    @property
-    def d_q(self) -> int:
-        """Width of all query (and key-compatible) heads: n_heads * d_head."""
-        return self.n_heads * self.d_head
-
-    @property
-    def d_attn_out(self) -> int:
-        """Width of the concatenated head outputs: n_heads * d_value."""
-        return self.n_heads * self.d_value
-
-    @property
-    def d_k_total(self) -> int:
-        return self.n_kv_heads * self.d_head
-
-    @property
-    def d_v_total(self) -> int:
-        return self.n_kv_heads * self.d_value
-
-    def stacks(self) -> list[str]:
-        """The stacks present, in data-flow order: 'encoder', 'decoder'."""
-        return [s for s, n in (("encoder", self.encoder_layers), ("decoder", self.decoder_layers)) if n]
+    @classmethod
+    def construct_trusted(cls, data: dict[str, Any]) -> ModelSpec:
+        """A spec from data already known to be valid (the packaged presets, which the tests validate),
+        without building the validator: sub-tables are built from their `kind`, nothing is checked."""
+        data = dict(data)
+        for name, members in SUBTABLES.items():
+            if name in data and not isinstance(data[name], _Member):
+                table = _shorthand(data[name])
+                data[name] = members[table["kind"]].model_construct(**table)
+        return cls.model_construct(**data)
 
     def replace(self, **changes: Any) -> ModelSpec:
         """A new spec with `changes`, validated again; derived defaults are re-derived."""

@@ -5,6 +5,7 @@
     model = build(spec, device="cpu")      # real weights, GPT-2-style initialisation, seeded
     logits = model(tokens)                 # decoder-only / encoder-only: (B, T) -> (B, T, V)
     logits = model(src, tgt)               # encoder-decoder: (B, S), (B, T) -> (B, T, V)
+    verify(spec).ok                        # analytic == instantiated: tensors, parameters, FLOPs
 
 This package needs torch (``pip install 'archspec-transformers[reference]'``).
 """
@@ -30,9 +31,14 @@ from archspec.reference.convert import (
 )
 from archspec.reference.measure import count_by_component, count_total
 from archspec.reference.model import Transformer, cache_bytes, cache_length
+from archspec.reference.verify import Pair, VerifyReport, compare_tensors, verify
 
 __all__ = [
     "InsufficientMemoryError",
+    "Pair",
+    "VerifyReport",
+    "compare_tensors",
+    "verify",
     "Transformer",
     "available_memory",
     "build",

@@ -110,15 +110,16 @@ def materialize(model: Transformer, device, seed: int = 0) -> Transformer:
 
 @torch.no_grad()
 def init_weights(model: Transformer, seed: int = 0, scheme: str | None = None) -> Transformer:
-    """Initialise every parameter and recompute every buffer, deterministically under `seed`.
+    """Initialise every parameter and recompute every buffer, deterministically under `seed`, by the
+    spec's `init` scheme unless `scheme` names another.
 
-    scheme 'gpt2' (decoder-only, encoder-only): weights N(0, 0.02); residual output projections
+    scheme 'gpt2' (the default of decoder-only and encoder-only specs): weights N(0, 0.02); residual output projections
     (attention, cross-attention and MLP outputs) N(0, 0.02 / sqrt(2 * layers)); biases 0; norms 1.
-    scheme 'xavier' (encoder-decoder, as torch.nn.Transformer and tensor2tensor): Xavier-uniform
+    scheme 'xavier' (the default of encoder-decoder specs, as torch.nn.Transformer and tensor2tensor): Xavier-uniform
     matrices, embeddings N(0, d_model^-1/2), biases 0, norms 1.
     """
     spec = model.spec
-    scheme = scheme or ("xavier" if spec.kind == "encoder-decoder" else "gpt2")
+    scheme = scheme or spec.init
     if scheme not in ("gpt2", "xavier"):
         raise ValueError(f"unknown init scheme {scheme!r}; use 'gpt2' or 'xavier'")
     gen = torch.Generator(device="cpu").manual_seed(seed)

@@ -17,56 +17,102 @@ from collections.abc import Mapping
 
 import torch
 
-from archspec.reference.model import LAYERNORM_EPS, RMSNORM_EPS, Transformer
+from archspec.reference.model import Transformer
 from archspec.spec import ModelSpec
+
+# What each transformers family can represent, as data: spec fields with the one value (or the
+# values) the family's config can express. A spec that differs anywhere is refused by name, so a
+# config never silently builds another model.
+_ACT = {"relu": "relu", "gelu": "gelu", "silu": "silu"}  # transformers' ACT2FN names (exact GELU)
+_GATED_ACT = {"swiglu": "silu", "geglu": "gelu"}  # LLaMA's act_fn(gate(x)) * up(x)
+_PLAIN = {"type_vocab_size": (0,), "embedding_norm": (False,), "pooler": (False,), "embedding_scale": ("none",)}
+FAMILIES: dict[str, dict[str, tuple]] = {
+    "GPT-2": {"kind": ("decoder-only",), "position": ("learned",), "norm": ("layernorm",),
+              "norm_position": ("pre",), "final_norm": (True,), "bias": (True,), "activation": tuple(_ACT),
+              "head": ("lm",), **_PLAIN},
+    "LLaMA": {"kind": ("decoder-only",), "position": ("rotary",), "norm": ("rmsnorm",), "norm_position": ("pre",),
+              "final_norm": (True,), "activation": tuple(_GATED_ACT), "head": ("lm",), **_PLAIN},
+    "BERT": {"kind": ("encoder-only",), "position": ("learned",), "norm": ("layernorm",), "norm_position": ("post",),
+             "final_norm": (False,), "embedding_norm": (True,), "pooler": (True,), "bias": (True,),
+             "activation": tuple(_ACT), "head": ("none",), "embedding_scale": ("none",)},
+}  # fmt: skip
+
+
+def _value(spec: ModelSpec, field: str):
+    value = getattr(spec, field)
+    return value.kind if field == "head" else value
+
+
+def unsupported(spec: ModelSpec, family: str) -> list[str]:
+    """Why `family` cannot represent `spec`: one phrase per field that differs (empty: it can)."""
+    out = [f"{field}={_value(spec, field)!r} (needs {' or '.join(repr(v) for v in allowed)})"
+           for field, allowed in FAMILIES[family].items() if _value(spec, field) not in allowed]  # fmt: skip
+    if family in ("GPT-2", "BERT"):
+        if spec.n_kv_heads != spec.n_heads:
+            out.append(f"n_kv_heads={spec.n_kv_heads} (needs n_kv_heads = n_heads = {spec.n_heads})")
+        if spec.d_head * spec.n_heads != spec.d_model:
+            out.append(f"d_head={spec.d_head} (needs n_heads * d_head = d_model = {spec.d_model})")
+    if family == "BERT" and spec.type_vocab_size < 1:
+        out.append("type_vocab_size=0 (BertModel always has a token-type table)")
+    if spec.d_value != spec.d_head:
+        out.append(f"d_value={spec.d_value} (needs d_value = d_head = {spec.d_head})")
+    if spec.head.kind == "lm" and spec.head.bias:
+        out.append("head.bias=true (the family's output projection has no bias)")
+    return out
+
+
+def _check(spec: ModelSpec, family: str) -> None:
+    reasons = unsupported(spec, family)
+    if reasons:
+        raise ValueError(f"{spec.name}: the {family} family cannot represent this spec: {'; '.join(reasons)}")
 
 
 def is_gpt2_shaped(s: ModelSpec) -> bool:
-    return (s.kind == "decoder-only" and s.position == "learned" and s.norm == "layernorm" and s.norm_position == "pre"
-            and s.final_norm and s.bias and not s.gated and s.n_kv_heads == s.n_heads
-            and s.d_head * s.n_heads == s.d_model and s.d_value == s.d_head)  # fmt: skip
+    return not unsupported(s, "GPT-2")
 
 
 def is_llama_shaped(s: ModelSpec) -> bool:
-    return (s.kind == "decoder-only" and s.position == "rotary" and s.norm == "rmsnorm" and s.activation == "swiglu"
-            and s.norm_position == "pre" and s.final_norm and s.d_value == s.d_head)  # fmt: skip
+    return not unsupported(s, "LLaMA")
 
 
 def is_bert_shaped(s: ModelSpec) -> bool:
-    return (s.kind == "encoder-only" and s.position == "learned" and s.norm == "layernorm" and s.norm_position == "post"
-            and s.embedding_norm and s.type_vocab_size > 0 and not s.final_norm and s.bias and not s.gated
-            and s.n_kv_heads == s.n_heads and s.d_head * s.n_heads == s.d_model and s.d_value == s.d_head)  # fmt: skip
+    return not unsupported(s, "BERT")
 
 
 def transformers_config(spec: ModelSpec):
     """The equivalent transformers config for a GPT-2-, LLaMA- or BERT-shaped spec (no dropout, the
-    reference model's norm epsilons, exact GELU), so both sides build the same model from random weights."""
+    spec's norm epsilon and activation), so both sides build the same model from random weights.
+    A spec no family represents is refused, naming what differs from the closest family."""
     import transformers
 
     if is_gpt2_shaped(spec):
         return transformers.GPT2Config(
             vocab_size=spec.vocab_size, n_positions=spec.max_positions, n_embd=spec.d_model,
-            n_layer=spec.decoder_layers, n_head=spec.n_heads, n_inner=spec.d_ff, activation_function="gelu",
-            layer_norm_epsilon=LAYERNORM_EPS, tie_word_embeddings=spec.tie_embeddings,
-            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+            n_layer=spec.decoder_layers, n_head=spec.n_heads, n_inner=spec.d_ff,
+            activation_function=_ACT[spec.activation], layer_norm_epsilon=spec.norm_eps,
+            tie_word_embeddings=spec.tie_embeddings, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
         )  # fmt: skip
     if is_llama_shaped(spec):
         return transformers.LlamaConfig(
             vocab_size=spec.vocab_size, hidden_size=spec.d_model, intermediate_size=spec.d_ff,
             num_hidden_layers=spec.decoder_layers, num_attention_heads=spec.n_heads,
             num_key_value_heads=spec.n_kv_heads, head_dim=spec.d_head, max_position_embeddings=spec.max_positions,
-            rms_norm_eps=RMSNORM_EPS, attention_bias=spec.bias, mlp_bias=spec.bias,
-            tie_word_embeddings=spec.tie_embeddings,
+            rms_norm_eps=spec.norm_eps, attention_bias=spec.bias, mlp_bias=spec.bias,
+            hidden_act=_GATED_ACT[spec.activation], tie_word_embeddings=spec.tie_embeddings,
         )  # fmt: skip
     if is_bert_shaped(spec):
         return transformers.BertConfig(
             vocab_size=spec.vocab_size, hidden_size=spec.d_model, num_hidden_layers=spec.encoder_layers,
             num_attention_heads=spec.n_heads, intermediate_size=spec.d_ff,
             max_position_embeddings=spec.max_positions, type_vocab_size=spec.type_vocab_size,
-            layer_norm_eps=LAYERNORM_EPS, hidden_act="gelu", hidden_dropout_prob=0.0,
+            layer_norm_eps=spec.norm_eps, hidden_act=_ACT[spec.activation], hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0,
         )  # fmt: skip
-    raise ValueError(f"{spec.name}: no transformers equivalent (GPT-2, LLaMA or BERT shaped) for this spec")
+    closest = min(FAMILIES, key=lambda f: len(unsupported(spec, f)))
+    raise ValueError(
+        f"{spec.name}: no transformers equivalent (GPT-2, LLaMA or BERT shaped); closest is {closest}, "
+        f"which differs in {'; '.join(unsupported(spec, closest))}"
+    )
 
 
 def spec_from_gpt2_config(config, name: str = "gpt2-hf") -> ModelSpec:
@@ -89,6 +135,7 @@ class _Copier:
     def __init__(self, source: Mapping[str, torch.Tensor], what: str):
         self.source = {k: v for k, v in source.items() if not _is_buffer_key(k)}
         self.used: set[str] = set()
+        self.written: set[int] = set()  # ids of the target tensors filled
         self.what = what
 
     def get(self, key: str) -> torch.Tensor:
@@ -107,6 +154,7 @@ class _Copier:
                 f"{tuple(src.shape)}, the reference model expects {tuple(target.shape)}"
             )
         target.copy_(src)
+        self.written.add(id(target))
 
     def module(self, target: torch.nn.Module, prefix: str, transpose: bool = False) -> None:
         """`prefix`.weight (and `prefix`.bias where the target has one) into a linear or norm layer."""
@@ -118,10 +166,16 @@ class _Copier:
         """Separate projections (q, k, v) fused the way the reference model stores them."""
         return torch.cat([self.get(f"{prefix}{n}{suffix}") for n in names], dim=0)
 
-    def finish(self, optional: tuple[str, ...] = ()) -> None:
+    def finish(self, model: torch.nn.Module, optional: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> None:
+        """Both directions: every source tensor was used (but `optional` keys), and every parameter of
+        `model` was written (but those under the module paths in `keep`, which keep their own weights)."""
         left = sorted(k for k in set(self.source) - self.used if k not in optional)
         if left:
             raise ValueError(f"{self.what}: {len(left)} tensors were not loaded, e.g. {left[:3]}")
+        unwritten = [name for name, p in model.named_parameters()
+                     if id(p) not in self.written and not name.startswith(keep)]  # fmt: skip
+        if unwritten:
+            raise ValueError(f"{self.what}: {len(unwritten)} parameters were not written, e.g. {unwritten[:3]}")
 
 
 def _is_buffer_key(key: str) -> bool:
@@ -136,22 +190,17 @@ def _strip(sd: Mapping[str, torch.Tensor], prefix: str) -> dict[str, torch.Tenso
     return dict(sd)
 
 
-def _need(model: Transformer, ok: bool, what: str) -> None:
-    if not ok:
-        raise ValueError(f"{what} weights do not fit this spec ({model.spec.name}: {model.spec.kind})")
-
-
 def _head(model: Transformer, c: _Copier) -> None:
     """An untied head loads `lm_head.weight`; a tied one is the embedding (the key may be there too)."""
     if not model.spec.tie_embeddings:
         c.copy(model.head.weight, "lm_head.weight")
-    c.finish(optional=("lm_head.weight",))
+    c.finish(model, optional=("lm_head.weight",))
 
 
 def load_gpt2(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
     """Load a transformers GPT-2 state dict (GPT2LMHeadModel or GPT2Model) into `model`.
     GPT-2's Conv1D layers store weights (in, out): they are transposed."""
-    _need(model, is_gpt2_shaped(model.spec), "GPT-2")
+    _check(model.spec, "GPT-2")
     c = _Copier(_strip(state_dict, "transformer."), "GPT-2")
     c.copy(model.embed.weight, "wte.weight")
     c.copy(model.decoder.position.weight, "wpe.weight")
@@ -170,7 +219,7 @@ def load_gpt2(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Tra
 
 def load_llama(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
     """Load a transformers LlamaForCausalLM state dict into `model` (RMSNorm, SwiGLU, rotary, GQA)."""
-    _need(model, is_llama_shaped(model.spec), "LLaMA")
+    _check(model.spec, "LLaMA")
     c = _Copier(_strip(state_dict, "model."), "LLaMA")
     c.copy(model.embed.weight, "embed_tokens.weight")
     for i, layer in enumerate(model.decoder.layers):
@@ -191,7 +240,7 @@ def load_llama(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Tr
 
 def load_bert(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
     """Load a transformers BertModel state dict into `model` (encoder-only, post-norm, pooler)."""
-    _need(model, is_bert_shaped(model.spec), "BERT")
+    _check(model.spec, "BERT")
     c = _Copier(_strip(state_dict, "bert."), "BERT")
     enc = model.encoder
     c.copy(model.embed.weight, "embeddings.word_embeddings.weight")
@@ -208,9 +257,8 @@ def load_bert(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Tra
         c.module(layer.mlp.up, p + "intermediate.dense")
         c.module(layer.mlp.down, p + "output.dense")
         c.module(layer.mlp_norm, p + "output.LayerNorm")
-    if model.pooler is not None:
-        c.module(model.pooler.dense, "pooler.dense")
-    c.finish()
+    c.module(model.pooler.dense, "pooler.dense")
+    c.finish(model)
     return model
 
 
@@ -221,17 +269,18 @@ def load_torch_transformer(model: Transformer, state_dict: Mapping[str, torch.Te
     in a norm each, so the spec needs final_norm=true; post-norm needs norm_first=False.
     """
     s = model.spec
-    _need(
-        model,
-        s.kind == "encoder-decoder"
-        and s.norm == "layernorm"
-        and s.bias
-        and not s.gated
-        and s.n_kv_heads == s.n_heads
-        and s.d_head * s.n_heads == s.d_model == s.d_value * s.n_heads
-        and s.final_norm,
-        "torch.nn.Transformer",
-    )
+    reasons = [why for ok, why in (
+        (s.kind == "encoder-decoder", f"kind={s.kind!r} (needs 'encoder-decoder')"),
+        (s.norm == "layernorm", f"norm={s.norm!r} (needs 'layernorm')"),
+        (s.bias, "bias=false (needs true)"),
+        (s.activation in ("relu", "gelu"), f"activation={s.activation!r} (needs 'relu' or 'gelu')"),
+        (s.n_kv_heads == s.n_heads, f"n_kv_heads={s.n_kv_heads} (needs n_heads)"),
+        (s.d_head * s.n_heads == s.d_model == s.d_value * s.n_heads, "d_head, d_value (need n_heads * d = d_model)"),
+        (s.final_norm, "final_norm=false (nn.Transformer ends each stack in a norm)"),
+        (not s.embedding_norm, "embedding_norm=true (nn.Transformer has none)"),
+    ) if not ok]  # fmt: skip
+    if reasons:
+        raise ValueError(f"{s.name}: torch.nn.Transformer cannot represent this spec: {'; '.join(reasons)}")
     c = _Copier(state_dict, "torch.nn.Transformer")
 
     def self_attention_and_mlp(layer, p: str) -> None:
@@ -261,5 +310,7 @@ def load_torch_transformer(model: Transformer, state_dict: Mapping[str, torch.Te
         c.module(layer.mlp_norm, p + "norm3")
     c.module(model.encoder.final_norm, "encoder.norm")
     c.module(model.decoder.final_norm, "decoder.norm")
-    c.finish()
+    # nn.Transformer has no embeddings, positions or output head: those keep their own weights
+    c.finish(model, keep=("embed", "target_embed", "token_type", "encoder.position", "decoder.position", "head",
+                          "pooler"))  # fmt: skip
     return model

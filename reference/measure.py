@@ -64,7 +64,8 @@ def example_inputs(spec, batch: int = 1, seq_len: int | None = None, src_len: in
 
 
 def measure_flops(model: nn.Module, inputs: tuple, backward: bool = False) -> tuple[int, dict[str, int]]:
-    """torch's FlopCounterMode over model(*inputs) (and the backward of its sum): total and by component.
+    """torch's FlopCounterMode over model(*inputs), the pooler where the model has one, and with
+    `backward` the backward pass of their sum: total and by component.
 
     On the meta device scaled_dot_product_attention runs its math decomposition, whose bmm's are
     counted; on the CPU the fused kernel has no FLOP formula and would count as zero.
@@ -72,9 +73,13 @@ def measure_flops(model: nn.Module, inputs: tuple, backward: bool = False) -> tu
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
-        out = model(*inputs)
+        if getattr(model, "pooler", None) is not None:  # BertModel's forward pools the first token too
+            out, pooled = model(*inputs, pool=True)
+            loss = out.float().sum() + pooled.float().sum()
+        else:
+            loss = model(*inputs).float().sum()
         if backward:
-            out.float().sum().backward()
+            loss.backward()
     by_module = counter.get_flop_counts()
     root = type(model).__name__
     by_component: dict[str, int] = {}
@@ -96,6 +101,8 @@ def fvcore_macs(model: nn.Module, inputs: tuple, attention_handler: bool = True)
     """
     from fvcore.nn import FlopCountAnalysis
 
+    if getattr(model, "pooler", None) is not None:
+        model = _WithPooler(model)  # BertModel's forward pools the first token too
     analysis = FlopCountAnalysis(model, inputs)
     if attention_handler:
         analysis.set_op_handle("aten::scaled_dot_product_attention", sdpa_macs)
@@ -115,3 +122,14 @@ def sdpa_macs(inputs, outputs) -> int:
     for b in batch:  # B and the query heads (grouped K/V heads are broadcast to them)
         n *= b
     return n * T * S * (dk + dv)
+
+
+class _WithPooler(nn.Module):
+    """model(*inputs, pool=True) as a module of its own, for tracers that take positional inputs only."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        return self.model(*inputs, pool=True)

@@ -17,10 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archspec.blocks import AttentionShape, MLPShape, StackShape, stack_shapes
 from archspec.spec import ModelSpec
 
-LAYERNORM_EPS = 1e-5  # GPT-2, nn.Transformer
-RMSNORM_EPS = 1e-6  # LLaMA
 ROTARY_BASE = 10000.0  # RoFormer / LLaMA
 SINUSOID_BASE = 10000.0  # Vaswani et al. 2017, section 3.5
 
@@ -46,8 +45,8 @@ class RMSNorm(nn.RMSNorm):
 
 def make_norm(spec: ModelSpec) -> nn.Module:
     if spec.norm == "layernorm":
-        return LayerNorm(spec.d_model, eps=LAYERNORM_EPS)
-    return RMSNorm(spec.d_model, eps=RMSNORM_EPS)
+        return LayerNorm(spec.d_model, eps=spec.norm_eps)
+    return RMSNorm(spec.d_model, eps=spec.norm_eps)
 
 
 class LearnedPosition(nn.Module):
@@ -145,13 +144,13 @@ class SelfAttention(nn.Module):
 
     component = "attention"
 
-    def __init__(self, spec: ModelSpec, causal: bool):
+    def __init__(self, a: AttentionShape, causal: bool):
         super().__init__()
         self.causal = causal
-        self.nh, self.nkv, self.dk, self.dv = spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value
-        self.split = (spec.d_q, spec.d_k_total, spec.d_v_total)
-        self.qkv = nn.Linear(spec.d_model, sum(self.split), bias=spec.bias)
-        self.out = nn.Linear(spec.d_attn_out, spec.d_model, bias=spec.bias)
+        self.nh, self.nkv, self.dk, self.dv = a.heads, a.kv_heads, a.d_head, a.d_value
+        self.split = (a.q, a.k, a.v)
+        self.qkv = nn.Linear(a.d_model, sum(self.split), bias=a.bias)
+        self.out = nn.Linear(a.out_in, a.d_model, bias=a.bias)
 
     def forward(self, x, rotary: Rotary | None = None, cache: dict | None = None) -> torch.Tensor:
         B, T, _ = x.shape
@@ -176,13 +175,13 @@ class CrossAttention(nn.Module):
 
     component = "cross_attention"
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, a: AttentionShape):
         super().__init__()
-        self.nh, self.nkv, self.dk, self.dv = spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value
-        self.split = (spec.d_k_total, spec.d_v_total)
-        self.q = nn.Linear(spec.d_model, spec.d_q, bias=spec.bias)
-        self.kv = nn.Linear(spec.d_model, sum(self.split), bias=spec.bias)
-        self.out = nn.Linear(spec.d_attn_out, spec.d_model, bias=spec.bias)
+        self.nh, self.nkv, self.dk, self.dv = a.heads, a.kv_heads, a.d_head, a.d_value
+        self.split = (a.k, a.v)
+        self.q = nn.Linear(a.d_model, a.q, bias=a.bias)
+        self.kv = nn.Linear(a.d_model, sum(self.split), bias=a.bias)
+        self.out = nn.Linear(a.out_in, a.d_model, bias=a.bias)
 
     def forward(self, x, memory, cache: dict | None = None) -> torch.Tensor:
         B, T, _ = x.shape
@@ -203,7 +202,7 @@ class CrossAttention(nn.Module):
 # ---------------------------------------------------------------- MLP and blocks
 
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "swiglu": F.silu, "geglu": F.gelu}
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
 
 class MLP(nn.Module):
@@ -211,12 +210,12 @@ class MLP(nn.Module):
 
     component = "mlp"
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, m: MLPShape):
         super().__init__()
-        self.act = ACTIVATIONS[spec.activation]
-        self.gate = nn.Linear(spec.d_model, spec.d_ff, bias=spec.bias) if spec.gated else None
-        self.up = nn.Linear(spec.d_model, spec.d_ff, bias=spec.bias)
-        self.down = nn.Linear(spec.d_ff, spec.d_model, bias=spec.bias)
+        self.act = ACTIVATIONS[m.pointwise]
+        self.gate = nn.Linear(m.d_model, m.d_ff, bias=m.bias) if "gate" in m.inputs else None
+        self.up = nn.Linear(m.d_model, m.d_ff, bias=m.bias)
+        self.down = nn.Linear(m.d_ff, m.d_model, bias=m.bias)
 
     def forward(self, x):
         h = self.act(self.gate(x)) * self.up(x) if self.gate is not None else self.act(self.up(x))
@@ -226,15 +225,16 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Self-attention, cross-attention (decoder with an encoder), MLP; each with a residual and a norm."""
 
-    def __init__(self, spec: ModelSpec, causal: bool, cross: bool):
+    def __init__(self, spec: ModelSpec, stack: StackShape):
         super().__init__()
         self.pre = spec.norm_position == "pre"
+        a = AttentionShape.of(spec)
         self.attention_norm = make_norm(spec)
-        self.attention = SelfAttention(spec, causal)
-        self.cross_attention_norm = make_norm(spec) if cross else None
-        self.cross_attention = CrossAttention(spec) if cross else None
+        self.attention = SelfAttention(a, stack.causal)
+        self.cross_attention_norm = make_norm(spec) if stack.cross else None
+        self.cross_attention = CrossAttention(a) if stack.cross else None
         self.mlp_norm = make_norm(spec)
-        self.mlp = MLP(spec)
+        self.mlp = MLP(MLPShape.of(spec))
 
     def residual(self, x, norm, f):
         return x + f(norm(x)) if self.pre else norm(x + f(x))
@@ -251,7 +251,7 @@ class Block(nn.Module):
 class Stack(nn.Module):
     """Positions, an optional embedding norm, the blocks, an optional final norm."""
 
-    def __init__(self, spec: ModelSpec, n_layers: int, causal: bool, cross: bool):
+    def __init__(self, spec: ModelSpec, stack: StackShape):
         super().__init__()
         self.position = {
             "learned": lambda: LearnedPosition(spec.max_positions, spec.d_model),
@@ -260,7 +260,7 @@ class Stack(nn.Module):
             "none": lambda: None,
         }[spec.position]()
         self.embedding_norm = make_norm(spec) if spec.embedding_norm else None
-        self.layers = nn.ModuleList(Block(spec, causal, cross) for _ in range(n_layers))
+        self.layers = nn.ModuleList(Block(spec, stack) for _ in range(stack.layers))
         self.final_norm = make_norm(spec) if spec.final_norm else None
 
     def forward(self, x, memory=None, cache: list | None = None, offset: int = 0):
@@ -276,16 +276,18 @@ class Stack(nn.Module):
 
 
 class Head(nn.Module):
-    """The output projection d -> V; with tied embeddings its weight is the token embedding."""
+    """The output projection d -> V (with an optional bias); with tied embeddings its weight is the
+    token embedding."""
 
     component = "head"
 
-    def __init__(self, d_model: int, vocab_size: int):
+    def __init__(self, d_model: int, vocab_size: int, bias: bool):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        self.bias = nn.Parameter(torch.empty(vocab_size)) if bias else None
 
     def forward(self, x):
-        return F.linear(x, self.weight)  # (B, T, V)
+        return F.linear(x, self.weight, self.bias)  # (B, T, V)
 
 
 class Pooler(nn.Module):
@@ -309,6 +311,7 @@ class Transformer(nn.Module):
 
     - decoder-only and encoder-only: ``model(tokens) -> logits (B, T, V)``
     - encoder-decoder: ``model(src, tgt) -> logits (B, T, V)``
+    - with ``head = "none"``: the last hidden states (B, T, d) instead of logits
     """
 
     def __init__(self, spec: ModelSpec):
@@ -320,22 +323,19 @@ class Transformer(nn.Module):
         untied_pair = self.kind == "encoder-decoder" and not spec.tie_embeddings
         self.target_embed = TokenEmbedding(V, d) if untied_pair else None
         self.token_type = TokenTypeEmbedding(spec.type_vocab_size, d) if spec.type_vocab_size else None
-        # Vaswani et al. 2017, 3.4: the encoder-decoder multiplies its embeddings by sqrt(d_model).
-        self.embed_scale = math.sqrt(d) if self.kind == "encoder-decoder" else 1.0
-        self.encoder = Stack(spec, spec.encoder_layers, causal=False, cross=False) if spec.encoder_layers else None
-        self.decoder = (
-            Stack(spec, spec.decoder_layers, causal=True, cross=bool(spec.encoder_layers))
-            if spec.decoder_layers
-            else None
-        )
+        # Vaswani et al. 2017, 3.4 (and Gemma): embeddings multiplied by sqrt(d_model)
+        self.embed_scale = math.sqrt(d) if spec.embedding_scale == "sqrt_d_model" else 1.0
+        stacks = {s.name: Stack(spec, s) for s in stack_shapes(spec)}
+        self.encoder = stacks.get("encoder")
+        self.decoder = stacks.get("decoder")
         self.pooler = Pooler(d) if spec.pooler else None
-        self.head = Head(d, V)
+        self.head = Head(d, V, spec.head.bias) if spec.head.kind == "lm" else None
         self.tie_weights()
 
     def tie_weights(self) -> None:
         """With tie_embeddings, the output head uses the token embedding's tensor. Moving a model off
         the meta device (`to_empty`) gives every module a tensor of its own, so materialize() ties again."""
-        if self.spec.tie_embeddings:
+        if self.spec.tie_embeddings and self.head is not None:
             self.head.weight = self.embed.weight
 
     # -- pieces
@@ -387,8 +387,12 @@ class Transformer(nn.Module):
             raise ValueError("this spec has no pooler (pooler=false)")
         return self.pooler(hidden)
 
-    def forward(self, *inputs, token_types=None, cache=None) -> torch.Tensor:
-        return self.head(self.hidden_states(*inputs, token_types=token_types, cache=cache))
+    def forward(self, *inputs, token_types=None, cache=None, pool: bool = False):
+        """Logits (B, T, V); hidden states (B, T, d) for a spec without a head (head = "none").
+        With `pool`, also the pooler's output (B, d), as BertModel's forward returns both."""
+        hidden = self.hidden_states(*inputs, token_types=token_types, cache=cache)
+        out = self.head(hidden) if self.head is not None else hidden
+        return (out, self.pool(hidden)) if pool else out
 
     def new_cache(self) -> list[dict]:
         """An empty key/value cache for incremental decoding: one {'self': {}, 'cross': {}} per decoder layer."""

@@ -137,21 +137,26 @@ def test_verify_passes_for_every_preset(run_json):
     assert all(o["ok"] and o["analytic"] == o["instantiated"] for o in objs)
 
 
-def test_verify_exits_1_and_names_the_component_on_a_mismatch(run_cli, monkeypatch):
+def test_verify_exits_1_and_names_the_tensor_and_component_on_a_mismatch(run_cli, monkeypatch):
+    """A description that drifts from the builder (here: the MLP's down projection described without
+    its bias) is caught tensor by tensor and component by component."""
     pytest.importorskip("torch")
     import dataclasses
 
-    import archspec.params as params
+    import archspec.blocks as blocks
 
-    real = params.count_params
+    real = blocks.mlp_part
 
-    def off_by_one_in_mlp(spec):
-        c = real(spec)
-        return dataclasses.replace(c, components={**c.components, "mlp": c.components["mlp"] + 1}, total=c.total + 1)
+    def down_without_bias(spec, stack):
+        part = real(spec, stack)
+        entries = tuple(dataclasses.replace(e, bias=False) if e.name == "down" else e for e in part.entries)
+        return dataclasses.replace(part, entries=entries)
 
-    monkeypatch.setattr(params, "count_params", off_by_one_in_mlp)
+    monkeypatch.setattr(blocks, "mlp_part", down_without_bias)
     code, out, _ = run_cli("verify", "gpt2")
-    assert code == 1 and "MISMATCH" in out and "mlp 56,669,185 vs 56,669,184" in out
+    assert code == 1 and "MISMATCH" in out
+    assert "decoder.layers.0.mlp.down.bias (768,) is in the model, not in the description" in out
+    assert "params mlp 56,659,968 vs 56,669,184" in out  # 12 layers x 768 biases fewer
 
 
 def test_verify_without_torch_names_the_extra(run_cli, monkeypatch):

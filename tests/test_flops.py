@@ -108,7 +108,7 @@ def test_attention_grows_quadratically_with_sequence_length():
     spec = archspec.preset("gpt2")
     a, b = count_flops(spec, 1, 256), count_flops(spec, 1, 512)
     assert b.operations["attention.scores"] == 4 * a.operations["attention.scores"]
-    assert b.operations["mlp.in"] == 2 * a.operations["mlp.in"]
+    assert b.operations["mlp.up"] == 2 * a.operations["mlp.up"]
 
 
 # ---------------------------------------------------------------- GPT-3 Table D.1
@@ -182,7 +182,7 @@ def test_flops_json_keys(run_json):
         (["flops", "gpt2", "--tokens", "1e9", "--mfu", "0"], "must be greater than 0"),
         (["flops", "gpt2", "--tokens", "1e9", "--gpu", "tpu9"], "invalid choice: 'tpu9'"),
         (["flops", "gpt2", "--gpu", "h100"], "needs --tokens"),
-        (["flops", "gpt2", "--src-len", "12"], "has no encoder"),
+        (["flops", "gpt2", "--src-len", "12"], "src_len applies to encoder-decoder models"),
         (["memory", "gpt2", "--dtype", "fp7"], "invalid choice: 'fp7'"),
         (["memory", "gpt2", "--optimizer", "lion"], "invalid choice: 'lion'"),
         (["memory", "gpt2", "--gpus", "12", "--tp", "8"], "not divisible"),

@@ -23,7 +23,7 @@ LLAMA_TOY = ModelSpec(name="llama-toy", vocab_size=173, d_model=64, decoder_laye
                       bias=False, tie_embeddings=False)  # fmt: skip
 BERT_TOY = ModelSpec(name="bert-toy", vocab_size=99, d_model=64, encoder_layers=2, n_heads=4, d_ff=128,
                      max_positions=40, norm_position="post", type_vocab_size=2, embedding_norm=True,
-                     pooler=True)  # fmt: skip
+                     pooler=True, head="none")  # fmt: skip
 
 
 def max_diff(a, b) -> float:

@@ -6,6 +6,7 @@ torch = pytest.importorskip("torch")
 
 import archspec  # noqa: E402
 from archspec import ModelSpec, count_params  # noqa: E402
+from archspec.blocks import AttentionShape  # noqa: E402
 from archspec.reference import (  # noqa: E402
     InsufficientMemoryError,
     build,
@@ -38,7 +39,7 @@ def test_gpt3_13b_as_printed_in_table_2_1():
     """d_model 5140 beside 40 heads of 128 (= 5120): attention narrower than the residual stream."""
     spec = archspec.preset("gpt3-13b").replace(d_model=5140, d_head=128)
     model = build(spec, device="meta")
-    assert spec.d_q == 5120 != spec.d_model
+    assert AttentionShape.of(spec).q == 5120 != spec.d_model
     assert count_by_component(model) == count_params(spec).components
     d, a, f, L, V, T = 5140, 5120, 4 * 5140, 40, 50257, 2048
     layer = (d * 3 * a + 3 * a) + (a * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d

@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from archspec import ModelSpec, SpecError, load_spec
+from archspec.blocks import AttentionShape
 
 BASE = dict(name="toy", vocab_size=100, d_model=64, decoder_layers=2, n_heads=4, max_positions=32)
 
@@ -67,7 +68,7 @@ def test_invalid_specs_are_rejected_with_the_field_named(changes, message):
 
 def test_explicit_d_head_allows_non_divisible_width():
     s = ModelSpec(**{**BASE, "d_model": 70, "d_head": 16})
-    assert s.d_q == 64 and s.d_model == 70
+    assert AttentionShape.of(s).q == 64 and s.d_model == 70
 
 
 @pytest.mark.parametrize("suffix", [".toml", ".json", ".yaml"])

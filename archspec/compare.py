@@ -1,0 +1,76 @@
+"""Models side by side: shape, parameters, FLOPs per token and memory, as one row per model.
+
+The planning columns of `archspec compare`, as data a script can read; the CLI renders them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from archspec.flops import count_flops, exact_number
+from archspec.memory import kv_cache_bytes_per_token, kv_cache_dtype, training_bytes_per_param, weights_bytes
+from archspec.params import ParamCount, count_params
+from archspec.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One model's row: its shape, exact counts and the planning figures at `seq_len` in `dtype`."""
+
+    spec: ModelSpec
+    count: ParamCount
+    seq_len: int
+    dtype: str
+    forward_per_token: Fraction
+    training_per_token: Fraction
+    weights_bytes: int
+    training_bytes_per_param: float
+    kv_cache_bytes_per_token: int
+
+    def to_dict(self) -> dict[str, Any]:
+        s, c = self.spec, self.count
+        return {
+            "name": s.name,
+            "kind": s.kind,
+            "encoder_layers": s.encoder_layers,
+            "decoder_layers": s.decoder_layers,
+            "d_model": s.d_model,
+            "n_heads": s.n_heads,
+            "n_kv_heads": s.n_kv_heads,
+            "d_head": s.d_head,
+            "d_ff": s.d_ff,
+            "vocab_size": s.vocab_size,
+            "max_positions": s.max_positions,
+            "total": c.total,
+            "active": c.active,
+            "non_embedding": c.non_embedding,
+            "estimate": c.estimate,
+            "components": dict(c.components),
+            "seq_len": self.seq_len,
+            "forward_per_token": exact_number(self.forward_per_token),
+            "training_per_token": exact_number(self.training_per_token),
+            "dtype": self.dtype,
+            "weights_bytes": self.weights_bytes,
+            "training_bytes_per_param": self.training_bytes_per_param,
+            "kv_cache_dtype": kv_cache_dtype(self.dtype),
+            "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
+        }
+
+
+def compare(spec: ModelSpec, seq_len: int | None = None, dtype: str = "bf16") -> Comparison:
+    """The comparison row of `spec`: FLOPs per token at `seq_len` (default: its context length),
+    weights and KV cache per token in `dtype` (the cache as kv_cache_dtype decides)."""
+    f = count_flops(spec, 1, seq_len)
+    return Comparison(
+        spec=spec,
+        count=count_params(spec),
+        seq_len=f.seq_len,
+        dtype=dtype,
+        forward_per_token=f.forward_per_token,
+        training_per_token=f.training_per_token,
+        weights_bytes=weights_bytes(spec, dtype),
+        training_bytes_per_param=float(sum(training_bytes_per_param(dtype, "adamw"))),
+        kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, dtype),
+    )

@@ -1,0 +1,139 @@
+"""verify(spec): the analytic description against the instantiated reference model.
+
+Three comparisons, each of two independently obtained figures:
+
+- tensors: every parameter of ``build(spec, device="meta")``, by path and shape, against
+  ``archspec.blocks.tensors(describe(spec))`` — a mismatch names the one tensor that differs;
+- parameters: unique parameter sizes rolled up by the modules' component tags, against
+  ``count_params(spec).components``;
+- FLOPs: torch's FlopCounterMode over one forward pass on the meta device, by component, against
+  ``count_flops(spec, ...)``.
+
+The report is data; ``archspec verify`` renders it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from archspec.blocks import describe, tensors
+from archspec.errors import SpecError
+from archspec.flops import count_flops
+from archspec.params import COMPONENTS, count_params
+from archspec.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One quantity computed two ways."""
+
+    analytic: int
+    measured: int
+
+    @property
+    def ok(self) -> bool:
+        return self.analytic == self.measured
+
+    def to_dict(self) -> dict[str, int]:
+        return {"analytic": self.analytic, "instantiated": self.measured}
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Analytic against instantiated for one spec: tensors, parameters and FLOPs by component."""
+
+    name: str
+    params: Pair
+    components: dict[str, Pair]
+    tensor_mismatches: list[str]
+    flops: Pair
+    flops_components: dict[str, Pair]
+    batch: int
+    seq_len: int
+    src_len: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def params_ok(self) -> bool:
+        return self.params.ok and not self.tensor_mismatches and all(p.ok for p in self.components.values())
+
+    @property
+    def flops_ok(self) -> bool:
+        return self.flops.ok and all(p.ok for p in self.flops_components.values())
+
+    @property
+    def ok(self) -> bool:
+        return self.params_ok and self.flops_ok
+
+    def mismatches(self) -> list[str]:
+        """One phrase per difference: the tensor, the component, the figure."""
+        out = list(self.tensor_mismatches)
+        out += [f"params {c} {p.analytic:,} vs {p.measured:,}" for c, p in self.components.items() if not p.ok]
+        out += [f"FLOPs {c} {p.analytic:,} vs {p.measured:,}" for c, p in self.flops_components.items() if not p.ok]
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "analytic": self.params.analytic,
+            "instantiated": self.params.measured,
+            "ok": self.ok,
+            "params_ok": self.params_ok,
+            "components": {c: p.to_dict() for c, p in self.components.items()},
+            "mismatched_components": [c for c, p in self.components.items() if not p.ok],
+            "tensor_mismatches": list(self.tensor_mismatches),
+            "flops_batch": self.batch,
+            "flops_seq_len": self.seq_len,
+            **({"flops_src_len": self.src_len} if self.src_len is not None else {}),
+            "flops_analytic": self.flops.analytic,
+            "flops_measured": self.flops.measured,
+            "flops_ok": self.flops_ok,
+            "flops_components": {
+                c: {"analytic": p.analytic, "measured": p.measured} for c, p in self.flops_components.items()
+            },
+            "mismatched_flops_components": [c for c, p in self.flops_components.items() if not p.ok],
+        }
+
+
+def compare_tensors(spec: ModelSpec, model) -> list[str]:
+    """Every parameter of `model` against the description's tensors, by path and shape."""
+    analytic = {t.path: t.shape for t in tensors(describe(spec))}
+    built = {name: tuple(p.shape) for name, p in model.named_parameters()}  # tied tensors once
+    out = [f"tensor {path} {shape} is in the model, not in the description"
+           for path, shape in built.items() if path not in analytic]  # fmt: skip
+    out += [f"tensor {path} {shape} is in the description, not in the model"
+            for path, shape in analytic.items() if path not in built]  # fmt: skip
+    out += [f"tensor {path}: description {analytic[path]}, model {shape}"
+            for path, shape in built.items() if path in analytic and analytic[path] != shape]  # fmt: skip
+    return out
+
+
+def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len: int | None = None) -> VerifyReport:
+    """Build the reference model of `spec` on the meta device and compare it with the analytic figures:
+    tensors by path and shape, parameters and forward FLOPs by component (batch × seq_len tokens,
+    max_positions by default)."""
+    from archspec.reference.build import build
+    from archspec.reference.measure import count_by_component, count_total, example_inputs, measure_flops
+
+    if not isinstance(spec, ModelSpec):
+        raise TypeError(f"verify() takes a ModelSpec (e.g. archspec.preset('gpt2')), got {type(spec).__name__}")
+    try:
+        analytic_flops = count_flops(spec, batch, seq_len, src_len)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    analytic = count_params(spec)
+    model = build(spec, device="meta")
+    measured = count_by_component(model)
+    T, S = analytic_flops.seq_len, analytic_flops.src_len
+    flops_total, flops_by_component = measure_flops(model, example_inputs(spec, batch, T, S))
+    return VerifyReport(
+        name=spec.name,
+        params=Pair(analytic.total, count_total(model)),
+        components={c: Pair(analytic.components[c], measured[c]) for c in COMPONENTS},
+        tensor_mismatches=compare_tensors(spec, model),
+        flops=Pair(analytic_flops.forward, flops_total),
+        flops_components={c: Pair(v, flops_by_component.get(c, 0)) for c, v in analytic_flops.components.items()},
+        batch=batch,
+        seq_len=T,
+        src_len=S,
+    )
