@@ -249,7 +249,7 @@ def cmd_compare(args) -> int:
         note = (
             f"FLOPs/token: exact forward matmul FLOPs per token at each model's context length"
             f"{'' if not args.seq_len else f' (here {args.seq_len})'} (2 per multiply-accumulate).\n"
-            f"Weights in {args.dtype}, KV cache in {kv}{' (int4 is weight-only)' if kv != args.dtype else ''}; "
+            f"{f'Weights in {args.dtype}, KV cache in {kv} (int4 is weight-only)' if kv != args.dtype else f'Weights and KV cache in {kv}'}; "
             "`archspec flops` and `archspec memory` give the breakdowns."
         )
         return table(body, headers, args.format) + "\n\n" + ROUNDING_NOTE + "\n" + note
@@ -634,7 +634,15 @@ def cmd_verify(args) -> int:
             "instantiated: the parameters of archspec.reference.build(spec, device='meta'); measured: torch's "
             "FlopCounterMode over one forward pass, batch 1 x max_positions tokens, on the meta device"
         )
-        headers = ["model", "params analytic", "instantiated", "FLOPs analytic", "measured", "check", ""]
+        headers = [
+            "model",
+            "params analytic",
+            "instantiated",
+            "FLOPs analytic",
+            "measured",
+            "tensors and components",
+            "check",
+        ]
         align = ("left", "right", "right", "right", "right", "left", "left")
         return table(rows, headers, args.format, colalign=align) + f"\n\n{summary}\n{note}"
 

@@ -1,5 +1,7 @@
 """Numerical parity with implementations nobody here wrote, given the same weights (float32)."""
 
+import re
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -44,8 +46,11 @@ def perturbed_differs(model, run, expected):
         (GPT2_TOY, "GPT2LMHeadModel", load_gpt2),
         (LLAMA_TOY, "LlamaForCausalLM", load_llama),
         (LLAMA_TOY.replace(bias=True, tie_embeddings=True), "LlamaForCausalLM", load_llama),
+        (GPT2_TOY.replace(activation="relu"), "GPT2LMHeadModel", load_gpt2),
+        (GPT2_TOY.replace(norm_eps=1e-3, tie_embeddings=False), "GPT2LMHeadModel", load_gpt2),
+        (LLAMA_TOY.replace(activation="geglu", norm_eps=1e-5), "LlamaForCausalLM", load_llama),
     ],
-    ids=["gpt2", "llama-no-bias-untied", "llama-bias-tied"],
+    ids=["gpt2", "llama-no-bias-untied", "llama-bias-tied", "gpt2-relu", "gpt2-eps-untied", "llama-geglu-eps"],
 )
 def test_decoder_matches_transformers_given_the_same_weights(spec, hf_class, load):
     torch.manual_seed(0)
@@ -80,10 +85,11 @@ def test_encoder_decoder_matches_torch_nn_transformer():
         assert perturbed_differs(model.encoder, run, expected)
 
 
-def test_bert_encoder_matches_transformers_bertmodel():
+@pytest.mark.parametrize("spec", [BERT_TOY, BERT_TOY.replace(activation="silu")], ids=["gelu", "silu"])
+def test_bert_encoder_matches_transformers_bertmodel(spec):
     torch.manual_seed(0)
-    hf = transformers.BertModel(transformers_config(BERT_TOY)).eval()
-    model = load_bert(build(BERT_TOY, seed=1234), hf.state_dict()).eval()
+    hf = transformers.BertModel(transformers_config(spec)).eval()
+    model = load_bert(build(spec, seed=1234), hf.state_dict()).eval()
     x, types = torch.randint(0, 99, (2, 25)), torch.randint(0, 2, (2, 25))
     with torch.no_grad():
         out = hf(x, token_type_ids=types)
@@ -100,5 +106,32 @@ def test_loader_refuses_weights_of_another_shape():
 
 
 def test_no_transformers_equivalent_is_a_clear_error():
-    with pytest.raises(ValueError, match="no transformers equivalent"):
+    with pytest.raises(ValueError, match="no transformers equivalent.*norm_position='post'"):
         transformers_config(GPT2_TOY.replace(norm_position="post"))
+
+
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        (GPT2_TOY.replace(activation="swiglu"), "activation='swiglu'"),
+        (LLAMA_TOY.replace(embedding_norm=True), "embedding_norm=True"),
+        (BERT_TOY.replace(head="lm"), "head='lm'"),
+        (GPT2_TOY.replace(head={"kind": "lm", "bias": True}), "head.bias=true"),
+        (LLAMA_TOY.replace(d_value=4), "d_value=4"),
+    ],
+    ids=["gpt2-gated", "llama-embedding-norm", "bert-with-lm-head", "head-bias", "d_value"],
+)
+def test_what_a_family_cannot_represent_is_refused_by_name(spec, field):
+    with pytest.raises(ValueError, match=re.escape(field)):
+        transformers_config(spec)
+
+
+def test_loaders_check_that_every_parameter_was_written():
+    """Both directions: a state dict that lacks nothing the loader reads still fails when a parameter
+    of the reference model is left unwritten (here: a LLaMA state dict with the tied head cut, into an
+    untied model whose head has no source)."""
+    hf = transformers.LlamaForCausalLM(transformers_config(LLAMA_TOY.replace(tie_embeddings=True)))
+    model = build(LLAMA_TOY.replace(tie_embeddings=True), seed=1)
+    model.head.weight = torch.nn.Parameter(torch.zeros_like(model.head.weight))  # untie behind the loader's back
+    with pytest.raises(ValueError, match="parameters were not written, e.g. \\['head.weight'\\]"):
+        load_llama(model, hf.state_dict())

@@ -1,9 +1,64 @@
-"""The README's examples stay true."""
+"""The README's examples stay true: every `$ archspec ...` line in it is run, and its output must be
+what the README shows (a line `...` stands for any run of lines the README leaves out)."""
 
+import contextlib
+import io
 import re
+import shlex
 from pathlib import Path
 
+import pytest
+
+from archspec.cli import main
+
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def examples() -> list[tuple[str, list[str]]]:
+    """(command, expected output lines) for every `$ archspec` line of the README's code blocks."""
+    out = []
+    for block in re.findall(r"```\n(\$ archspec.*?)```", README, re.S):
+        for chunk in re.split(r"^(?=\$ )", block, flags=re.M):
+            if chunk.strip():
+                command, *lines = chunk.rstrip("\n").split("\n")
+                out.append((command[2:], [line.rstrip() for line in lines]))
+    return out
+
+
+def run(command: str) -> list[str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            main(shlex.split(command)[1:])
+        except SystemExit:
+            pass
+    return [line.rstrip() for line in (stdout.getvalue() + stderr.getvalue()).rstrip("\n").split("\n")]
+
+
+def matches(expected: list[str], actual: list[str]) -> bool:
+    """Line by line; an expected `...` line matches any run of actual lines (none included)."""
+    if not expected:
+        return not actual
+    if expected[0].strip() == "...":
+        return any(matches(expected[1:], actual[i:]) for i in range(len(actual) + 1))
+    return bool(actual) and expected[0] == actual[0] and matches(expected[1:], actual[1:])
+
+
+EXAMPLES = examples()
+
+
+def test_the_readme_has_examples_to_check():
+    assert len(EXAMPLES) >= 8
+
+
+@pytest.mark.parametrize("command, expected", EXAMPLES, ids=[c for c, _ in EXAMPLES])
+def test_readme_output_is_what_the_command_prints(command, expected):
+    if command.startswith("archspec verify"):
+        pytest.importorskip("torch")
+    actual = run(command)
+    assert matches(expected, actual), (
+        "README shows:\n" + "\n".join(expected) + "\n\nthe command prints:\n" + "\n".join(actual)
+    )
 
 
 def test_the_claims_file_example_validates(run_cli, tmp_path):
