@@ -28,10 +28,8 @@ def examples() -> list[tuple[str, list[str]]]:
 def run(command: str) -> list[str]:
     stdout, stderr = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        try:
+        with contextlib.suppress(SystemExit):
             main(shlex.split(command)[1:])
-        except SystemExit:
-            pass
     return [line.rstrip() for line in (stdout.getvalue() + stderr.getvalue()).rstrip("\n").split("\n")]
 
 
