@@ -249,8 +249,11 @@ def cmd_compare(args) -> int:
         note = (
             f"FLOPs/token: exact forward matmul FLOPs per token at each model's context length"
             f"{'' if not args.seq_len else f' (here {args.seq_len})'} (2 per multiply-accumulate).\n"
-            + (f"Weights in {args.dtype}, KV cache in {kv} (int4 is weight-only)" if kv != args.dtype
-               else f"Weights and KV cache in {kv}")  # fmt: skip
+            + (
+                f"Weights in {args.dtype}, KV cache in {kv} (int4 is weight-only)"
+                if kv != args.dtype
+                else f"Weights and KV cache in {kv}"
+            )  # fmt: skip
             + "; "
             "`archspec flops` and `archspec memory` give the breakdowns."
         )

@@ -27,9 +27,8 @@ def examples() -> list[tuple[str, list[str]]]:
 
 def run(command: str) -> list[str]:
     stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        with contextlib.suppress(SystemExit):
-            main(shlex.split(command)[1:])
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr), contextlib.suppress(SystemExit):
+        main(shlex.split(command)[1:])
     return [line.rstrip() for line in (stdout.getvalue() + stderr.getvalue()).rstrip("\n").split("\n")]
 
 
