@@ -217,6 +217,7 @@ _STYLE = {
     "axes.spines.right": False,
     "axes.grid": False,
     "legend.frameon": False,
+    "font.sans-serif": ["DejaVu Sans", "Helvetica", "Arial", "Liberation Sans"],  # the SVG's fallbacks: narrow ones
     "svg.fonttype": "none",  # text stays text: smaller files, searchable labels
     "svg.hashsalt": "archspec",  # the same picture gives the same file
 }
