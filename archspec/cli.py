@@ -838,7 +838,7 @@ def cmd_sweep(args) -> int:
              human_bytes(o["kv_cache_bytes_per_token"])]
             for o in objects
         ]  # fmt: skip
-        at = f"{args.seq_len}-token sequences" if args.seq_len else "each row's max_positions"
+        at = f"{args.seq_len:,}-token sequences" if args.seq_len else "each row's max_positions"
         note = (
             f"FLOPs/token: exact forward matmul FLOPs per token over {at} (2 per multiply-accumulate); "
             f"weights and KV cache per token in {args.dtype}."
