@@ -167,7 +167,7 @@ def estimate_inference(
         if not 0 < x <= 1:
             raise SpecError(f"{what} must be in (0, 1], got {x}")
     key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
-    kv_key = kv_dtype or ("bf16" if key == "int4" else key)
+    kv_key = DTYPE_ALIASES.get(kv_dtype.lower(), kv_dtype.lower()) if kv_dtype else ("bf16" if key == "int4" else key)
     for d in (key, kv_key):
         try:
             dtype_bytes(d)

@@ -149,3 +149,13 @@ def test_library_refuses_bad_input_with_spec_errors():
         estimate_inference(gpt2, "h100", 1, 10, 0)
     with pytest.raises(SpecError, match="unknown dtype"):
         estimate_inference(gpt2, "h100", 1, 10, 10, dtype="fp64")
+    with pytest.raises(SpecError, match="unknown dtype"):
+        estimate_inference(gpt2, "h100", 1, 10, 10, kv_dtype="fp64")
+
+
+def test_kv_dtype_sets_the_cache_bytes_alone():
+    gpt2 = archspec.preset("gpt2")
+    e = estimate_inference(gpt2, "h100", 2, 100, 28, dtype="bfloat16", kv_dtype="float32")
+    assert (e.dtype, e.kv_dtype) == ("bf16", "fp32")
+    assert e.weights_bytes == 2 * 124_439_808
+    assert e.kv_cache_bytes == 2 * gpt2_by_hand(2, 128)[1]  # fp32: twice the bf16 cache
