@@ -270,8 +270,9 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dtype",
         default="bf16",
+        type=_dtype_name,
         choices=["fp32", "bf16", "fp16", "fp8", "int8", "int4"],
-        help="bytes per value for weights and KV cache (default bf16)",
+        help="bytes per value for weights and KV cache (default bf16; torch names such as bfloat16 accepted too)",
     )
 
 
@@ -341,7 +342,11 @@ def _flops_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--mfu", type=_mfu, default=0.4, help="model-FLOPs utilisation in (0, 1] (default 0.4)")
     p.add_argument(
-        "--dtype", default="bf16", choices=["fp32", "bf16", "fp16"], help="math precision for the peak (default bf16)"
+        "--dtype",
+        default="bf16",
+        type=_dtype_name,
+        choices=["fp32", "bf16", "fp16"],
+        help="math precision for the peak (default bf16; torch names such as bfloat16 accepted too)",
     )
 
 
@@ -436,7 +441,13 @@ def _memory_args(p: argparse.ArgumentParser) -> None:
     from archspec.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE
 
     _workload_args(p)
-    p.add_argument("--dtype", default="bf16", choices=list(DTYPE_BYTES), help="weights and activations (default bf16)")
+    p.add_argument(
+        "--dtype",
+        default="bf16",
+        type=_dtype_name,
+        choices=list(DTYPE_BYTES),
+        help="weights and activations (default bf16; torch names such as bfloat16 accepted too)",
+    )
     p.add_argument("--optimizer", default="adamw", choices=list(OPTIMIZERS), help="optimizer states (default adamw)")
     p.add_argument(
         "--recompute",
@@ -621,7 +632,7 @@ def cmd_verify(args) -> int:
     from archspec.render import exact, table
 
     reference = _reference()
-    reports = [reference.verify(spec) for spec in _specs(args, default_all=True)]
+    reports = [reference.verify(spec) for spec in _progress(_specs(args, default_all=True), "verify", lambda s: s.name)]
     objects = [r.to_dict() for r in reports]
     rows = [[r.name, exact(r.params.analytic), exact(r.params.measured), exact(r.flops.analytic),
              exact(r.flops.measured), "; ".join(r.mismatches()) or "all tensors and components equal",
@@ -653,6 +664,249 @@ def cmd_verify(args) -> int:
 
     _render(args, objects, people)
     return EXIT_OK if all(r.ok for r in reports) else EXIT_MISMATCH
+
+
+# ---------------------------------------------------------------- sweep
+
+
+def _sweep_args(p: argparse.ArgumentParser) -> None:
+    from archspec.memory import DTYPE_BYTES
+
+    p.add_argument(
+        "--vary",
+        action="append",
+        required=True,
+        metavar="FIELD=VALUES",
+        help="a field and its values: a list (d_model=512,1024; activation=gelu,swiglu) or an inclusive range "
+        "START:STOP[:STEP] (d_model=512:4096:512); repeat for more fields: one row per combination",
+    )
+    p.add_argument(
+        "--seq-len", type=positive_int, help="sequence length for FLOPs per token (default: each row's max_positions)"
+    )
+    p.add_argument("--dtype", default="bf16", type=_dtype_name, choices=list(DTYPE_BYTES), help=_DTYPE_HELP)
+
+
+def cmd_sweep(args) -> int:
+    from archspec.render import human, human_bytes, table
+    from archspec.sweep import parse_vary, sweep
+
+    varies = [parse_vary(v) for v in args.vary]
+    specs = _specs(args)
+    objects = []
+    for i, spec in enumerate(specs):
+        progress = _progress_callback(f"sweep {spec.name}" + (f" ({i + 1}/{len(specs)})" if len(specs) > 1 else ""))
+        objects += sweep(spec, varies, args.seq_len, args.dtype, progress)
+
+    def people() -> str:
+        fields = [v.field for v in varies]
+        headers = ["model", *fields, "params", "active", "FLOPs/token", f"weights {args.dtype}", "KV/token"]
+        rows = [
+            [o["name"], *(_fmt_value(o[f]) for f in fields), human(o["total"]), human(o["active"]),
+             human(float(o["forward_per_token"])), human_bytes(o["weights_bytes"]),
+             human_bytes(o["kv_cache_bytes_per_token"])]
+            for o in objects
+        ]  # fmt: skip
+        at = f"{args.seq_len:,}-token sequences" if args.seq_len else "each row's max_positions"
+        note = (
+            f"FLOPs/token: exact forward matmul FLOPs per token over {at} (2 per multiply-accumulate); "
+            f"weights and KV cache per token in {args.dtype}."
+        )
+        return table(rows, headers, args.format) + "\n\n" + ROUNDING_NOTE + "\n" + note
+
+    _render(args, objects, people)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- plot
+
+
+# options that change one kind of plot only: a value given for another kind is refused, not ignored
+_PLOT_OPTIONS = {"vary": "scaling", "gpu": "memory", "batch": "memory", "recompute": "memory", "dtype": "memory"}
+
+
+def _plot_args(p: argparse.ArgumentParser) -> None:
+    from archspec.hardware import ACCELERATORS
+    from archspec.memory import DTYPE_BYTES, RECOMPUTE
+    from archspec.plot import KINDS
+
+    p.add_argument(
+        "kind",
+        choices=KINDS,
+        help="breakdown: parameters by component, models side by side; memory: training and inference memory "
+        "against sequence length; scaling: parameters and FLOPs per token against a --vary field",
+    )
+    p.add_argument("models", metavar="MODEL", nargs="+", help="a preset name (see `archspec list`) or a spec file")
+    p.add_argument("--output", "-o", required=True, metavar="FILE", help="the picture to write: .png or .svg")
+    p.add_argument("--vary", action="append", metavar="FIELD=VALUES", help="scaling: the field and its values, "
+                   "e.g. d_model=512:4096:512 (one field)")  # fmt: skip
+    p.add_argument("--gpu", choices=list(ACCELERATORS), help="memory: draw this accelerator's capacity")
+    p.add_argument("--batch", "-b", type=positive_int, help="memory: sequences per step (default 1)")
+    p.add_argument("--dtype", type=_dtype_name, choices=list(DTYPE_BYTES), help="memory: " + _DTYPE_HELP)
+    p.add_argument("--recompute", choices=list(RECOMPUTE), help="memory: activation recomputation (default none)")
+    p.add_argument(
+        "--seq-len",
+        "-s",
+        type=positive_int,
+        help="memory: the longest sequence (default max_positions); scaling: the sequence for FLOPs per token",
+    )
+
+
+def cmd_plot(args) -> int:
+    from archspec import plot
+
+    for option, kind in _PLOT_OPTIONS.items():
+        if getattr(args, option) is not None and args.kind != kind:
+            flag = "--" + option.replace("_", "-")
+            raise SpecError(f"{flag} applies to `archspec plot {kind}`, not to `plot {args.kind}`")
+    plot.output_format(args.output)
+    plot.require_matplotlib()
+    specs = _specs(args)
+    if args.kind == "breakdown":
+        if args.seq_len is not None:
+            raise SpecError("--seq-len applies to `plot memory` and `plot scaling`, not to `plot breakdown`")
+        data = plot.breakdown_data(specs)
+    elif args.kind == "memory":
+        data = plot.memory_data(specs, args.batch or 1, args.dtype or "bf16", "adamw", args.recompute or "none",
+                                args.gpu, args.seq_len)  # fmt: skip
+    else:
+        if not args.vary or len(args.vary) != 1:
+            raise SpecError("plot scaling needs exactly one --vary FIELD=VALUES, e.g. --vary d_model=512:4096:512")
+        data = plot.scaling_data(specs, args.vary[0], args.seq_len)
+    plot.draw(args.kind, data, args.output)
+
+    def people() -> str:
+        from pathlib import Path
+
+        size = Path(args.output).stat().st_size
+        names = ", ".join(s.name for s in specs)
+        return f"wrote {args.output} ({size:,} bytes): {args.kind} of {names}; --format json gives the numbers drawn"
+
+    _render(args, data.to_dicts(), people)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- inference
+
+
+def _inference_args(p: argparse.ArgumentParser) -> None:
+    from archspec.hardware import ACCELERATORS
+    from archspec.memory import DTYPE_BYTES
+
+    p.add_argument("--gpu", required=True, choices=list(ACCELERATORS), help="the accelerator (one device)")
+    p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences generated together (default 1)")
+    p.add_argument("--prompt-len", "-p", type=positive_int, required=True, help="prompt tokens per sequence (P)")
+    p.add_argument("--gen-len", "-g", type=positive_int, required=True, help="generated tokens per sequence (G)")
+    p.add_argument(
+        "--dtype", default="bf16", type=_dtype_name, choices=list(DTYPE_BYTES), help="weights: " + _DTYPE_HELP
+    )
+    p.add_argument(
+        "--kv-dtype",
+        type=_dtype_name,
+        choices=list(DTYPE_BYTES),
+        help="KV cache (default: --dtype, bf16 for int4 weights)",
+    )
+    p.add_argument("--mfu", type=_mfu, default=0.4, help="share of the peak FLOP/s prefill reaches (default 0.4)")
+    p.add_argument(
+        "--mbu",
+        type=_mfu,
+        default=1.0,
+        help="share of the peak memory bandwidth decode reaches (default 1: a lower bound on the time)",
+    )
+
+
+def _duration(seconds: float) -> str:
+    """0.00275 -> '2.75 ms'; three significant figures in s, ms or µs."""
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if seconds >= scale or unit == "µs":
+            return f"{seconds / scale:.3g} {unit}"
+    raise AssertionError("unreachable")
+
+
+def cmd_inference(args) -> int:
+    from archspec.hardware import accelerator
+    from archspec.inference import estimate_inference
+    from archspec.render import human_bytes, table
+
+    acc = accelerator(args.gpu)
+    objects, blocks = [], []
+    for spec in _specs(args):
+        e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, args.dtype, args.kv_dtype,
+                               args.mfu, args.mbu)  # fmt: skip
+        objects.append(e.to_dict())
+        used = e.weights_bytes + e.kv_cache_bytes
+        context = e.prompt_len + e.gen_len
+        rows = [
+            ["prefill", _duration(e.prefill_seconds), f"{e.prefill_flops:,} FLOPs at {e.mfu:g} x peak"],
+            ["decode, per token", _duration(e.decode_seconds_per_token),
+             f"{human_bytes(float(e.decode_bytes_per_token))} read per step at {e.mbu:g} x bandwidth"],
+            ["whole request", _duration(e.total_seconds), f"prefill + {e.gen_len:,} decode steps"],
+            ["tokens per second", f"{e.tokens_per_second:,.0f}" if e.tokens_per_second >= 100
+             else f"{e.tokens_per_second:.3g}", f"{e.batch} x {e.gen_len:,} generated tokens"],
+            ["max batch", f"{e.max_batch:,}", f"sequences of {context:,} tokens beside the weights"
+             + (" (the weights alone do not fit)" if e.weights_bytes > e.capacity_bytes else "")],
+            ["memory at this batch", human_bytes(used),
+             f"weights {human_bytes(e.weights_bytes)} + KV cache {human_bytes(e.kv_cache_bytes)}: "
+             f"{'fits' if e.fits else 'does not fit'} ({used / e.capacity_bytes:.0%} of {acc.memory_gib:g} GiB)"],
+        ]  # fmt: skip
+        bound = "compute-bound" if e.prefill_compute_bound else "memory-bound, so its time above is an underestimate"
+        lines = [
+            f"{spec.name} on {acc.title}: batch {e.batch}, prompt {e.prompt_len:,} + {e.gen_len:,} generated tokens, "
+            f"weights {e.dtype}, KV cache {e.kv_dtype}",
+            table(rows, ["roofline estimate", "value", "from"], args.format, colalign=("left", "right", "left")),
+            f"prefill intensity {e.prefill_intensity:,.0f} FLOPs/byte vs ridge {e.ridge_intensity:,.0f}: {bound}",
+            "assumptions:",
+            *(f"  - {a}" for a in e.assumptions),
+        ]
+        blocks.append("\n".join(lines))
+    note = f"estimates, not measurements; {acc.name}: {acc.source}; {acc.bandwidth_source}. GiB = 2^30 bytes."
+    _render(args, objects, lambda: "\n\n".join(blocks) + "\n" + note)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- friendlier options
+
+# torch's dtype names (and torch.* spellings) for --dtype, beside the short names
+_DTYPE_HELP = "bytes per value (default bf16; torch names such as bfloat16 or float8_e4m3fn are accepted too)"
+
+
+def _dtype_name(text: str) -> str:
+    """'bfloat16' or 'torch.bfloat16' -> 'bf16'; other names pass through to the option's choices."""
+    from archspec.memory import DTYPE_ALIASES
+
+    key = text.strip().lower().removeprefix("torch.")
+    return DTYPE_ALIASES.get(key, key)
+
+
+_progress_state = {"live": False}
+
+
+def _progress_write(text: str | None) -> None:
+    """Redraw the progress line on stderr (None clears it)."""
+    sys.stderr.write("\r\033[K" + (text or ""))
+    sys.stderr.flush()
+    _progress_state["live"] = text is not None
+
+
+def _progress(items: list, label: str, describe: Callable[[Any], str] = str):
+    """Yield `items`; when stderr is a terminal, keep one line there saying which item of how many runs."""
+    live = len(items) > 1 and sys.stderr.isatty()
+    for i, item in enumerate(items):
+        if live:
+            _progress_write(f"{label}: {i + 1}/{len(items)} {describe(item)}")
+        yield item
+    if live:
+        _progress_write(None)
+
+
+def _progress_callback(label: str) -> Callable[[int, int], None] | None:
+    """A (done, total) callback for library loops, drawing the progress line on a terminal; else None."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        _progress_write(f"{label}: {done}/{total}" if done < total else None)
+
+    return show
 
 
 # ---------------------------------------------------------------- the parser
@@ -732,6 +986,39 @@ register(
     models="*",
 )
 register(
+    "sweep",
+    cmd_sweep,
+    "one row per combination of --vary values: the varied fields, total and active parameters, forward FLOPs "
+    "per token, weights and KV cache per token",
+    "archspec sweep gpt2 --vary d_model=512:1024:256 --vary n_heads=8,16\n"
+    "  archspec sweep gpt3-6.7b --vary n_kv_heads=1,8,32 --dtype bfloat16\n"
+    "  archspec sweep gpt2 --vary activation=gelu,swiglu --set d_ff=2048 --format csv > sweep.csv",
+    add_args=_sweep_args,
+)
+register(
+    "plot",
+    cmd_plot,
+    "draw a PNG or SVG (by the suffix of -o): breakdown (parameters by component), memory (training and inference "
+    "memory against sequence length), scaling (parameters and FLOPs per token against a --vary field); "
+    "needs the [plot] extra",
+    "archspec plot breakdown transformer-base gpt2 bert-base gpt3-175b -o breakdown.svg\n"
+    "  archspec plot memory gpt3-xl gpt3-6.7b --gpu h100 --batch 4 -o memory.png\n"
+    "  archspec plot scaling gpt2 --vary d_model=384:2304:192 --seq-len 1024 -o scaling.svg\n"
+    "  archspec plot memory gpt2 -o memory.svg --format json",
+    models=None,
+    add_args=_plot_args,
+)
+register(
+    "inference",
+    cmd_inference,
+    "roofline estimate of generation on one accelerator: prefill time (compute-bound), decode time per token "
+    "(memory-bound), tokens per second, and the largest batch whose KV cache fits beside the weights",
+    "archspec inference gpt2 --gpu h100 --batch 8 --prompt-len 512 --gen-len 256\n"
+    "  archspec inference gpt3-175b --gpu h200 --prompt-len 1024 --gen-len 256 --dtype float8_e4m3fn\n"
+    "  archspec inference gpt3-6.7b --gpu a100 --batch 32 -p 1500 -g 500 --mbu 0.7 --format json",
+    add_args=_inference_args,
+)
+register(
     "schema",
     cmd_schema,
     "the JSON Schema of a spec file (--format table lists the fields)",
@@ -782,6 +1069,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except SpecError as exc:
+        if _progress_state["live"]:
+            _progress_write(None)
         sys.stderr.write(f"archspec: error: {exc}\n")
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `archspec list | head`

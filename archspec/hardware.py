@@ -1,4 +1,5 @@
-"""Accelerator peaks: dense (no sparsity) matrix throughput, by precision, with sources.
+"""Accelerator peaks: dense (no sparsity) matrix throughput by precision, memory capacity and memory
+bandwidth, with sources.
 
 Planning layer only: the counters never read it. Any figure can be overridden by a number
 (``--peak-tflops``).
@@ -20,10 +21,18 @@ class Accelerator:
     fp32_tflops: float
     memory_gib: float
     source: str
+    bandwidth_gbs: float  # peak memory bandwidth, GB/s (10^9 bytes per second), as the vendor prints it
+    bandwidth_source: str
 
     @property
     def memory_bytes(self) -> int:
+        """Memory capacity in bytes (memory_gib x 2^30)."""
         return int(self.memory_gib * 2**30)
+
+    @property
+    def bandwidth(self) -> float:
+        """Peak memory bandwidth in bytes per second."""
+        return self.bandwidth_gbs * 1e9
 
     def peak(self, dtype: str) -> float:
         """Peak FLOP/s for the math precision of `dtype` (fp8/int8/int4 weights count as bf16 math)."""
@@ -38,19 +47,26 @@ ACCELERATORS = {
     a.name: a
     for a in (
         Accelerator("v100", "NVIDIA V100 SXM2", None, 125.0, 15.7, 32,
-                    "NVIDIA Tesla V100 datasheet: 125 TFLOPS tensor (fp16), 15.7 TFLOPS fp32"),
+                    "NVIDIA Tesla V100 datasheet: 125 TFLOPS tensor (fp16), 15.7 TFLOPS fp32",
+                    900.0, "NVIDIA Tesla V100 datasheet: SXM2 HBM2 bandwidth 900 GB/s"),
         Accelerator("a100", "NVIDIA A100 SXM4", 312.0, 312.0, 19.5, 80,
-                    "NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5"),
+                    "NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5",
+                    2039.0, "NVIDIA A100 datasheet: A100 80GB SXM HBM2e bandwidth 2,039 GB/s"),
         Accelerator("h100", "NVIDIA H100 SXM5", 989.0, 989.0, 67.0, 80,
-                    "NVIDIA H100 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67"),
+                    "NVIDIA H100 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67",
+                    3350.0, "NVIDIA H100 datasheet: H100 SXM HBM3 bandwidth 3.35 TB/s"),
         Accelerator("h200", "NVIDIA H200 SXM", 989.0, 989.0, 67.0, 141,
-                    "NVIDIA H200 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67"),
+                    "NVIDIA H200 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67",
+                    4800.0, "NVIDIA H200 datasheet: H200 SXM HBM3e bandwidth 4.8 TB/s"),
         Accelerator("mi300x", "AMD Instinct MI300X", 1307.4, 1307.4, 163.4, 192,
-                    "AMD MI300X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4"),
+                    "AMD MI300X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4",
+                    5300.0, "AMD MI300X datasheet: HBM3 peak bandwidth 5.3 TB/s"),
         Accelerator("tpu-v4", "Google TPU v4", 275.0, 275.0, 275.0 / 4, 32,
-                    "Google Cloud TPU v4 documentation: 275 TFLOPS bf16 per chip"),
+                    "Google Cloud TPU v4 documentation: 275 TFLOPS bf16 per chip",
+                    1200.0, "Google Cloud TPU v4 documentation: HBM2 bandwidth 1,200 GB/s per chip"),
         Accelerator("tpu-v5p", "Google TPU v5p", 459.0, 459.0, 459.0 / 4, 95,
-                    "Google Cloud TPU v5p documentation: 459 TFLOPS bf16 per chip"),
+                    "Google Cloud TPU v5p documentation: 459 TFLOPS bf16 per chip",
+                    2765.0, "Google Cloud TPU v5p documentation: HBM2e bandwidth 2,765 GB/s per chip"),
     )
 }  # fmt: skip
 

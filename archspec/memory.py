@@ -45,7 +45,18 @@ DTYPE_BYTES = {
     "int8": Fraction(1),
     "int4": Fraction(1, 2),
 }
-DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float": "fp32"}
+# torch's names (torch.float32, bfloat16, float8_e4m3fn ...) for the short ones
+DTYPE_ALIASES = {
+    "float32": "fp32",
+    "float": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "float8_e4m3fn": "fp8",
+    "float8_e4m3fnuz": "fp8",
+    "float8_e5m2": "fp8",
+    "float8_e5m2fnuz": "fp8",
+}
 OPTIMIZERS = {  # states per parameter, each kept in fp32
     "adamw": 2,
     "adam": 2,
@@ -58,7 +69,8 @@ RECOMPUTE = ("none", "selective", "full")
 
 def canonical_dtype(dtype: str) -> str:
     """'bfloat16' -> 'bf16': the short name of a dtype, or a ValueError listing the known ones."""
-    key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower()) if isinstance(dtype, str) else None
+    name = dtype.strip().lower().removeprefix("torch.") if isinstance(dtype, str) else None
+    key = DTYPE_ALIASES.get(name, name)
     if key not in DTYPE_BYTES:
         raise SpecError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
     return key

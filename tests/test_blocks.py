@@ -148,7 +148,7 @@ def test_palm_formula_counts_matmul_parameters_tied_or_untied(tie):
     assert f.approximations["6ND"]["value"] == 6 * pc.total * 2048  # all parameters, as GPT-3 counts
 
 
-@pytest.mark.parametrize("dtype", list(DTYPE_BYTES))
+@pytest.mark.parametrize("dtype", list(DTYPE_BYTES) + ["bfloat16", "float32", "float8_e4m3fn"])
 def test_compare_and_memory_agree_on_the_kv_cache_for_every_dtype(run_json, dtype):
     (c,) = run_json("compare", "gpt2", "--dtype", dtype)
     (m,) = run_json("memory", "gpt2", "--dtype", dtype, "--batch", "1", "--seq-len", "1")

@@ -1,0 +1,92 @@
+"""Friendlier options: torch's dtype names, a progress line on a terminal, and --help examples that run."""
+
+import io
+import shlex
+
+import pytest
+
+import archspec
+from archspec.cli import COMMANDS, build_parser, main
+
+
+@pytest.mark.parametrize("torch_name, short", [("float32", "fp32"), ("bfloat16", "bf16"), ("float16", "fp16"),
+                                               ("float8_e4m3fn", "fp8"), ("torch.bfloat16", "bf16")])  # fmt: skip
+def test_torch_dtype_names_give_the_short_names_numbers(run_json, torch_name, short):
+    assert run_json("memory", "gpt2", "--dtype", torch_name) == run_json("memory", "gpt2", "--dtype", short)
+    assert run_json("compare", "gpt2", "--dtype", torch_name) == run_json("compare", "gpt2", "--dtype", short)
+
+
+def test_float32_weights_are_four_bytes_a_parameter(run_json):
+    (row,) = run_json("compare", "gpt2", "--dtype", "float32")
+    assert row["weights_bytes"] == 4 * archspec.count_params(archspec.preset("gpt2")).total
+    (row,) = run_json("sweep", "gpt2", "--vary", "n_heads=12", "--dtype", "float8_e4m3fn")
+    assert row["weights_bytes"] == row["total"]
+
+
+def test_every_torch_name_maps_to_a_known_dtype():
+    from archspec.memory import DTYPE_ALIASES, DTYPE_BYTES, dtype_bytes
+
+    assert set(DTYPE_ALIASES.values()) <= set(DTYPE_BYTES)
+    assert dtype_bytes("torch.bfloat16") == dtype_bytes("bf16") and dtype_bytes("float8_e4m3fn") == 1
+
+
+def test_unknown_dtype_is_still_refused(run_cli):
+    code, _, err = run_cli("flops", "gpt2", "--dtype", "float8_e4m3fn")  # flops' peaks have no fp8 row
+    assert code == 2 and "invalid choice: 'fp8'" in err
+    code, _, err = run_cli("memory", "gpt2", "--dtype", "float64")
+    assert code == 2 and "invalid choice: 'float64'" in err
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_line_only_on_a_terminal(monkeypatch, capsys):
+    args = ["sweep", "gpt2", "--vary", "n_heads=4,6,12", "--format", "json"]
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: nothing on stderr
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    assert main(args) == 0
+    shown = term.getvalue()
+    assert "sweep gpt2: 1/3" in shown and "sweep gpt2: 2/3" in shown
+    assert shown.endswith("\r\x1b[K")  # the line is cleared when the run ends
+    assert capsys.readouterr().out.startswith("[")  # stdout stays clean for scripts
+
+
+def test_progress_line_is_cleared_before_an_error(monkeypatch, capsys):
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    assert main(["sweep", "gpt2", "--vary", "d_model=768,1000"]) == 2
+    shown = term.getvalue()
+    assert "sweep gpt2: 1/2" in shown and "\r\x1b[Karchspec: error: gpt2 with d_model=1000" in shown
+
+
+def test_verify_shows_which_model_runs(monkeypatch, capsys):
+    pytest.importorskip("torch")
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    assert main(["verify", "transformer-base", "gpt2", "--format", "json"]) == 0
+    assert "verify: 1/2 transformer-base" in term.getvalue() and "verify: 2/2 gpt2" in term.getvalue()
+
+
+def _examples(name: str) -> list[list[str]]:
+    out = []
+    for line in COMMANDS[name]["examples"].splitlines():
+        words = shlex.split(line.strip())
+        if ">" in words:
+            words = words[: words.index(">")]
+        out.append(words)
+    return out
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_help_examples_are_valid_commands(name, capsys):
+    examples = _examples(name)
+    assert len(examples) >= 2, f"{name} needs at least two --help examples"
+    for words in examples:
+        assert words[:2] == ["archspec", name], words
+        build_parser(name).parse_args(words[1:])  # argparse exits 2 on an invalid example
+    help_text = build_parser(name)._subparsers._group_actions[0].choices[name].format_help()
+    assert "examples:" in help_text and f"archspec {name}" in help_text

@@ -1,0 +1,161 @@
+"""`archspec inference` and archspec.inference: the roofline recomputed by hand from bytes, FLOPs and the
+accelerator table."""
+
+import re
+
+import pytest
+
+import archspec
+from archspec.errors import SpecError
+from archspec.hardware import ACCELERATORS
+from archspec.inference import estimate_inference
+
+H100_FLOPS, H100_BYTES_PER_S, H100_CAPACITY = 989e12, 3.35e12, 80 * 2**30
+
+
+def gpt2_by_hand(batch: int, tokens: int) -> tuple[int, int]:
+    """GPT-2 small: (exact forward matmul FLOPs of `batch` sequences of `tokens`, bf16 KV bytes of that cache)."""
+    L, d, V = 12, 768, 50257
+    per_token = L * (24 * d * d + 4 * tokens * d) + 2 * d * V  # QKV, out, MLP; Q.K^T and scores.V; the head
+    kv = batch * tokens * L * 2 * d * 2  # K and V, d wide each, 2 bytes
+    return batch * tokens * per_token, kv
+
+
+def test_decode_time_is_weights_plus_mean_cache_over_bandwidth():
+    B, P, G = 8, 512, 256
+    e = estimate_inference(archspec.preset("gpt2"), "h100", B, P, G)
+    weights = 2 * 124_439_808
+    # step i of G reads the cache of P + i - 1 tokens: the mean is P + (G - 1) / 2 tokens
+    mean_cache = B * (P + (G - 1) / 2) * 12 * 2 * 768 * 2
+    assert e.decode_seconds_per_token == pytest.approx((weights + mean_cache) / H100_BYTES_PER_S, rel=1e-12)
+
+
+def test_prefill_time_is_exact_flops_over_peak_times_mfu():
+    B, P = 4, 300
+    e = estimate_inference(archspec.preset("gpt2"), "h100", B, P, 10, mfu=0.5)
+    flops, _ = gpt2_by_hand(B, P)
+    assert e.prefill_flops == flops
+    assert e.prefill_seconds == pytest.approx(flops / (H100_FLOPS * 0.5), rel=1e-12)
+
+
+def test_tokens_per_second_counts_generated_tokens_over_the_whole_request():
+    B, P, G = 2, 100, 50
+    e = estimate_inference(archspec.preset("gpt2"), "a100", B, P, G, mbu=0.8)
+    flops, _ = gpt2_by_hand(B, P)
+    prefill = flops / (312e12 * 0.4)
+    decode = (2 * 124_439_808 + B * (P + (G - 1) / 2) * 12 * 2 * 768 * 2) / (2039e9 * 0.8)
+    assert e.tokens_per_second == pytest.approx(B * G / (prefill + G * decode), rel=1e-12)
+
+
+def test_max_batch_is_the_largest_batch_whose_cache_fits_beside_the_weights():
+    P, G = 1000, 24
+    e = estimate_inference(archspec.preset("gpt2"), "h100", 1, P, G)
+    weights = 2 * 124_439_808
+    kv = lambda b: gpt2_by_hand(b, P + G)[1]  # noqa: E731
+    assert weights + kv(e.max_batch) <= H100_CAPACITY < weights + kv(e.max_batch + 1)
+
+
+@pytest.mark.parametrize("dtype", ["int4", "fp8", "fp32"])
+def test_max_batch_holds_for_every_dtype(dtype):
+    from archspec.memory import kv_cache_bytes, weights_bytes
+
+    spec = archspec.preset("gpt3-6.7b")
+    e = estimate_inference(spec, "a100", 1, 2000, 48, dtype=dtype)
+    cap = 80 * 2**30
+    w = weights_bytes(spec, dtype)
+    kv_dtype = "bf16" if dtype == "int4" else dtype
+    assert e.kv_dtype == kv_dtype
+    assert w + kv_cache_bytes(spec, e.max_batch, 2048, kv_dtype) <= cap
+    assert w + kv_cache_bytes(spec, e.max_batch + 1, 2048, kv_dtype) > cap
+
+
+def test_max_batch_is_zero_when_the_weights_alone_do_not_fit(run_cli):
+    e = estimate_inference(archspec.preset("gpt3-175b"), "h100", 1, 100, 10)
+    assert e.weights_bytes == 2 * archspec.count_params(archspec.preset("gpt3-175b")).total > H100_CAPACITY
+    assert e.max_batch == 0 and not e.fits
+    code, out, _ = run_cli("inference", "gpt3-175b", "--gpu", "h100", "-p", "100", "-g", "10")
+    assert code == 0 and "the weights alone do not fit" in out
+
+
+def test_fits_compares_weights_and_cache_with_capacity():
+    e = estimate_inference(archspec.preset("gpt2"), "h100", 4000, 512, 256)
+    _, kv = gpt2_by_hand(4000, 768)
+    assert e.kv_cache_bytes == kv
+    assert e.fits == (2 * 124_439_808 + kv <= H100_CAPACITY) and e.max_batch < 4000 and not e.fits
+
+
+def test_cli_json_is_the_library_estimate(run_json):
+    (out,) = run_json("inference", "gpt2", "--gpu", "h100", "--batch", "8", "--prompt-len", "512", "--gen-len", "256")
+    e = estimate_inference(archspec.preset("gpt2"), "h100", 8, 512, 256)
+    assert list(out)[0] == "name" and out["name"] == "gpt2"
+    for key in ("prefill_seconds", "decode_seconds_per_token", "tokens_per_second", "max_batch"):
+        assert out[key] == getattr(e, key)
+    assert isinstance(out["max_batch"], int) and isinstance(out["prefill_flops"], int)
+    assert "roofline" in out["estimate"] and len(out["assumptions"]) >= 4
+
+
+def test_table_labels_estimates_and_names_assumptions(run_cli):
+    code, out, _ = run_cli("inference", "gpt2", "--gpu", "h100", "-b", "8", "-p", "512", "-g", "256")
+    assert code == 0
+    assert "roofline estimate" in out and "assumptions:" in out and "estimates, not measurements" in out
+    assert "3.35 TB/s" in out  # the bandwidth's source
+
+
+def test_small_prefill_is_flagged_memory_bound():
+    e = estimate_inference(archspec.preset("gpt2"), "h100", 1, 8, 8)
+    flops, _ = gpt2_by_hand(1, 8)
+    assert e.prefill_intensity == pytest.approx(flops / (2 * 124_439_808))
+    assert e.ridge_intensity == pytest.approx(989e12 * 0.4 / 3.35e12)
+    assert not e.prefill_compute_bound
+
+
+@pytest.mark.parametrize("name", list(ACCELERATORS))
+def test_bandwidth_matches_its_printed_source(name):
+    acc = ACCELERATORS[name]
+    value, unit = re.search(r"([\d.,]+) (GB|TB)/s", acc.bandwidth_source).groups()
+    printed = float(value.replace(",", "")) * (1000 if unit == "TB" else 1)
+    assert acc.bandwidth_gbs == printed and acc.bandwidth == printed * 1e9
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--gpu", "h900", "-p", "10", "-g", "10"], "invalid choice: 'h900'"),
+        (["--gpu", "h100", "-p", "0", "-g", "10"], "must be greater than 0"),
+        (["--gpu", "h100", "-p", "10", "-g", "-5"], "must be greater than 0"),
+        (["--gpu", "h100", "-p", "10", "-g", "10", "--batch", "0"], "must be greater than 0"),
+        (["--gpu", "h100", "-p", "1000", "-g", "100"], "longer than gpt2's learned position table"),
+        (["--gpu", "h100", "-p", "10", "-g", "10", "--mfu", "1.5"], "must be in (0, 1]"),
+        (["--gpu", "h100", "-p", "10", "-g", "10", "--dtype", "fp64"], "invalid choice: 'fp64'"),
+        (["--gpu", "h100", "-g", "10"], "--prompt-len"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(run_cli, argv, words):
+    code, out, err = run_cli("inference", "gpt2", *argv)
+    assert code == 2 and out == "" and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_models_without_a_decoder_stack_alone_are_refused(run_cli):
+    for name in ("bert-base", "transformer-base"):
+        code, _, err = run_cli("inference", name, "--gpu", "h100", "-p", "10", "-g", "10")
+        assert code == 2 and "decoder-only" in err
+
+
+def test_library_refuses_bad_input_with_spec_errors():
+    gpt2 = archspec.preset("gpt2")
+    with pytest.raises(SpecError, match="unknown accelerator 'h900'"):
+        estimate_inference(gpt2, "h900", 1, 10, 10)
+    with pytest.raises(SpecError, match="gen_len must be a positive"):
+        estimate_inference(gpt2, "h100", 1, 10, 0)
+    with pytest.raises(SpecError, match="unknown dtype"):
+        estimate_inference(gpt2, "h100", 1, 10, 10, dtype="fp64")
+    with pytest.raises(SpecError, match="unknown dtype"):
+        estimate_inference(gpt2, "h100", 1, 10, 10, kv_dtype="fp64")
+
+
+def test_kv_dtype_sets_the_cache_bytes_alone():
+    gpt2 = archspec.preset("gpt2")
+    e = estimate_inference(gpt2, "h100", 2, 100, 28, dtype="bfloat16", kv_dtype="float32")
+    assert (e.dtype, e.kv_dtype) == ("bf16", "fp32")
+    assert e.weights_bytes == 2 * 124_439_808
+    assert e.kv_cache_bytes == 2 * gpt2_by_hand(2, 128)[1]  # fp32: twice the bf16 cache
