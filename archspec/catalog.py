@@ -189,8 +189,9 @@ def with_overrides(spec: ModelSpec, overrides: dict[str, Any] | None, where: str
 
 
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
-    """A preset name or a spec-file path, with `--set` overrides applied and re-validated."""
-    if _looks_like_path(ref) or (Path(ref).is_file() and ref not in _index()):
+    """A preset name, a spec-file path, a Hugging Face config.json or a folder holding one, with `--set`
+    overrides applied and re-validated."""
+    if _looks_like_path(ref) or ((Path(ref).is_file() or Path(ref).is_dir()) and ref not in _index()):
         from archspec.loading import load_spec
 
         spec = load_spec(ref)

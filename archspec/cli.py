@@ -307,6 +307,48 @@ def cmd_schema(args) -> int:
     return EXIT_OK
 
 
+# ---------------------------------------------------------------- import
+
+
+def _import_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", metavar="CONFIG", help="a Hugging Face config.json, or a folder holding one")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the spec here (.toml, .json or .yaml, by the suffix) instead of printing TOML",
+    )
+
+
+def cmd_import(args) -> int:
+    from pathlib import Path
+
+    from archspec import hf, specfile
+    from archspec.catalog import with_overrides
+    from archspec.loading import build_spec, parse_assignments
+
+    overrides = parse_assignments(args.overrides)
+    imported = hf.import_config(args.config)
+    spec = with_overrides(build_spec(imported.data, args.config), overrides, args.config)
+    suffix = Path(args.output).suffix if args.output else (".json" if args.format == "json" else ".toml")
+    comments = [
+        f"{spec.name}: the archspec spec of {args.config} (model_type {imported.model_type}, "
+        f"{imported.architecture}), written by `archspec import`",
+        *(f"note: {n}" for n in imported.notes),
+    ]
+    text = specfile.dump(specfile.essential(spec), suffix, comments)
+    for note in imported.notes:
+        sys.stderr.write(f"archspec: note: {note}\n")
+    if not args.output:
+        _emit(text)
+        return EXIT_OK
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{args.output}: cannot write: {exc}") from None
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------- flops
 
 
@@ -1017,6 +1059,18 @@ register(
     "  archspec inference gpt3-175b --gpu h200 --prompt-len 1024 --gen-len 256 --dtype float8_e4m3fn\n"
     "  archspec inference gpt3-6.7b --gpu a100 --batch 32 -p 1500 -g 500 --mbu 0.7 --format json",
     add_args=_inference_args,
+)
+register(
+    "import",
+    cmd_import,
+    "the archspec spec file of a Hugging Face config.json (TOML on stdout, or -o FILE by its suffix): "
+    "transformers' defaults for missing keys, the head of the class in `architectures`; keys the spec "
+    "cannot represent are refused by name",
+    "archspec import Llama-3-8B/config.json\n  archspec import mixtral/config.json -o mixtral.toml\n"
+    "  archspec import t5-base.json --format json\n  archspec params Llama-3-8B/config.json",
+    models=None,
+    add_args=_import_args,
+    default_format=None,
 )
 register(
     "schema",

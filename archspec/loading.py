@@ -75,14 +75,30 @@ def build_spec(data: dict[str, Any], where: str = "") -> ModelSpec:
 
 
 def load_spec(path: str | Path) -> ModelSpec:
-    """A ModelSpec from a .toml, .json or .yaml file holding the fields at its top level."""
+    """A ModelSpec from a .toml, .json or .yaml file holding the fields at its top level, or from a
+    Hugging Face config.json (a JSON object with model_type) or a folder holding one."""
+    if Path(path).is_dir():
+        from archspec import hf
+
+        return hf.load_config(path)
     data = read_mapping(path)
+    if Path(path).suffix.lower() == ".json" and is_hf_config(data):
+        from archspec import hf
+
+        file = Path(path)
+        return build_spec(hf.from_mapping(data, hf.spec_name(file), str(file)).data, str(file))
     if "models" in data and "name" not in data:
         raise SpecError(
             f"{path}: this looks like a preset family file (it has [models]); "
             "a spec file holds one model's fields at its top level"
         )
     return build_spec(data, str(path))
+
+
+def is_hf_config(data: Any) -> bool:
+    """A Hugging Face config rather than a spec: a JSON object with model_type, or one that names
+    `architectures` and has no spec `name` (ALBERT's files have no model_type)."""
+    return isinstance(data, dict) and ("model_type" in data or ("architectures" in data and "name" not in data))
 
 
 _INT = re.compile(r"^[+-]?[0-9][0-9_]*$")
