@@ -1,0 +1,374 @@
+"""Hugging Face config.json files as MODELs, checked against transformers' own models.
+
+tests/data/hf/ holds real published config.json files (Hugging Face hub files, official or exact
+copies; GPT-2 to DeepSeek-V3), one or more per supported model_type. For each one, transformers
+builds the class named in `architectures` on the meta device from the same file (its config class
+applying its own defaults), and archspec, which reads the file without torch or transformers, must
+count the same parameters, component by component, and the same forward matmul FLOPs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import archspec
+from archspec import hf, specfile
+from archspec.flops import count_flops
+from archspec.params import count_params
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+DATA = Path(__file__).parent / "data" / "hf"
+CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
+# real files whose shapes the spec cannot represent: refused by key, never counted wrong
+REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
+COUNTED = [c for c in CONFIGS if c not in REFUSED]
+MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
+       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3")}  # fmt: skip
+
+
+def raw_config(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def build_transformers(raw: dict, device: str = "meta"):
+    """transformers' model of a config.json: the config class of its model_type (or of the class in
+    `architectures`) fills missing keys with its defaults; eager attention, whose matmuls FlopCounterMode sees."""
+    cls = getattr(transformers, raw["architectures"][0])
+    config_cls = transformers.CONFIG_MAPPING[raw["model_type"]] if "model_type" in raw else cls.config_class
+    config = config_cls.from_dict(dict(raw))
+    config._attn_implementation = "eager"
+    with torch.device(device):
+        return cls(config).eval()
+
+
+# transformers' parameter names -> archspec's components, first match wins (names without .weight/.bias)
+COMPONENT_PATTERNS = [
+    (r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out)\b", "head"),
+    (r"\bpooler\b", "pooler"),
+    (r"(wpe|embed_positions|position_embeddings|relative_attention_bias)$", "position"),
+    (r"token_type_embeddings$", "token_type"),
+    (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in)$", "embed"),
+    (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm)$", "attention"),  # norms inside attention
+    (r"(norm|Norm|ln_\w+|layernorm_embedding)$", "norm"),
+    (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
+    (r"mlp\.gate$", "router"),
+    (r"mlp\.experts\.", "experts"),
+    (r"mlp\.shared_expert(s|_gate)?\b", "shared_experts"),
+    (r"(attn|attention|self_attention|SelfAttention)\.", "attention"),
+    (r"(mlp|ffn|ffn_output|intermediate|output\.dense|fc1|fc2|DenseReluDense)\b", "mlp"),
+]
+_PATTERNS = [(re.compile(p), c) for p, c in COMPONENT_PATTERNS]
+
+
+def component_of(name: str) -> str:
+    short = re.sub(r"\.(weight|bias)$", "", name)
+    for pattern, component in _PATTERNS:
+        if pattern.search(short):
+            return component
+    raise AssertionError(f"no component pattern matches transformers' parameter {name!r}")
+
+
+SEQ = 16  # tokens per sequence (source and target) for the FLOP comparison
+
+
+def forward_flops(model, kind: str) -> int:
+    """FlopCounterMode over one forward pass of transformers' model on the meta device, 1 x SEQ tokens."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    tokens = torch.zeros(1, SEQ, dtype=torch.long, device="meta")
+    inputs = {"input_ids": tokens}
+    if kind == "encoder-decoder":
+        inputs["decoder_input_ids"] = tokens
+    if kind == "decoder-only":  # an explicit mask skips transformers' packed-sequence check, which reads data
+        inputs["attention_mask"] = torch.ones(1, SEQ, dtype=torch.long, device="meta")
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(**inputs)
+    return counter.get_total_flops()
+
+
+@cache
+def measured(name: str) -> dict:
+    """transformers' counts of one config, built once (the big ones take seconds on meta).
+    Trainable parameters only: Marian's sinusoidal tables are nn.Parameters with requires_grad=False,
+    constants that archspec, like the Transformer paper, does not count as parameters. FLOPs for the
+    dense models only: routing tokens to experts is data-dependent and cannot run on the meta device."""
+    model = build_transformers(raw_config(name))
+    components: dict[str, int] = {}
+    frozen = 0
+    for pname, p in model.named_parameters():  # a tied tensor once
+        if not p.requires_grad:
+            frozen += p.numel()
+            continue
+        key = component_of(pname)
+        components[key] = components.get(key, 0) + p.numel()
+    flops = None if name in MOE else forward_flops(model, spec_of(name).kind)
+    return {"total": sum(components.values()), "components": components, "frozen": frozen, "flops": flops}
+
+
+@cache
+def spec_of(name: str):
+    return archspec.load_spec(DATA / f"{name}.json")
+
+
+# ---------------------------------------------------------------- counts
+
+
+@pytest.mark.parametrize("name", COUNTED)
+def test_count_equals_transformers_model_of_the_same_config(name):
+    assert count_params(spec_of(name)).total == measured(name)["total"]
+
+
+@pytest.mark.parametrize("name", COUNTED)
+def test_count_equals_transformers_component_by_component(name):
+    ours = {k: v for k, v in count_params(spec_of(name)).components.items() if v}
+    assert ours == measured(name)["components"]
+
+
+def test_frozen_sinusoidal_tables_are_the_only_parameters_left_out():
+    """transformers keeps Marian's sinusoidal positions as frozen nn.Parameters: 2 stacks x 512 x 512."""
+    frozen = {name: measured(name)["frozen"] for name in COUNTED if measured(name)["frozen"]}
+    assert frozen == {"opus-mt-de-zh": 2 * 512 * 512}
+    assert spec_of("opus-mt-de-zh").position.kind == "sinusoidal"
+
+
+@pytest.mark.parametrize("name", sorted(MOE))
+def test_active_parameters_count_top_k_routed_experts(name):
+    """active = total - routed experts a token does not use; transformers' routed experts are the
+    parameters under mlp.experts, split evenly among the experts."""
+    spec, m = spec_of(name), measured(name)
+    routed = m["components"]["experts"]
+    active = m["total"] - routed + routed * spec.mlp.top_k // spec.mlp.experts
+    assert count_params(spec).active == active
+
+
+# ---------------------------------------------------------------- FLOPs
+
+
+@pytest.mark.parametrize("name", [c for c in COUNTED if c not in MOE])
+def test_forward_flops_equal_flop_counter_on_transformers_model(name):
+    """Forward matmul FLOPs at 1 x 16 tokens (source and target for an encoder-decoder), eager attention.
+    MoE configs are left out: their routing is data-dependent and cannot run on the meta device."""
+    assert count_flops(spec_of(name), batch=1, seq_len=SEQ).forward == measured(name)["flops"]
+
+
+# ---------------------------------------------------------------- transformers' defaults
+
+
+def _family_default_class(family: hf.Family) -> str:
+    return family.class_names[0]
+
+
+@pytest.mark.parametrize("model_type", sorted(hf.FAMILIES))
+def test_adapter_defaults_are_transformers_config_class_defaults(model_type):
+    """Every default an adapter applies to a missing key is the default of transformers' config class."""
+    family = hf.FAMILIES[model_type]
+    fields = {f.name: f for f in dataclasses.fields(transformers.CONFIG_MAPPING[model_type])}
+    # keys the adapter reads that are not fields of the config class (legacy or Megatron keys): their
+    # defaults come from the modelling code or the family's files, named in archspec/hf.py
+    not_fields = {"gpt_neox": {"rotary_pct", "rotary_emb_base"}, "bloom": {"seq_length"},
+                  "t5": {"n_positions"}, "roberta": set(), "deepseek_v2": {"rope_interleave"}}  # fmt: skip
+    for key, value in family.defaults.items():
+        if key in not_fields.get(model_type, set()):
+            continue
+        assert key in fields, f"{model_type}: {key} is not a field of transformers' config class"
+        f = fields[key]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        assert default == value, f"{model_type}: {key} defaults to {default!r} in transformers, {value!r} here"
+
+
+@pytest.mark.parametrize("model_type", sorted(hf.FAMILIES))
+def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type):
+    """A config.json with nothing but model_type and architectures: every shape comes from defaults."""
+    family = hf.FAMILIES[model_type]
+    raw = {"model_type": model_type, "architectures": [_family_default_class(family)]}
+    if model_type == "deepseek_v2":
+        raw["num_experts_per_tok"] = 6  # no default (None); the spec needs top-k
+    model = build_transformers(raw)
+    expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "defaults").data)
+    assert count_params(spec).total == expected
+
+
+# ---------------------------------------------------------------- heads by class
+
+
+@pytest.mark.parametrize(
+    "name, cls",
+    [
+        ("bert-base-uncased", "BertModel"),
+        ("roberta-base", "RobertaModel"),
+        ("albert-base-v2", "AlbertModel"),
+        ("distilbert-base-uncased", "DistilBertModel"),
+        ("gpt2", "GPT2Model"),
+        ("llama-2-7b", "LlamaModel"),
+        ("gpt-j-6b", "GPTJModel"),
+        ("t5-base", "T5Model"),
+        ("t5-base", "T5EncoderModel"),
+        ("bart-base", "BartModel"),
+        ("opus-mt-de-zh", "MarianModel"),
+    ],
+)
+def test_the_class_in_architectures_decides_the_head(name, cls):
+    """BertModel (pooler, no head) and BertForMaskedLM (masked-LM head, no pooler) differ; so do
+    T5Model and T5EncoderModel."""
+    raw = {**raw_config(name), "architectures": [cls]}
+    model = build_transformers(raw)
+    expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
+    assert count_params(spec).total == expected
+    assert spec.replace(name=name) != spec_of(name)  # GPT2Model counts as GPT2LMHeadModel (a tied head) but differs
+
+
+def test_t5_with_an_untied_head_in_the_file_counts_what_transformers_builds_and_says_so():
+    imported = hf.import_config(DATA / "flan-t5-xxl.json")
+    assert imported.data["tie_embeddings"] is True and "head" not in imported.data  # no d_model**-0.5 rescale
+    assert len(imported.notes) == 1 and "tie_embeddings = false" in imported.notes[0]
+    untied = spec_of("flan-t5-xxl").replace(tie_embeddings=False)
+    assert count_params(untied).total - count_params(spec_of("flan-t5-xxl")).total == 32128 * 4096
+    assert count_params(spec_of("t5-base")).total == measured("t5-base")["total"] == 222_903_552
+
+
+def test_falcon_legacy_keys_read_as_the_new_ones():
+    assert spec_of("falcon-7b-legacy-keys").replace(name="falcon-7b-instruct") == spec_of("falcon-7b-instruct")
+
+
+def test_bloom_legacy_n_embed_reads_as_hidden_size():
+    assert spec_of("bloom-176b-bloomz").replace(name="bloomchat-176b") == spec_of("bloomchat-176b")
+
+
+# ---------------------------------------------------------------- import writes a spec that counts the same
+
+
+@pytest.mark.parametrize("name", COUNTED)
+def test_imported_spec_file_loads_to_the_same_spec(name, run_cli, tmp_path):
+    code, out, err = run_cli("import", str(DATA / f"{name}.json"))
+    assert code == 0, err
+    path = tmp_path / f"{name}.toml"
+    path.write_text(out)
+    loaded = archspec.load_spec(path)
+    assert loaded == spec_of(name)
+    assert count_params(loaded).total == measured(name)["total"]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml", ".toml"])
+def test_import_writes_the_format_of_the_output_suffix(suffix, run_cli, tmp_path):
+    out = tmp_path / f"model{suffix}"
+    code, _, err = run_cli("import", str(DATA / "deepseek-v3.json"), "-o", str(out))
+    assert code == 0, err
+    assert archspec.load_spec(out) == spec_of("deepseek-v3").replace(name="deepseek-v3")
+
+
+def test_import_writes_only_fields_that_change_the_spec():
+    """GPT-2's file sets nothing the spec does not default to, except its sizes."""
+    data = specfile.essential(spec_of("gpt2"))
+    assert data == {"name": "gpt2", "vocab_size": 50257, "d_model": 768, "decoder_layers": 12, "n_heads": 12,
+                    "max_positions": 1024}  # fmt: skip
+
+
+def test_import_applies_set_overrides(run_cli, tmp_path):
+    code, out, err = run_cli("import", str(DATA / "flan-t5-xxl.json"), "--set", "tie_embeddings=false")
+    assert code == 0 and "tie_embeddings = false" in out
+    assert "note:" in err  # the tying note goes to stderr as well as into the file
+    path = tmp_path / "flan.toml"
+    path.write_text(out)
+    assert count_params(archspec.load_spec(path)).total == 11_135_332_352  # the released checkpoint
+
+
+# ---------------------------------------------------------------- MODEL resolution
+
+
+def test_a_folder_holding_config_json_is_a_model_named_after_the_folder(tmp_path, run_json):
+    folder = tmp_path / "Llama-2-7B_hf"
+    folder.mkdir()
+    (folder / "config.json").write_text((DATA / "llama-2-7b.json").read_text())
+    spec = archspec.resolve_model(str(folder))
+    assert spec.name == "llama-2-7b_hf"
+    assert spec.replace(name="llama-2-7b") == spec_of("llama-2-7b")
+    [obj] = run_json("params", str(folder / "config.json"))
+    assert obj["name"] == "llama-2-7b_hf" and obj["total"] == 6_738_415_616
+
+
+def test_one_params_call_counts_every_config(run_json):
+    objects = run_json("params", *(str(DATA / f"{c}.json") for c in COUNTED))
+    assert [o["name"] for o in objects] == COUNTED
+    assert [o["total"] for o in objects] == [measured(c)["total"] for c in COUNTED]
+
+
+def test_albert_files_without_model_type_are_read_by_their_class():
+    assert "model_type" not in raw_config("albert-base-v2")
+    assert spec_of("albert-base-v2").share_layers is True
+
+
+def test_reading_a_config_imports_neither_torch_nor_transformers():
+    code = (
+        "import sys, archspec; assert 'archspec.hf' not in sys.modules; "
+        f"archspec.load_spec({str(DATA / 'deepseek-v3.json')!r}); "
+        "assert 'archspec.hf' in sys.modules; "
+        "assert not {'torch', 'transformers'} & set(sys.modules), 'heavy import'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------- refusals: exit 2, one line
+
+
+def _write(tmp_path, obj, name="config.json") -> str:
+    path = tmp_path / name
+    path.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"model_type": "mamba", "architectures": ["MambaForCausalLM"]}, "model_type 'mamba' is not supported"),
+        (
+            {"model_type": "llama", "architectures": ["LlamaForSequenceClassification"]},
+            "architecture 'LlamaForSequenceClassification' is not supported for model_type 'llama'",
+        ),
+        ({"architectures": ["MysteryModel"], "vocab_size": 10}, "no model_type"),
+        ({"model_type": "albert", "num_hidden_groups": 2}, "albert key num_hidden_groups=2 is not supported"),
+        ({"model_type": "gpt2", "activation_function": "relu2"}, "activation_function='relu2' is not supported"),
+        ({"model_type": "t5", "feed_forward_proj": "gated-tanh"}, "feed_forward_proj='gated-tanh' is not supported"),
+        ({"model_type": "bart", "decoder_ffn_dim": 1}, "bart key decoder_ffn_dim=1 is not supported"),
+        ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "qwen2_moe key mlp_only_layers=[3] is not supported"),
+        ('{"model_type": "llama",', "malformed JSON"),
+        ("[1, 2]", "not list"),
+    ],
+    ids=str.split(
+        "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn qwen-moe-layers "
+        "malformed not-an-object"
+    ),
+)
+def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
+    path = _write(tmp_path, content)
+    for command in (("params", path), ("import", path)):
+        code, out, err = run_cli(*command)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and message in err, err
+
+
+@pytest.mark.parametrize("name, key", sorted(REFUSED.items()))
+def test_real_configs_the_spec_cannot_represent_are_refused_by_key(name, key, run_cli):
+    code, _, err = run_cli("params", str(DATA / f"{name}.json"))
+    assert code == 2 and key in err and err.count("\n") == 1
+
+
+def test_unknown_model_type_lists_the_supported_ones(run_cli, tmp_path):
+    _, _, err = run_cli("params", _write(tmp_path, {"model_type": "rwkv"}))
+    assert all(t in err for t in hf.FAMILIES) and len(hf.FAMILIES) >= 26
+
+
+def test_every_supported_model_type_has_a_real_config_in_the_test_set():
+    types = {raw_config(c).get("model_type") or hf.CLASSES[raw_config(c)["architectures"][0]] for c in COUNTED}
+    assert types == set(hf.FAMILIES)
