@@ -10,7 +10,24 @@ DIR = Path(__file__).resolve().parent
 
 
 # Families in historical order; any other file follows, sorted by name.
-ORDER = ("transformer", "gpt2", "gpt3", "bert")
+ORDER = (
+    "transformer",
+    "gpt2",
+    "gpt3",
+    "bert",
+    "t5",
+    "opt",
+    "bloom",
+    "chinchilla",
+    "palm",
+    "llama",
+    "falcon",
+    "mistral",
+    "phi",
+    "qwen",
+    "gemma",
+    "deepseek",
+)
 
 
 def files() -> list[Path]:
