@@ -39,10 +39,11 @@ from archspec.spec import ModelSpec
 # What an entry runs over, per sequence: the stack's own tokens, the source (the encoder output
 # that cross-attention reads), or the first token only (the pooler).
 Rows = Literal["tokens", "source", "first"]
-Role = Literal["embedding", "dense", "head"]
+Role = Literal["embedding", "dense", "head", "router", "expert", "shared_expert"]
 
-COMPONENTS = ("embed", "position", "token_type", "attention", "cross_attention", "mlp", "norm", "pooler", "head")
-ROLES = ("embedding", "dense", "head")
+COMPONENTS = ("embed", "position", "token_type", "attention", "cross_attention", "mlp", "router", "experts",
+              "shared_experts", "norm", "pooler", "head")  # fmt: skip
+ROLES = ("embedding", "dense", "head", "router", "expert", "shared_expert")
 
 
 # ---------------------------------------------------------------- shapes (each width written once)
@@ -57,11 +58,15 @@ class AttentionShape:
     kv_heads: int
     d_head: int
     d_value: int
-    bias: bool
+    qkv_bias: bool
+    out_bias: bool
+    rotary_dims: int = 0  # per head, of queries and keys
 
     @classmethod
     def of(cls, spec: ModelSpec) -> AttentionShape:
-        return cls(spec.d_model, spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value, spec.bias)
+        b = spec.biases
+        return cls(spec.d_model, spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value, b.qkv, b.out,
+                   spec.rotary_dims)  # fmt: skip
 
     @property
     def q(self) -> int:
@@ -90,6 +95,57 @@ class AttentionShape:
 
 
 @dataclass(frozen=True)
+class LatentShape:
+    """Multi-head latent attention (DeepSeek-V2/V3): the query path d -> q_rank -> heads · d_head (or
+    d -> heads · d_head without q_rank); keys and values d -> kv_rank + rope_dims, then kv_rank ->
+    heads · (d_head - rope_dims + d_value); the cache keeps the latent and the shared rotary key."""
+
+    d_model: int
+    heads: int
+    d_head: int
+    d_value: int
+    q_rank: int | None
+    kv_rank: int
+    rope_dims: int
+    qkv_bias: bool
+    out_bias: bool
+
+    @classmethod
+    def of(cls, spec: ModelSpec) -> LatentShape:
+        a, b = spec.attention, spec.biases
+        return cls(spec.d_model, spec.n_heads, spec.d_head, spec.d_value, a.q_rank, a.kv_rank, a.rope_dims,
+                   b.qkv, b.out)  # fmt: skip
+
+    @property
+    def q(self) -> int:
+        return self.heads * self.d_head
+
+    @property
+    def kv_a(self) -> int:
+        """The down projection's width: the latent and the shared rotary key."""
+        return self.kv_rank + self.rope_dims
+
+    @property
+    def kv_b(self) -> int:
+        """The up projection's width: per head, the no-rope key part and the value."""
+        return self.heads * (self.d_head - self.rope_dims + self.d_value)
+
+    @property
+    def out_in(self) -> int:
+        return self.heads * self.d_value
+
+    @property
+    def kv_per_token(self) -> int:
+        """Values cached per token: the latent and the rotary key."""
+        return self.kv_rank + self.rope_dims
+
+    def attend_shape(self) -> AttentionShape:
+        """The score and value products: every head has its own keys (d_head) and values (d_value)."""
+        return AttentionShape(self.d_model, self.heads, self.heads, self.d_head, self.d_value, False, False,
+                              self.rope_dims)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class MLPShape:
     """d_model -> d_ff (two input projections, gate and up, for gated activations) -> d_model."""
 
@@ -100,8 +156,9 @@ class MLPShape:
     bias: bool
 
     @classmethod
-    def of(cls, spec: ModelSpec) -> MLPShape:
-        return cls(spec.d_model, spec.d_ff, spec.activation, spec.gated, spec.bias)
+    def of(cls, spec: ModelSpec, d_ff: int | None = None) -> MLPShape:
+        """The dense MLP of `spec` (or, with d_ff, an expert or shared expert of that width)."""
+        return cls(spec.d_model, d_ff or spec.d_ff, spec.activation, spec.gated, spec.biases.mlp)
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -175,12 +232,20 @@ class Linear:
     bias: bool
     rows: Rows = "tokens"
     tied: str | None = None
+    copies: int = 1  # experts: `copies` maps stacked as (copies, n_out, n_in)
+    uses: int | None = None  # how many of the copies each row passes through (experts: top_k)
+
+    @property
+    def per_row(self) -> int:
+        """Copies each row passes through."""
+        return self.copies if self.uses is None else self.uses
 
     def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
+        stacked = (self.copies,) if self.copies > 1 else ()
         if self.tied is None:
-            yield "weight", (self.n_out, self.n_in)
+            yield "weight", (*stacked, self.n_out, self.n_in)
         if self.bias:
-            yield "bias", (self.n_out,)
+            yield "bias", (*stacked, self.n_out)
 
 
 @dataclass(frozen=True)
@@ -202,6 +267,7 @@ class Norm:
     name: str
     width: int
     kind: Literal["layernorm", "rmsnorm"]
+    per_row: int | None = None  # values normalised per row, when more than one width (per-head norms)
 
     def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
         yield "weight", (self.width,)
@@ -218,6 +284,7 @@ class Attend:
     shape: AttentionShape
     causal: bool
     keys: Rows = "tokens"
+    score_bias: bool = False  # ALiBi or T5's relative bias, added to every score
 
     def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
         return iter(())
@@ -284,23 +351,39 @@ class Part:
     component: str
     role: Role
     entries: tuple[Entry, ...]
-    repeat: int = 1
+    repeat: int = 1  # layers that run it
     stack: StackShape | None = None
     saved: tuple[Saved, ...] = ()
     cached: tuple[Cached, ...] = ()
+    start: int = 0  # index of its first layer
+    shared: bool = False  # one copy of the parameters serves every layer (ALBERT)
 
     @property
     def layered(self) -> bool:
         return "{i}" in self.path
 
+    @property
+    def copies(self) -> int:
+        """Copies of its parameters: one per layer, or one for all when shared."""
+        return 1 if self.shared else self.repeat
+
     def params(self) -> int:
         """Parameters of one copy of this part."""
         return sum(_numel(shape) for e in self.entries for _, shape in e.tensors())
 
+    def inactive(self) -> int:
+        """Parameters of one copy that a token does not use: the experts it is not routed to."""
+        out = 0
+        for e in self.entries:
+            if isinstance(e, Linear) and e.copies > e.per_row:
+                per_copy = e.n_in * e.n_out * (e.tied is None) + e.n_out * e.bias
+                out += (e.copies - e.per_row) * per_copy
+        return out
+
     def paths(self) -> Iterator[str]:
         """The module path of every copy."""
         if self.layered:
-            for i in range(self.repeat):
+            for i in range(self.start, self.start + self.copies):
                 yield self.path.format(i=i)
         else:
             yield self.path
@@ -341,98 +424,150 @@ def tensors(parts: list[Part]) -> Iterator[Tensor]:
 
 def describe(spec: ModelSpec) -> list[Part]:
     """The whole model as parts, in data-flow order."""
-    d, V = spec.d_model, spec.vocab_size
+    d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
     stacks = stack_shapes(spec)
-    parts = [Part("embed", "embed", "embedding", (Table("", V, d),))]
-    if spec.kind == "encoder-decoder" and not spec.tie_embeddings:
-        parts.append(Part("target_embed", "embed", "embedding", (Table("", V, d),)))
+    first = stacks[0]
+    parts = [Part("embed", "embed", "embedding", (Table("", V, e),))]
+    if spec.kind == "encoder-decoder" and not spec.share_embeddings:
+        parts.append(Part("target_embed", "embed", "embedding", (Table("", V, e),)))
     if spec.type_vocab_size:
-        parts.append(Part("token_type", "token_type", "embedding", (Table("", spec.type_vocab_size, d),)))
+        parts.append(Part("token_type", "token_type", "embedding", (Table("", spec.type_vocab_size, e),)))
     for stack in stacks:
         parts += stack_parts(spec, stack)
     if spec.pooler:
         parts.append(Part("pooler", "pooler", "dense", (Linear("dense", d, d, True, rows="first"),)))
-    if spec.head.kind == "lm":
-        last = stacks[-1]
-        tied = "embed" if spec.tie_embeddings else None
-        parts.append(
-            Part(
-                "head",
-                "head",
-                "head",
-                (Linear("", d, V, spec.head.bias, tied=tied),),
-                stack=last,
-                # the head's input and the logits, kept in fp32 for the loss (Korthikanti et al. 4.3)
-                saved=(Saved("head_input", d, kept=ALWAYS), Saved("logits_fp32", V, dtype="fp32", kept=ALWAYS)),
-            )
-        )
+    if spec.head.kind != "none":
+        parts.append(head_part(spec, stacks[-1] if stacks else first))
     return parts
+
+
+def head_part(spec: ModelSpec, last: StackShape) -> Part:
+    """The output head over the last stack: a linear map to the vocabulary (tied or not), or BERT's
+    masked-LM head (dense, activation, LayerNorm, then the tied table with a vocabulary bias)."""
+    d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
+    tied = "embed" if spec.tie_embeddings else None
+    # the head's input and the logits, kept in fp32 for the loss (Korthikanti et al. 4.3)
+    saved = (Saved("head_input", d, kept=ALWAYS), Saved("logits_fp32", V, dtype="fp32", kept=ALWAYS))
+    if spec.head.kind == "mlm":
+        m = MLPShape.of(spec)
+        entries: tuple[Entry, ...] = (
+            Linear("dense", d, e, True),
+            Pointwise("act", m.pointwise, e, "activations"),
+            Norm("norm", e, "layernorm"),
+            Linear("", e, V, True, tied="embed"),
+        )
+    else:
+        entries = (Linear("", d, V, spec.head.bias, tied=tied),)
+    return Part("head", "head", "head", entries, stack=last, saved=saved)
 
 
 def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
     """Positions, the embedding norm, the blocks and the final norm of one stack."""
-    d = spec.d_model
+    d, e = spec.d_model, spec.d_embed
     out: list[Part] = []
     at = stack.name
-    if spec.position in ("learned", "sinusoidal"):
-        table = (Table("", spec.max_positions, d),) if spec.position == "learned" else ()
-        add = Pointwise("add", "position_add", d, "positions")
-        out.append(Part(f"{at}.position", "position", "embedding", (*table, add), stack=stack))
+    kind = spec.position.kind
+    if kind in ("learned", "sinusoidal"):
+        table = (Table("", spec.max_positions + spec.position.offset, e),) if kind == "learned" else ()
+        out.append(Part(f"{at}.position", "position", "embedding", (*table, Pointwise("add", "position_add", e,
+                        "positions")), stack=stack))  # fmt: skip
+    elif kind == "relative":  # T5: one bias table per stack, shared by its layers' self-attention
+        table = Table("", spec.position.buckets, spec.n_heads)
+        out.append(Part(f"{at}.position", "position", "embedding", (table,), stack=stack))
     if spec.embedding_norm:
-        out.append(norm_part(spec, f"{at}.embedding_norm", stack))
+        out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=e))
+    if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model
+        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, True),), stack=stack))
     # the stack's input: the dropout mask on the summed embeddings and, after an encoder, its output,
     # which every cross-attention reads and which is therefore kept once for the whole stack
     saved = (Saved("dropout_mask", d, dtype="mask", kept=ALWAYS),)
     if stack.cross:
         saved += (Saved("memory", d, rows="source", kept=ALWAYS, shared=True),)
     out.append(Part(at, "embed", "embedding", (), stack=stack, saved=saved))
-    out += block_parts(spec, stack)
+    m = spec.mlp
+    if m.kind == "moe" and m.dense_layers:
+        out += block_parts(spec, stack, 0, m.dense_layers, moe=False)
+        out += block_parts(spec, stack, m.dense_layers, stack.layers - m.dense_layers, moe=True)
+    else:
+        out += block_parts(spec, stack, 0, stack.layers, moe=m.kind == "moe")
     if spec.final_norm:
         out.append(norm_part(spec, f"{at}.final_norm", stack))
     return out
 
 
-def block_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
-    """One block (repeated `stack.layers` times): each sublayer with its norm and residual add."""
+def block_parts(spec: ModelSpec, stack: StackShape, start: int, layers: int, moe: bool) -> list[Part]:
+    """Layers start .. start + layers - 1 of a stack: each sublayer with its norm(s) and residual add.
+
+    pre/post: one norm per sublayer; sandwich: a norm before and after each sublayer (Gemma 2);
+    parallel: attention and MLP read the same input, through one shared norm or one each."""
     layer = f"{stack.name}.layers.{{i}}"
-    sublayers = [("attention", attention_part(spec, stack, cross=False))]
+    sublayers: list[tuple[str, list[Part]]] = [("attention", [attention_part(spec, stack, cross=False)])]
     if stack.cross:
-        sublayers.append(("cross_attention", attention_part(spec, stack, cross=True)))
-    sublayers.append(("mlp", mlp_part(spec, stack)))
+        sublayers.append(("cross_attention", [attention_part(spec, stack, cross=True)]))
+    sublayers.append(("mlp", moe_parts(spec, stack) if moe else [mlp_part(spec, stack)]))
     out = []
-    for name, part in sublayers:
-        out.append(norm_part(spec, f"{layer}.{name}_norm", stack, repeat=stack.layers))
-        out.append(part)
+    for name, parts in sublayers:
+        shared_norm = spec.block.kind == "parallel" and spec.block.shared_norm and name == "mlp"
+        if not shared_norm:
+            out.append(norm_part(spec, f"{layer}.{name}_norm", stack, repeat=layers))
+        out += parts
+        if spec.norm_position == "sandwich":
+            out.append(norm_part(spec, f"{layer}.{name}_post_norm", stack, repeat=layers))
     # what full recomputation keeps of each layer: its input
     out[0] = replace(out[0], saved=out[0].saved + (Saved("layer_input", spec.d_model, kept=CHECKPOINT),))
-    return out
+    return [replace(p, repeat=layers, start=start, shared=spec.share_layers) for p in out]
 
 
-def norm_part(spec: ModelSpec, path: str, stack: StackShape, repeat: int = 1) -> Part:
-    """A norm over d_model; autograd keeps its input."""
-    kept = LAYER if repeat > 1 or "{i}" in path else ALWAYS
-    return Part(path, "norm", "dense", (Norm("", spec.d_model, spec.norm),), repeat=repeat, stack=stack,
-                saved=(Saved("norms", spec.d_model, kept=kept),))  # fmt: skip
+def norm_part(spec: ModelSpec, path: str, stack: StackShape, repeat: int = 1, width: int | None = None) -> Part:
+    """A norm over d_model (or `width`); autograd keeps its input."""
+    w = width or spec.d_model
+    kept = LAYER if "{i}" in path else ALWAYS
+    return Part(path, "norm", "dense", (Norm("", w, spec.norm),), repeat=repeat, stack=stack,
+                saved=(Saved("norms", w, kept=kept),))  # fmt: skip
 
 
 def attention_part(spec: ModelSpec, stack: StackShape, cross: bool) -> Part:
     """Self-attention (fused Q/K/V projection) or cross-attention (Q from the stack, K and V from
-    the encoder output), the two attention products, the output projection."""
-    a, d = AttentionShape.of(spec), spec.d_model
+    the encoder output), the two attention products, the output projection; latent attention
+    (DeepSeek) through its low-rank projections."""
+    d = spec.d_model
     component = "cross_attention" if cross else "attention"
     keys: Rows = "source" if cross else "tokens"
-    if cross:
-        projections = (Linear("q", d, a.q, a.bias), Linear("kv", d, a.k + a.v, a.bias, rows="source"))
+    score_bias = spec.position.kind == "alibi" or (spec.position.kind == "relative" and not cross)
+    if spec.attention.kind == "latent":
+        lat = LatentShape.of(spec)
+        a = lat.attend_shape()
+        if lat.q_rank:
+            query: tuple[Entry, ...] = (
+                Linear("q_a", d, lat.q_rank, lat.qkv_bias),
+                Norm("q_norm", lat.q_rank, spec.norm),
+                Linear("q_b", lat.q_rank, lat.q, False),
+            )
+        else:
+            query = (Linear("q", d, lat.q, False),)
+        projections = (*query, Linear("kv_a", d, lat.kv_a, lat.qkv_bias), Norm("kv_norm", lat.kv_rank, spec.norm),
+                       Linear("kv_b", lat.kv_rank, lat.kv_b, False))  # fmt: skip
+        rotated = (a.heads + 1) * lat.rope_dims  # every query head and the one shared rotary key
+        kv_per_token = lat.kv_per_token
     else:
-        projections = (Linear("qkv", d, a.q + a.k + a.v, a.bias),)
+        a = AttentionShape.of(spec)
+        if cross:
+            projections = (Linear("q", d, a.q, a.qkv_bias), Linear("kv", d, a.k + a.v, a.qkv_bias, rows="source"))
+        else:
+            projections = (Linear("qkv", d, a.q + a.k + a.v, a.qkv_bias),)
+        if spec.attention.qk_norm and not cross:
+            projections += (Norm("q_norm", a.d_head, spec.norm, per_row=a.q),
+                            Norm("k_norm", a.d_head, spec.norm, per_row=a.k))  # fmt: skip
+        rotated = (a.heads + a.kv_heads) * a.rotary_dims
+        kv_per_token = a.kv_per_token
     entries: tuple[Entry, ...] = (
         *projections,
-        Attend("", a, causal=stack.causal and not cross, keys=keys),
-        Linear("out", a.out_in, d, a.bias),
+        Attend("", a, causal=stack.causal and not cross, keys=keys, score_bias=score_bias),
+        Linear("out", a.out_in, d, a.out_bias),
         Pointwise("residual", "residual", d, "residual_adds"),
     )
-    if spec.position == "rotary" and not cross:
-        entries += (Pointwise("rotary", "rotary", a.q + a.k, "positions"),)
+    if rotated and not cross:
+        entries += (Pointwise("rotary", "rotary", rotated, "positions"),)
     # Korthikanti et al. 2022, section 4, tensor by tensor: the projections' input, Q and K for
     # the scores, V, the output projection's input, the dropout mask after it; with the score
     # matrix kept, softmax output, its dropout mask and dropout output (2 + 1 + 2 bytes in 16 bits).
@@ -446,25 +581,53 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool) -> Part:
         Saved(f"{component}_scores", 2 * a.heads, rows="pairs", keys=keys, kept=SCORES),
         Saved(f"{component}_scores", a.heads, rows="pairs", keys=keys, dtype="mask", kept=SCORES),
     )
-    cached = (Cached(a.kv_per_token, rows=keys),) if stack.name == "decoder" else ()
-    return Part(f"{stack.name}.layers.{{i}}.{component}", component, "dense", entries, repeat=stack.layers,
-                stack=stack, saved=saved, cached=cached)  # fmt: skip
+    cached = (Cached(kv_per_token, rows=keys),) if stack.name == "decoder" else ()
+    return Part(f"{stack.name}.layers.{{i}}.{component}", component, "dense", entries, stack=stack, saved=saved,
+                cached=cached)  # fmt: skip
+
+
+def _mlp_entries(m: MLPShape, prefix: str = "", copies: int = 1, uses: int | None = None) -> tuple[Entry, ...]:
+    """Input projection(s) to d_ff, the activation (times the gate), the down projection; `copies`
+    stacked experts of which each token passes through `uses`."""
+    per_token = copies if uses is None else uses
+    entries: tuple[Entry, ...] = tuple(Linear(prefix + n, m.d_model, m.d_ff, m.bias, copies=copies, uses=uses)
+                                       for n in m.inputs)  # fmt: skip
+    entries += (Pointwise(prefix + "act", m.pointwise, per_token * m.d_ff, "activations"),)
+    if m.gated:
+        entries += (Pointwise(prefix + "gate_product", "gate", per_token * m.d_ff, "activations"),)
+    return entries + (Linear(prefix + "down", m.d_ff, m.d_model, m.bias, copies=copies, uses=uses),)
+
+
+def _mlp_saved(m: MLPShape, per_token: int = 1) -> tuple[Saved, ...]:
+    # the input; per input projection its output and the activation's output (the down projection's
+    # input): 2 · d_ff, or 4 · d_ff gated; the dropout mask after the block
+    per_input = tuple(Saved("mlp", 2 * per_token * m.d_ff) for _ in m.inputs)
+    return (Saved("mlp", m.d_model), *per_input, Saved("mlp", m.d_model, dtype="mask"))
 
 
 def mlp_part(spec: ModelSpec, stack: StackShape) -> Part:
-    """Input projection(s) to d_ff, the activation (times the gate), the down projection."""
+    """The dense MLP of one block, with its residual add."""
     m = MLPShape.of(spec)
-    entries: tuple[Entry, ...] = tuple(Linear(name, m.d_model, m.d_ff, m.bias) for name in m.inputs)
-    entries += (Pointwise("act", m.pointwise, m.d_ff, "activations"),)
-    if m.gated:
-        entries += (Pointwise("gate_product", "gate", m.d_ff, "activations"),)
-    entries += (
-        Linear("down", m.d_ff, m.d_model, m.bias),
-        Pointwise("residual", "residual", m.d_model, "residual_adds"),
-    )
-    # the input; per input projection its output and the activation's output (the down projection's
-    # input): 2 · d_ff, or 4 · d_ff gated; the dropout mask after the block
-    per_input = tuple(Saved("mlp", 2 * m.d_ff) for _ in m.inputs)
-    saved = (Saved("mlp", m.d_model), *per_input, Saved("mlp", m.d_model, dtype="mask"))
-    return Part(f"{stack.name}.layers.{{i}}.mlp", "mlp", "dense", entries, repeat=stack.layers, stack=stack,
-                saved=saved)  # fmt: skip
+    entries = _mlp_entries(m) + (Pointwise("residual", "residual", m.d_model, "residual_adds"),)
+    return Part(f"{stack.name}.layers.{{i}}.mlp", "mlp", "dense", entries, stack=stack, saved=_mlp_saved(m))
+
+
+def moe_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
+    """A mixture of experts: the router d_model -> experts, the routed experts (stacked, each token
+    through top_k of them) and the shared expert with its optional gate."""
+    moe, d = spec.mlp, spec.d_model
+    path = f"{stack.name}.layers.{{i}}.mlp"
+    expert = MLPShape.of(spec, moe.d_expert)
+    parts = [
+        Part(path, "router", "router", (Linear("router", d, moe.experts, moe.router_bias),), stack=stack),
+        Part(path, "experts", "expert", _mlp_entries(expert, "experts.", moe.experts, moe.top_k)
+             + (Pointwise("residual", "residual", d, "residual_adds"),), stack=stack,
+             saved=_mlp_saved(expert, moe.top_k)),
+    ]  # fmt: skip
+    if moe.d_shared:
+        shared = _mlp_entries(MLPShape.of(spec, moe.d_shared), "shared.")
+        if moe.shared_gate:
+            shared += (Linear("shared_gate", d, 1, False),)
+        parts.append(Part(path, "shared_experts", "shared_expert", shared, stack=stack,
+                          saved=_mlp_saved(MLPShape.of(spec, moe.d_shared))))  # fmt: skip
+    return parts

@@ -36,7 +36,12 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
         kind = e["type"]
         if kind == "default_factory_not_called":  # a consequence of another field's error
             continue
-        if kind == "extra_forbidden":
+        if kind == "union_tag_invalid":
+            ctx = e.get("ctx", {})
+            parts.append(f"{loc}: unknown kind {ctx.get('tag')!r}; use one of {ctx.get('expected_tags')}")
+        elif kind == "union_tag_not_found":
+            parts.append(f"{loc}: a table here needs a 'kind' (or give the kind as a string)")
+        elif kind == "extra_forbidden":
             parts.append(f"unknown field {loc!r}{did_you_mean(loc, fields)}")
         elif kind == "missing":
             parts.append(f"missing required field {loc!r}")

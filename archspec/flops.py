@@ -164,7 +164,7 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
     S = (T if src_len is None else src_len) if spec.kind == "encoder-decoder" else None
     if S is not None and S < 1:
         raise SpecError(f"src_len must be positive, got {S}")
-    if spec.position == "learned":
+    if spec.position.kind == "learned":
         for what, n in (("seq_len", T), ("src_len", S)):
             if n is not None and n > spec.max_positions:
                 raise SpecError(
@@ -192,7 +192,8 @@ def count_flops(
         raise SpecError(f"{spec.name} is encoder-only: causal_half applies to a decoder's causal self-attention")
     B = lengths.batch
     ops: dict[str, int] = {}
-    components = {"attention": 0, "cross_attention": 0, "mlp": 0, "pooler": 0, "head": 0}
+    components = {"attention": 0, "cross_attention": 0, "mlp": 0, "router": 0, "experts": 0, "shared_experts": 0,
+                  "pooler": 0, "head": 0}  # fmt: skip
     non_matmul = dict.fromkeys(NON_MATMUL_CATEGORIES, 0)
     c = NON_MATMUL_COST
     for part in describe(spec):

@@ -174,7 +174,7 @@ def estimate_inference(
         except ValueError as exc:
             raise SpecError(str(exc)) from None
     context = prompt_len + gen_len
-    if spec.position == "learned" and context > spec.max_positions:
+    if spec.position.kind == "learned" and context > spec.max_positions:
         raise SpecError(
             f"prompt_len + gen_len = {context} is longer than {spec.name}'s learned position table "
             f"(max_positions={spec.max_positions})"

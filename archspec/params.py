@@ -80,14 +80,16 @@ def seed_estimate(spec: ModelSpec) -> int:
 
 
 def matmul_params(parts: list[Part]) -> int:
-    """Parameters that a matmul multiplies by, each tensor once: every linear layer with its bias,
-    and a table only where a tied projection multiplies by it (a tied head counts once)."""
+    """Parameters that a matmul multiplies each token by, each tensor once: every linear layer with its
+    bias (of routed experts, the top_k a token uses), and a table only where a tied projection
+    multiplies by it (a tied head counts once)."""
     by_path = {p.path: p for p in parts}
     total, tied = 0, set()
     for part in parts:
         for entry in part.entries:
             if isinstance(entry, Linear):
-                total += part.repeat * (entry.n_in * entry.n_out * (entry.tied is None) + entry.n_out * entry.bias)
+                per_copy = entry.n_in * entry.n_out * (entry.tied is None) + entry.n_out * entry.bias
+                total += part.copies * entry.per_row * per_copy  # of experts, those a token uses
                 if entry.tied is not None:
                     tied.add(entry.tied)
     return total + sum(by_path[path].params() for path in tied)
@@ -99,12 +101,15 @@ def count_params(spec: ModelSpec) -> ParamCount:
     components = dict.fromkeys(COMPONENTS, 0)
     roles = dict.fromkeys(ROLES, 0)
     per_layer = {s.name: dict.fromkeys(("attention", "cross_attention", "mlp", "norm"), 0) for s in stack_shapes(spec)}
+    inactive = 0
     for part in parts:
         n = part.params()
-        components[part.component] += part.repeat * n
-        roles[part.role] += part.repeat * n
-        if part.layered:
-            per_layer[part.stack.name][part.component] += n
+        components[part.component] += part.copies * n
+        roles[part.role] += part.copies * n
+        inactive += part.copies * part.inactive()
+        if part.layered and part.start == 0:  # the first layer of each stack
+            layer = per_layer[part.stack.name]
+            layer[part.component] = layer.get(part.component, 0) + n
     for layer in per_layer.values():
         layer["total"] = sum(layer.values())
     total = sum(components.values())
@@ -113,9 +118,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
         total=total,
         components=components,
         per_layer=per_layer,
-        non_embedding=roles["dense"],
+        non_embedding=total - roles["embedding"] - roles["head"],
         estimate=seed_estimate(spec),
-        active=total,  # every parameter takes part in every token's forward pass (no experts yet)
+        active=total - inactive,  # less the routed experts a token does not use
         roles=roles,
         matmul=matmul_params(parts),
     )

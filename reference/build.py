@@ -142,7 +142,7 @@ def init_weights(model: Transformer, seed: int = 0, scheme: str | None = None) -
             seen.add(id(p))
             if pname == "bias":
                 p.zero_()
-            elif getattr(module, "component", None) == "norm":
+            elif isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
                 p.fill_(1.0)
             elif scheme == "gpt2":
                 std = residual_std if id(p) in residual_outputs else 0.02

@@ -25,7 +25,16 @@ from archspec.spec import ModelSpec
 # config never silently builds another model.
 _ACT = {"relu": "relu", "gelu": "gelu", "silu": "silu"}  # transformers' ACT2FN names (exact GELU)
 _GATED_ACT = {"swiglu": "silu", "geglu": "gelu"}  # LLaMA's act_fn(gate(x)) * up(x)
-_PLAIN = {"type_vocab_size": (0,), "embedding_norm": (False,), "pooler": (False,), "embedding_scale": ("none",)}
+_PLAIN = {
+    "type_vocab_size": (0,),
+    "embedding_norm": (False,),
+    "pooler": (False,),
+    "embedding_scale": ("none",),
+    "block": ("sequential",),
+    "attention": ("standard",),
+    "mlp": ("dense",),
+    "share_layers": (False,),
+}
 FAMILIES: dict[str, dict[str, tuple]] = {
     "GPT-2": {"kind": ("decoder-only",), "position": ("learned",), "norm": ("layernorm",),
               "norm_position": ("pre",), "final_norm": (True,), "bias": (True,), "activation": tuple(_ACT),
@@ -34,13 +43,19 @@ FAMILIES: dict[str, dict[str, tuple]] = {
               "final_norm": (True,), "activation": tuple(_GATED_ACT), "head": ("lm",), **_PLAIN},
     "BERT": {"kind": ("encoder-only",), "position": ("learned",), "norm": ("layernorm",), "norm_position": ("post",),
              "final_norm": (False,), "embedding_norm": (True,), "pooler": (True,), "bias": (True,),
-             "activation": tuple(_ACT), "head": ("none",), "embedding_scale": ("none",)},
+             "activation": tuple(_ACT), "head": ("none",), "embedding_scale": ("none",), "block": ("sequential",),
+             "attention": ("standard",), "mlp": ("dense",), "share_layers": (False,)},
 }  # fmt: skip
 
 
 def _value(spec: ModelSpec, field: str):
-    value = getattr(spec, field)
-    return value.kind if field == "head" else value
+    """A field as the families compare it: a sub-table by its kind (position) or as written (the
+    others: a member with any non-default field is a table, which no family's value equals)."""
+    if field == "position":
+        return spec.position.kind
+    if field not in type(spec).model_fields:  # a derived view such as kind
+        return getattr(spec, field)
+    return spec.model_dump(include={field})[field]
 
 
 def unsupported(spec: ModelSpec, family: str) -> list[str]:
@@ -58,6 +73,20 @@ def unsupported(spec: ModelSpec, family: str) -> list[str]:
         out.append(f"d_value={spec.d_value} (needs d_value = d_head = {spec.d_head})")
     if spec.head.kind == "lm" and spec.head.bias:
         out.append("head.bias=true (the family's output projection has no bias)")
+    if spec.embedding.d_embed not in (None, spec.d_model):
+        out.append(f"embedding.d_embed={spec.embedding.d_embed} (needs d_model)")
+    if spec.norm_position == "post" and family == "LLaMA":
+        out.append("norm_position='post' (needs 'pre')")
+    p = spec.position
+    if p.kind == "learned" and p.offset:
+        out.append(f"position.offset={p.offset} (needs 0)")
+    if p.kind == "rotary" and (p.fraction != 1 or p.interleaved):
+        out.append("position: partial or interleaved rotary (needs fraction = 1, rotate-half)")
+    b = spec.biases
+    if family == "LLaMA" and b.qkv != b.out:
+        out.append(f"bias qkv={b.qkv}, out={b.out} (LLaMA's attention_bias sets both)")
+    if family in ("GPT-2", "BERT") and not (b.qkv and b.out and b.mlp):
+        out.append("bias=false somewhere (needs biases on every projection)")
     return out
 
 
@@ -97,7 +126,8 @@ def transformers_config(spec: ModelSpec):
             vocab_size=spec.vocab_size, hidden_size=spec.d_model, intermediate_size=spec.d_ff,
             num_hidden_layers=spec.decoder_layers, num_attention_heads=spec.n_heads,
             num_key_value_heads=spec.n_kv_heads, head_dim=spec.d_head, max_position_embeddings=spec.max_positions,
-            rms_norm_eps=spec.norm_eps, attention_bias=spec.bias, mlp_bias=spec.bias,
+            rms_norm_eps=spec.norm_eps, attention_bias=spec.biases.qkv, mlp_bias=spec.biases.mlp,
+            rope_theta=spec.position.base,
             hidden_act=_GATED_ACT[spec.activation], tie_word_embeddings=spec.tie_embeddings,
         )  # fmt: skip
     if is_bert_shaped(spec):
@@ -226,7 +256,7 @@ def load_llama(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Tr
         p = f"layers.{i}."
         c.module(layer.attention_norm, p + "input_layernorm")
         c.copy(layer.attention.qkv.weight, c.cat(p + "self_attn.", ("q", "k", "v"), "_proj.weight"))
-        if model.spec.bias:
+        if model.spec.biases.qkv:
             c.copy(layer.attention.qkv.bias, c.cat(p + "self_attn.", ("q", "k", "v"), "_proj.bias"))
         c.module(layer.attention.out, p + "self_attn.o_proj")
         c.module(layer.mlp_norm, p + "post_attention_layernorm")

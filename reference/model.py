@@ -3,7 +3,9 @@
 One small module per concept, each tagged with the component of the analytic breakdown it holds
 (``component = "attention"`` ...), so measured and analytic counts compare key by key. Attributes
 are named after the same components: ``embed``, ``position``, ``token_type``, ``attention``,
-``cross_attention``, ``mlp``, ``*_norm``, ``pooler``, ``head``.
+``cross_attention``, ``mlp`` (``router``, ``experts``, ``shared``), ``*_norm``, ``pooler``, ``head``.
+Every width comes from the shapes of archspec.blocks (AttentionShape, LatentShape, MLPShape,
+stack_shapes), the same objects the analytic description is built from.
 
 Shapes: B batch, T target (or only) length, S source/key length, d d_model, nh query heads,
 nkv key/value heads, dk per-head query/key width, dv per-head value width, V vocabulary.
@@ -17,10 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archspec.blocks import AttentionShape, MLPShape, StackShape, stack_shapes
+from archspec.blocks import AttentionShape, LatentShape, MLPShape, StackShape, stack_shapes
 from archspec.spec import ModelSpec
 
-ROTARY_BASE = 10000.0  # RoFormer / LLaMA
 SINUSOID_BASE = 10000.0  # Vaswani et al. 2017, section 3.5
 
 
@@ -29,10 +30,12 @@ SINUSOID_BASE = 10000.0  # Vaswani et al. 2017, section 3.5
 
 class TokenEmbedding(nn.Embedding):
     component = "embed"
+    role = "embedding"
 
 
 class TokenTypeEmbedding(nn.Embedding):
     component = "token_type"
+    role = "embedding"
 
 
 class LayerNorm(nn.LayerNorm):
@@ -43,28 +46,33 @@ class RMSNorm(nn.RMSNorm):
     component = "norm"
 
 
-def make_norm(spec: ModelSpec) -> nn.Module:
-    if spec.norm == "layernorm":
-        return LayerNorm(spec.d_model, eps=spec.norm_eps)
-    return RMSNorm(spec.d_model, eps=spec.norm_eps)
+def make_norm(spec: ModelSpec, width: int | None = None, kind: str | None = None, inside: bool = False) -> nn.Module:
+    """A norm of the spec's kind and epsilon over d_model (or `width`). `inside` a component (QK-norm,
+    latent attention, the masked-LM head) it is untagged, so its parameters count with that component."""
+    layernorm = (kind or spec.norm) == "layernorm"
+    cls = (nn.LayerNorm if layernorm else nn.RMSNorm) if inside else (LayerNorm if layernorm else RMSNorm)
+    return cls(width or spec.d_model, eps=spec.norm_eps)
 
 
 class LearnedPosition(nn.Module):
-    """A learned table of max_positions rows, added to the embeddings."""
+    """A learned table of max_positions + offset rows, added to the embeddings; position p reads
+    row p + offset (OPT, BART and RoBERTa keep 2 rows in front)."""
 
     component = "position"
+    role = "embedding"
 
-    def __init__(self, max_positions: int, d_model: int):
+    def __init__(self, max_positions: int, offset: int, width: int):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(max_positions, d_model))
+        self.max_positions, self.offset = max_positions, offset
+        self.weight = nn.Parameter(torch.empty(max_positions + offset, width))
 
-    def forward(self, T: int, offset: int = 0) -> torch.Tensor:
-        n = self.weight.shape[0]
-        if offset + T > n:
+    def forward(self, T: int, start: int = 0) -> torch.Tensor:
+        if start + T > self.max_positions:
             raise ValueError(
-                f"sequence of {offset + T} positions is longer than the learned position table (max_positions={n})"
+                f"sequence of {start + T} positions is longer than the learned position table "
+                f"(max_positions={self.max_positions})"
             )
-        return self.weight[offset : offset + T]  # (T, d)
+        return self.weight[self.offset + start : self.offset + start + T]  # (T, d)
 
 
 class SinusoidalPosition(nn.Module):
@@ -88,86 +96,230 @@ class SinusoidalPosition(nn.Module):
     def reset_buffers(self) -> None:
         self.table = self._table(self.table.shape[0], self.table.device)
 
-    def forward(self, T: int, offset: int = 0) -> torch.Tensor:
-        if offset + T > self.table.shape[0]:  # no table limit: extend on the fly
-            return self._table(offset + T, self.table.device)[offset:]
-        return self.table[offset : offset + T]
+    def forward(self, T: int, start: int = 0) -> torch.Tensor:
+        if start + T > self.table.shape[0]:  # no table limit: extend on the fly
+            return self._table(start + T, self.table.device)[start:]
+        return self.table[start : start + T]
 
 
 class Rotary(nn.Module):
-    """Rotary position embedding (Su et al. 2021) in LLaMA's rotate-half layout; frequencies are a buffer."""
+    """Rotary position embedding (Su et al. 2021) on the first `dims` of each head, in LLaMA's
+    rotate-half layout or GPT-J's interleaved pairs; frequencies are a buffer."""
 
     component = "position"
 
-    def __init__(self, d_head: int):
+    def __init__(self, dims: int, base: float, interleaved: bool):
         super().__init__()
-        self.d_head = d_head
+        self.dims, self.base, self.interleaved = dims, base, interleaved
         self.register_buffer("inv_freq", self._inv_freq(), persistent=False)
 
     def _inv_freq(self, device=None) -> torch.Tensor:
-        return 1.0 / ROTARY_BASE ** (torch.arange(0, self.d_head, 2, dtype=torch.float32, device=device) / self.d_head)
+        return 1.0 / self.base ** (torch.arange(0, self.dims, 2, dtype=torch.float32, device=device) / self.dims)
 
     def reset_buffers(self) -> None:
         self.inv_freq = self._inv_freq(self.inv_freq.device)
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """x: (B, h, T, dk) -> x rotated by its positions offset .. offset + T - 1."""
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x: (B, h, T, dk) -> x with its first `dims` rotated by positions start .. start + T - 1."""
         T = x.shape[-2]
-        pos = torch.arange(offset, offset + T, dtype=torch.float32, device=x.device)
-        freqs = torch.outer(pos, self.inv_freq.float())  # (T, dk/2)
-        angles = torch.cat((freqs, freqs), dim=-1)  # (T, dk)
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-        x1, x2 = x.chunk(2, dim=-1)
-        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+        pos = torch.arange(start, start + T, dtype=torch.float32, device=x.device)
+        freqs = torch.outer(pos, self.inv_freq.float())  # (T, dims/2)
+        rot, rest = x[..., : self.dims], x[..., self.dims :]
+        if self.interleaved:  # pairs (x0, x1), (x2, x3), ...
+            cos, sin = (
+                freqs.cos().repeat_interleave(2, -1).to(x.dtype),
+                freqs.sin().repeat_interleave(2, -1).to(x.dtype),
+            )
+            pairs = rot.unflatten(-1, (-1, 2))
+            turned = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+        else:  # the two halves
+            angles = torch.cat((freqs, freqs), dim=-1)  # (T, dims)
+            cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+            x1, x2 = rot.chunk(2, dim=-1)
+            turned = torch.cat((-x2, x1), dim=-1)
+        return torch.cat((rot * cos + turned * sin, rest), dim=-1)
+
+
+class Alibi(nn.Module):
+    """ALiBi (Press et al. 2022): head h adds slope_h * (key position) to its scores, which softmax
+    makes a penalty on distance; slopes as BLOOM computes them. No parameters."""
+
+    component = "position"
+
+    def __init__(self, heads: int):
+        super().__init__()
+        self.heads = heads
+
+    def slopes(self, device) -> torch.Tensor:
+        n = 2 ** math.floor(math.log2(self.heads))
+        base = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        slopes = [base ** (i + 1) for i in range(n)]
+        if n < self.heads:
+            extra = 2 ** (-(2 ** -(math.log2(2 * n) - 3)))
+            slopes += [extra ** (2 * i + 1) for i in range(self.heads - n)]
+        return torch.tensor(slopes, device=device)
+
+    def bias(self, T: int, S: int, device, dtype) -> torch.Tensor:
+        keys = torch.arange(S, device=device, dtype=torch.float32)
+        return (self.slopes(device)[:, None, None] * keys).to(dtype).expand(self.heads, T, S)  # (nh, T, S)
+
+
+class RelativePosition(nn.Module):
+    """T5's relative position bias: a table of buckets x heads, looked up by the bucket of each
+    key-query distance (half the buckets exact, half logarithmic up to max_distance)."""
+
+    component = "position"
+    role = "embedding"
+
+    def __init__(self, buckets: int, max_distance: int, heads: int, bidirectional: bool):
+        super().__init__()
+        self.buckets, self.max_distance, self.bidirectional = buckets, max_distance, bidirectional
+        self.weight = nn.Parameter(torch.empty(buckets, heads))
+
+    def bucket(self, relative: torch.Tensor) -> torch.Tensor:
+        n, out = self.buckets, torch.zeros_like(relative)
+        if self.bidirectional:
+            n //= 2
+            out += (relative > 0).long() * n
+            relative = relative.abs()
+        else:
+            relative = -torch.clamp(relative, max=0)
+        exact = n // 2
+        large = (
+            exact
+            + (
+                torch.log(relative.float().clamp(min=1) / exact) / math.log(self.max_distance / exact) * (n - exact)
+            ).long()
+        )
+        large = torch.clamp(large, max=n - 1)
+        return out + torch.where(relative < exact, relative, large)
+
+    def bias(self, T: int, S: int, start: int, device, dtype) -> torch.Tensor:
+        q = torch.arange(start, start + T, device=device)[:, None]
+        k = torch.arange(S, device=device)[None, :]
+        return self.weight[self.bucket(k - q)].permute(2, 0, 1).to(dtype)  # (nh, T, S)
 
 
 # ---------------------------------------------------------------- attention
 
 
-def attend(q, k, v, causal: bool, gqa: bool, offset: int = 0) -> torch.Tensor:
-    """softmax(q k^T / sqrt(dk)) v over all heads; q (B, nh, T, dk), k (B, nkv, S, dk), v (B, nkv, S, dv).
+def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bias=None, window: int | None = None,
+           softcap: float | None = None, gqa: bool = False) -> torch.Tensor:  # fmt: skip
+    """softmax(scale · q kᵀ + bias) v over all heads; q (B, nh, T, dk), k (B, nkv, S, dk), v (B, nkv, S, dv).
 
-    The full score matrix is computed (and counted); a causal mask hides the future. With a cache,
-    `offset` keys precede the T queries. `gqa`: fewer K/V heads than query heads, each shared by a group.
+    The full score matrix is computed (and counted). A causal mask hides the future; `start` keys
+    (a cache) precede the T queries; `window` hides keys more than window - 1 positions back;
+    `bias` (nh, T, S) is added to the scores; `softcap` caps them as c · tanh(s / c). With `gqa`,
+    fewer K/V heads than query heads are shared by groups (grouped-query attention).
     """
     T, S = q.shape[-2], k.shape[-2]
-    if not causal or T == 1:
-        return F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
-    if offset == 0 and T == S:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
-    mask = torch.ones(T, S, dtype=torch.bool, device=q.device).tril(diagonal=S - T)  # (T, S)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+    mask = None
+    if causal or window:
+        qpos = torch.arange(S - T, S, device=q.device)[:, None]  # the queries are the last T positions
+        kpos = torch.arange(S, device=q.device)[None, :]
+        mask = torch.ones(T, S, dtype=torch.bool, device=q.device)
+        if causal:
+            mask &= kpos <= qpos
+        if window:
+            mask &= kpos > qpos - window
+    if softcap is not None:  # no fused kernel soft-caps: explicit products
+        if gqa:
+            k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+            v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+        scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (B, nh, T, S)
+        scores = softcap * torch.tanh(scores / softcap)
+        if bias is not None:
+            scores = scores + bias
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return scores.softmax(dim=-1) @ v  # (B, nh, T, dv)
+    if bias is not None:
+        if mask is not None:
+            bias = bias.masked_fill(~mask, float("-inf"))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale, enable_gqa=gqa)
+    if mask is not None and causal and not window and T == S:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention with grouped-query K/V and independent d_head / d_value."""
+    """Multi-head self-attention with grouped-query K/V, independent d_head / d_value, optional
+    QK-norm, score scale, soft-capping and a sliding window."""
 
     component = "attention"
 
-    def __init__(self, a: AttentionShape, causal: bool):
+    def __init__(self, spec: ModelSpec, a: AttentionShape, causal: bool, window: int | None):
         super().__init__()
-        self.causal = causal
+        cfg = spec.attention
+        self.causal, self.window, self.scale, self.softcap = causal, window, cfg.scale, cfg.softcap
         self.nh, self.nkv, self.dk, self.dv = a.heads, a.kv_heads, a.d_head, a.d_value
         self.split = (a.q, a.k, a.v)
-        self.qkv = nn.Linear(a.d_model, sum(self.split), bias=a.bias)
-        self.out = nn.Linear(a.out_in, a.d_model, bias=a.bias)
+        self.qkv = nn.Linear(a.d_model, sum(self.split), bias=a.qkv_bias)
+        self.q_norm = make_norm(spec, a.d_head, inside=True) if cfg.qk_norm else None
+        self.k_norm = make_norm(spec, a.d_head, inside=True) if cfg.qk_norm else None
+        self.out = nn.Linear(a.out_in, a.d_model, bias=a.out_bias)
 
-    def forward(self, x, rotary: Rotary | None = None, cache: dict | None = None) -> torch.Tensor:
+    def forward(self, x, position=None, cache: dict | None = None, bias=None) -> torch.Tensor:
         B, T, _ = x.shape
         q, k, v = self.qkv(x).split(self.split, dim=-1)
         q = q.view(B, T, self.nh, self.dk).transpose(1, 2)  # (B, nh, T, dk)
         k = k.view(B, T, self.nkv, self.dk).transpose(1, 2)  # (B, nkv, T, dk)
         v = v.view(B, T, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, T, dv)
-        offset = cache["k"].shape[-2] if cache is not None and "k" in cache else 0
-        if rotary is not None:
-            q, k = rotary(q, offset), rotary(k, offset)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        start = cache["k"].shape[-2] if cache is not None and "k" in cache else 0
+        if isinstance(position, Rotary):
+            q, k = position(q, start), position(k, start)
         if cache is not None:
             if "k" in cache:
-                k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, offset + T, dk)
+                k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, start + T, dk)
                 v = torch.cat((cache["v"], v), dim=-2)
             cache["k"], cache["v"] = k, v
-        y = attend(q, k, v, self.causal, self.nkv != self.nh, offset)  # (B, nh, T, dv)
+        y = attend(q, k, v, self.causal, start, self.scale, bias, self.window, self.softcap, self.nkv != self.nh)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
+
+
+class LatentAttention(nn.Module):
+    """Multi-head latent attention (DeepSeek-V2/V3): queries through q_a -> norm -> q_b (or one q),
+    keys and values through kv_a (the latent and one rotary key shared by the heads) -> norm -> kv_b;
+    the cache keeps the latent and the rotary key."""
+
+    component = "attention"
+
+    def __init__(self, spec: ModelSpec, s: LatentShape):
+        super().__init__()
+        self.s, self.scale = s, spec.attention.scale if hasattr(spec.attention, "scale") else None
+        if s.q_rank:
+            self.q_a = nn.Linear(s.d_model, s.q_rank, bias=s.qkv_bias)
+            self.q_norm = make_norm(spec, s.q_rank, inside=True)
+            self.q_b = nn.Linear(s.q_rank, s.q, bias=False)
+        else:
+            self.q = nn.Linear(s.d_model, s.q, bias=False)
+        self.kv_a = nn.Linear(s.d_model, s.kv_a, bias=s.qkv_bias)
+        self.kv_norm = make_norm(spec, s.kv_rank, inside=True)
+        self.kv_b = nn.Linear(s.kv_rank, s.kv_b, bias=False)
+        self.out = nn.Linear(s.out_in, s.d_model, bias=s.out_bias)
+
+    def forward(self, x, position=None, cache: dict | None = None, bias=None) -> torch.Tensor:
+        s, (B, T, _) = self.s, x.shape
+        nope, rope = s.d_head - s.rope_dims, s.rope_dims
+        q = self.q_b(self.q_norm(self.q_a(x))) if s.q_rank else self.q(x)
+        q = q.view(B, T, s.heads, s.d_head).transpose(1, 2)  # (B, nh, T, dk)
+        latent, k_rope = self.kv_a(x).split((s.kv_rank, rope), dim=-1)  # (B, T, kv_rank), (B, T, rope)
+        start = cache["latent"].shape[1] if cache is not None and "latent" in cache else 0
+        k_rope = position(k_rope[:, None], start)  # (B, 1, T, rope): one rotary key for every head
+        if cache is not None:
+            if "latent" in cache:
+                latent = torch.cat((cache["latent"], latent), dim=1)
+                k_rope = torch.cat((cache["k_rope"], k_rope), dim=2)
+            cache["latent"], cache["k_rope"] = latent, k_rope
+        S = latent.shape[1]
+        kv = self.kv_b(self.kv_norm(latent)).view(B, S, s.heads, nope + s.d_value).transpose(1, 2)
+        k_nope, v = kv.split((nope, s.d_value), dim=-1)  # (B, nh, S, nope), (B, nh, S, dv)
+        q = torch.cat((q[..., :nope], position(q[..., nope:], start)), dim=-1)
+        k = torch.cat((k_nope, k_rope.expand(B, s.heads, S, rope)), dim=-1)  # (B, nh, S, dk)
+        y = attend(q, k, v, True, start, self.scale)  # (B, nh, T, dv)
+        return self.out(y.transpose(1, 2).reshape(B, T, s.heads * s.d_value))
 
 
 class CrossAttention(nn.Module):
@@ -175,13 +327,14 @@ class CrossAttention(nn.Module):
 
     component = "cross_attention"
 
-    def __init__(self, a: AttentionShape):
+    def __init__(self, spec: ModelSpec, a: AttentionShape):
         super().__init__()
+        self.scale = spec.attention.scale
         self.nh, self.nkv, self.dk, self.dv = a.heads, a.kv_heads, a.d_head, a.d_value
         self.split = (a.k, a.v)
-        self.q = nn.Linear(a.d_model, a.q, bias=a.bias)
-        self.kv = nn.Linear(a.d_model, sum(self.split), bias=a.bias)
-        self.out = nn.Linear(a.out_in, a.d_model, bias=a.bias)
+        self.q = nn.Linear(a.d_model, a.q, bias=a.qkv_bias)
+        self.kv = nn.Linear(a.d_model, sum(self.split), bias=a.qkv_bias)
+        self.out = nn.Linear(a.out_in, a.d_model, bias=a.out_bias)
 
     def forward(self, x, memory, cache: dict | None = None) -> torch.Tensor:
         B, T, _ = x.shape
@@ -195,11 +348,11 @@ class CrossAttention(nn.Module):
             v = v.view(B, S, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, S, dv)
             if cache is not None:
                 cache["k"], cache["v"] = k, v
-        y = attend(q, k, v, causal=False, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
+        y = attend(q, k, v, causal=False, scale=self.scale, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
 
 
-# ---------------------------------------------------------------- MLP and blocks
+# ---------------------------------------------------------------- MLP, experts and blocks
 
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
@@ -222,72 +375,223 @@ class MLP(nn.Module):
         return self.down(h)
 
 
-class Block(nn.Module):
-    """Self-attention, cross-attention (decoder with an encoder), MLP; each with a residual and a norm."""
+class StackedLinear(nn.Module):
+    """`copies` linear maps n_in -> n_out in one (copies, n_out, n_in) tensor (the experts)."""
 
-    def __init__(self, spec: ModelSpec, stack: StackShape):
+    def __init__(self, copies: int, n_in: int, n_out: int, bias: bool):
         super().__init__()
-        self.pre = spec.norm_position == "pre"
-        a = AttentionShape.of(spec)
+        self.weight = nn.Parameter(torch.empty(copies, n_out, n_in))
+        self.bias = nn.Parameter(torch.empty(copies, n_out)) if bias else None
+
+    def forward(self, x, e: int):
+        return F.linear(x, self.weight[e], self.bias[e] if self.bias is not None else None)
+
+
+class Experts(nn.Module):
+    """The routed experts, each an MLP of d_expert; each one runs on the tokens routed to it only."""
+
+    component = "experts"
+    role = "expert"
+
+    def __init__(self, m: MLPShape, experts: int):
+        super().__init__()
+        self.act = ACTIVATIONS[m.pointwise]
+        self.gate = StackedLinear(experts, m.d_model, m.d_ff, m.bias) if "gate" in m.inputs else None
+        self.up = StackedLinear(experts, m.d_model, m.d_ff, m.bias)
+        self.down = StackedLinear(experts, m.d_ff, m.d_model, m.bias)
+
+    def expert(self, x, e: int):
+        h = self.act(self.gate(x, e)) * self.up(x, e) if self.gate is not None else self.act(self.up(x, e))
+        return self.down(h, e)
+
+
+class Router(nn.Linear):
+    component = "router"
+    role = "router"
+
+
+class SharedExpert(MLP):
+    component = "shared_experts"
+    role = "shared_expert"
+
+
+class SharedGate(nn.Linear):
+    component = "shared_experts"
+    role = "shared_expert"
+
+
+class MoE(nn.Module):
+    """A router picks top_k experts per token (softmax over the experts, renormalised over the
+    top k when `normalize`); their outputs are summed with those weights, beside the shared expert
+    (gated by sigmoid(shared_gate(x)) where there is one)."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        moe = spec.mlp
+        self.top_k, self.normalize = moe.top_k, moe.normalize
+        self.router = Router(spec.d_model, moe.experts, bias=moe.router_bias)
+        self.experts = Experts(MLPShape.of(spec, moe.d_expert), moe.experts)
+        self.shared = SharedExpert(MLPShape.of(spec, moe.d_shared)) if moe.d_shared else None
+        self.shared_gate = SharedGate(spec.d_model, 1, bias=False) if moe.shared_gate else None
+
+    def forward(self, x):
+        B, T, d = x.shape
+        flat = x.reshape(B * T, d)  # (N, d)
+        probs = self.router(flat).float().softmax(dim=-1)  # (N, E)
+        weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k)
+        if self.normalize:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(flat)
+        for e in range(self.router.out_features):  # each expert on the tokens routed to it
+            rows, slot = (chosen == e).nonzero(as_tuple=True)
+            if rows.numel():
+                y = self.experts.expert(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
+                out = out.index_add(0, rows, y)
+        if self.shared is not None:
+            shared = self.shared(flat)
+            if self.shared_gate is not None:
+                shared = torch.sigmoid(self.shared_gate(flat)) * shared
+            out = out + shared
+        return out.view(B, T, d)
+
+
+class Block(nn.Module):
+    """Self-attention, cross-attention (decoder with an encoder), MLP, each with a residual and its
+    norm(s): pre x + f(N(x)), post N(x + f(x)), sandwich x + N2(f(N1(x))); or, in a parallel block,
+    x + attention(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared."""
+
+    def __init__(self, spec: ModelSpec, stack: StackShape, index: int):
+        super().__init__()
+        self.norm_position = spec.norm_position
+        self.parallel = spec.block.kind == "parallel"
+        att = spec.attention
+        window = None
+        if att.kind == "standard" and att.sliding_window:
+            layers = att.sliding_layers
+            if layers == "all" or (layers == "even") == (index % 2 == 0):
+                window = att.sliding_window
         self.attention_norm = make_norm(spec)
-        self.attention = SelfAttention(a, stack.causal)
+        if att.kind == "latent":
+            self.attention = LatentAttention(spec, LatentShape.of(spec))
+        else:
+            self.attention = SelfAttention(spec, AttentionShape.of(spec), stack.causal, window)
+        self.attention_post_norm = make_norm(spec) if self.norm_position == "sandwich" else None
         self.cross_attention_norm = make_norm(spec) if stack.cross else None
-        self.cross_attention = CrossAttention(a) if stack.cross else None
-        self.mlp_norm = make_norm(spec)
-        self.mlp = MLP(MLPShape.of(spec))
+        self.cross_attention = CrossAttention(spec, AttentionShape.of(spec)) if stack.cross else None
+        self.cross_attention_post_norm = make_norm(spec) if stack.cross and self.norm_position == "sandwich" else None
+        shared_norm = self.parallel and spec.block.shared_norm
+        self.mlp_norm = None if shared_norm else make_norm(spec)
+        moe = spec.mlp.kind == "moe" and index >= spec.mlp.dense_layers
+        self.mlp = MoE(spec) if moe else MLP(MLPShape.of(spec))
+        self.mlp_post_norm = make_norm(spec) if self.norm_position == "sandwich" else None
 
-    def residual(self, x, norm, f):
-        return x + f(norm(x)) if self.pre else norm(x + f(x))
+    def residual(self, x, norm, f, post_norm=None):
+        if self.norm_position == "post":
+            return norm(x + f(x))
+        if self.norm_position == "sandwich":
+            return x + post_norm(f(norm(x)))
+        return x + f(norm(x))
 
-    def forward(self, x, memory=None, rotary=None, cache: dict | None = None):
+    def forward(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
-        x = self.residual(x, self.attention_norm, lambda h: self.attention(h, rotary, self_cache))
+        if self.parallel:
+            h = self.attention_norm(x)
+            m = self.mlp_norm(x) if self.mlp_norm is not None else h
+            return x + self.attention(h, position, self_cache, bias) + self.mlp(m)
+        x = self.residual(x, self.attention_norm, lambda h: self.attention(h, position, self_cache, bias),
+                          self.attention_post_norm)  # fmt: skip
         if self.cross_attention is not None:
-            x = self.residual(x, self.cross_attention_norm, lambda h: self.cross_attention(h, memory, cross_cache))
-        return self.residual(x, self.mlp_norm, self.mlp)
+            x = self.residual(x, self.cross_attention_norm, lambda h: self.cross_attention(h, memory, cross_cache),
+                              self.cross_attention_post_norm)  # fmt: skip
+        return self.residual(x, self.mlp_norm, self.mlp, self.mlp_post_norm)
 
 
 class Stack(nn.Module):
-    """Positions, an optional embedding norm, the blocks, an optional final norm."""
+    """Positions, an optional embedding norm, the blocks (one shared block run `layers` times with
+    share_layers), an optional final norm."""
 
     def __init__(self, spec: ModelSpec, stack: StackShape):
         super().__init__()
+        p, e = spec.position, spec.d_embed
+        self.n_layers = stack.layers
         self.position = {
-            "learned": lambda: LearnedPosition(spec.max_positions, spec.d_model),
-            "sinusoidal": lambda: SinusoidalPosition(spec.max_positions, spec.d_model),
-            "rotary": lambda: Rotary(spec.d_head),
+            "learned": lambda: LearnedPosition(spec.max_positions, p.offset, e),
+            "sinusoidal": lambda: SinusoidalPosition(spec.max_positions, e),
+            "rotary": lambda: Rotary(spec.rotary_dims, p.base, p.interleaved),
+            "alibi": lambda: Alibi(spec.n_heads),
+            "relative": lambda: RelativePosition(p.buckets, p.max_distance, spec.n_heads, not stack.causal),
             "none": lambda: None,
-        }[spec.position]()
-        self.embedding_norm = make_norm(spec) if spec.embedding_norm else None
-        self.layers = nn.ModuleList(Block(spec, stack) for _ in range(stack.layers))
+        }[p.kind]()
+        if spec.attention.kind == "latent":  # the rotary part of each head only
+            self.position = Rotary(spec.attention.rope_dims, p.base, p.interleaved)
+        self.embedding_norm = make_norm(spec, e) if spec.embedding_norm else None
+        copies = 1 if spec.share_layers else stack.layers
+        self.layers = nn.ModuleList(Block(spec, stack, i) for i in range(copies))
         self.final_norm = make_norm(spec) if spec.final_norm else None
 
-    def forward(self, x, memory=None, cache: list | None = None, offset: int = 0):
-        """x: (B, T, d) token embeddings -> (B, T, d)."""
-        rotary = self.position if isinstance(self.position, Rotary) else None
-        if self.position is not None and rotary is None:
-            x = x + self.position(x.shape[1], offset).to(x.dtype)
-        if self.embedding_norm is not None:
-            x = self.embedding_norm(x)
-        for i, layer in enumerate(self.layers):
-            x = layer(x, memory, rotary, cache[i] if cache is not None else None)
+    def embed_positions(self, x, start: int = 0):
+        """x: (B, T, d_embed) summed embeddings -> with additive positions and the embedding norm."""
+        if isinstance(self.position, (LearnedPosition, SinusoidalPosition)):
+            x = x + self.position(x.shape[1], start).to(x.dtype)
+        return self.embedding_norm(x) if self.embedding_norm is not None else x
+
+    def forward(self, x, memory=None, cache: list | None = None, start: int = 0):
+        """x: (B, T, d) embedded input -> (B, T, d)."""
+        T = x.shape[1]
+        bias = None
+        if isinstance(self.position, Alibi):
+            bias = self.position.bias(T, start + T, x.device, x.dtype)
+        elif isinstance(self.position, RelativePosition):
+            bias = self.position.bias(T, start + T, start, x.device, x.dtype)
+        for i in range(self.n_layers):
+            layer = self.layers[i if len(self.layers) > 1 else 0]
+            x = layer(x, memory, self.position, cache[i] if cache is not None else None, bias)
         return self.final_norm(x) if self.final_norm is not None else x
 
 
 class Head(nn.Module):
-    """The output projection d -> V (with an optional bias); with tied embeddings its weight is the
-    token embedding."""
+    """The output projection d -> V (with an optional bias, an input scale and a logit soft-cap);
+    with tied embeddings its weight is the token embedding."""
 
     component = "head"
+    role = "head"
 
-    def __init__(self, d_model: int, vocab_size: int, bias: bool):
+    def __init__(self, spec: ModelSpec):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
-        self.bias = nn.Parameter(torch.empty(vocab_size)) if bias else None
+        h = spec.head
+        self.scale, self.softcap = h.scale, h.softcap
+        self.weight = nn.Parameter(torch.empty(spec.vocab_size, spec.d_model))
+        self.bias = nn.Parameter(torch.empty(spec.vocab_size)) if h.bias else None
 
     def forward(self, x):
-        return F.linear(x, self.weight, self.bias)  # (B, T, V)
+        logits = F.linear(x * self.scale if self.scale != 1.0 else x, self.weight, self.bias)  # (B, T, V)
+        return self.softcap * torch.tanh(logits / self.softcap) if self.softcap else logits
+
+
+class MLMHead(nn.Module):
+    """BERT's masked-LM head: LayerNorm(act(dense(x))) @ token tableᵀ + bias."""
+
+    component = "head"
+    role = "head"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        e = spec.d_embed
+        self.dense = nn.Linear(spec.d_model, e)
+        self.act = ACTIVATIONS[MLPShape.of(spec).pointwise]
+        self.norm = make_norm(spec, e, "layernorm", inside=True)
+        self.weight = nn.Parameter(torch.empty(spec.vocab_size, e))
+        self.bias = nn.Parameter(torch.empty(spec.vocab_size))
+
+    def forward(self, x):
+        return F.linear(self.norm(self.act(self.dense(x))), self.weight, self.bias)  # (B, T, V)
+
+
+class EmbeddingProjection(nn.Linear):
+    """ALBERT: the factorised embedding's d_embed -> d_model map."""
+
+    component = "embed"
 
 
 class Pooler(nn.Module):
@@ -317,19 +621,20 @@ class Transformer(nn.Module):
     def __init__(self, spec: ModelSpec):
         super().__init__()
         self.spec = spec
-        d, V = spec.d_model, spec.vocab_size
+        d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
         self.kind = spec.kind
-        self.embed = TokenEmbedding(V, d)
-        untied_pair = self.kind == "encoder-decoder" and not spec.tie_embeddings
-        self.target_embed = TokenEmbedding(V, d) if untied_pair else None
-        self.token_type = TokenTypeEmbedding(spec.type_vocab_size, d) if spec.type_vocab_size else None
+        self.embed = TokenEmbedding(V, e)
+        untied_pair = self.kind == "encoder-decoder" and not spec.share_embeddings
+        self.target_embed = TokenEmbedding(V, e) if untied_pair else None
+        self.token_type = TokenTypeEmbedding(spec.type_vocab_size, e) if spec.type_vocab_size else None
+        self.embed_proj = EmbeddingProjection(e, d) if e != d else None
         # Vaswani et al. 2017, 3.4 (and Gemma): embeddings multiplied by sqrt(d_model)
         self.embed_scale = math.sqrt(d) if spec.embedding_scale == "sqrt_d_model" else 1.0
         stacks = {s.name: Stack(spec, s) for s in stack_shapes(spec)}
         self.encoder = stacks.get("encoder")
         self.decoder = stacks.get("decoder")
         self.pooler = Pooler(d) if spec.pooler else None
-        self.head = Head(d, V, spec.head.bias) if spec.head.kind == "lm" else None
+        self.head = {"lm": Head, "mlm": MLMHead, "none": lambda s: None}[spec.head.kind](spec)
         self.tie_weights()
 
     def tie_weights(self) -> None:
@@ -348,26 +653,27 @@ class Transformer(nn.Module):
         if tokens.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"{what} must hold integer token ids, got dtype {tokens.dtype}")
 
-    def _embed(self, tokens, embed: nn.Embedding, token_types=None, first_stack: bool = True):
+    def _embed(self, tokens, embed: nn.Embedding, stack: Stack, token_types=None, first_stack=True, start=0):
         x = embed(tokens) * self.embed_scale if self.embed_scale != 1.0 else embed(tokens)
         if self.token_type is not None and first_stack:
             if token_types is None:
                 token_types = torch.zeros_like(tokens)
             x = x + self.token_type(token_types)
-        return x  # (B, T, d)
+        x = stack.embed_positions(x, start)
+        return self.embed_proj(x) if self.embed_proj is not None else x  # (B, T, d)
 
     def encode(self, src: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder's output (B, S, d)."""
         self._check_tokens(src, "src" if self.kind == "encoder-decoder" else "tokens")
-        return self.encoder(self._embed(src, self.embed, token_types))
+        return self.encoder(self._embed(src, self.embed, self.encoder, token_types))
 
     def decode(self, tgt, memory=None, cache=None, token_types=None) -> torch.Tensor:
         """The decoder's output (B, T, d); `cache` (see new_cache) holds keys and values of earlier steps."""
         self._check_tokens(tgt, "tgt" if self.kind == "encoder-decoder" else "tokens")
         embed = self.target_embed if self.target_embed is not None else self.embed
-        offset = cache_length(cache) if cache is not None else 0
-        x = self._embed(tgt, embed, token_types, first_stack=self.encoder is None)
-        return self.decoder(x, memory, cache, offset)
+        start = cache_length(cache) if cache is not None else 0
+        x = self._embed(tgt, embed, self.decoder, token_types, first_stack=self.encoder is None, start=start)
+        return self.decoder(x, memory, cache, start)
 
     def hidden_states(self, *inputs, token_types=None, cache=None) -> torch.Tensor:
         """The last stack's output (B, T, d), before the output head."""
@@ -398,12 +704,14 @@ class Transformer(nn.Module):
         """An empty key/value cache for incremental decoding: one {'self': {}, 'cross': {}} per decoder layer."""
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder to cache")
-        return [{"self": {}, "cross": {}} for _ in self.decoder.layers]
+        return [{"self": {}, "cross": {}} for _ in range(self.decoder.n_layers)]
 
 
 def cache_length(cache: list[dict]) -> int:
     """Positions already held by a cache."""
     first = cache[0]["self"] if cache else {}
+    if "latent" in first:
+        return first["latent"].shape[1]
     return first["k"].shape[-2] if "k" in first else 0
 
 

@@ -182,6 +182,10 @@ def test_markdown_output_is_a_pipe_table(run_cli):
     assert sum(line.startswith("| gpt2 ") or line.startswith("| bert-base ") for line in lines) == 2
 
 
-def test_json_of_show_carries_the_sub_table(run_cli):
+def test_show_writes_a_default_member_as_its_kind_and_others_as_tables(run_cli):
     code, out, _ = run_cli("show", "bert-base", "--format", "json")
-    assert code == 0 and json.loads(out)[0]["head"] == {"kind": "none"}
+    assert code == 0 and json.loads(out)[0]["head"] == "none" and json.loads(out)[0]["position"] == "learned"
+    code, out, _ = run_cli("show", "gpt2", "--set", "position=rotary", "--format", "json")
+    assert json.loads(out)[0]["position"] == "rotary"
+    spec = ModelSpec(**TOY, position={"kind": "rotary", "base": 5e5})
+    assert spec.model_dump()["position"] == {"kind": "rotary", "base": 5e5, "fraction": 1.0, "interleaved": False}

@@ -71,7 +71,10 @@ def test_schema_is_json_schema(run_cli):
         (["params", "gpt2", "--set", "d_model=0"], "d_model: Input should be greater than or equal to 1"),
         (["params", "gpt2", "--set", "d_model=-8"], "greater than or equal to 1"),
         (["params", "gpt2", "--set", "n_heads=7"], "not divisible by n_heads=7"),
-        (["params", "gpt2", "--set", "position=rope"], "'learned', 'sinusoidal', 'rotary' or 'none'"),
+        (
+            ["params", "gpt2", "--set", "position=rope"],
+            "'learned', 'sinusoidal', 'rotary', 'alibi', 'relative', 'none'",
+        ),
         (["params", "gpt2", "--set", "d_model"], "expected FIELD=VALUE"),
         (["params", "gpt2", "--format", "xml"], "invalid choice: 'xml'"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
