@@ -1067,7 +1067,7 @@ register(
     "transformers' defaults for missing keys, the head of the class in `architectures`; keys the spec "
     "cannot represent are refused by name",
     "archspec import Llama-3-8B/config.json\n  archspec import mixtral/config.json -o mixtral.toml\n"
-    "  archspec import t5-base.json --format json\n  archspec params Llama-3-8B/config.json",
+    "  archspec import t5-base.json --format json\n  archspec import flan-t5-xxl/ --set tie_embeddings=false",
     models=None,
     add_args=_import_args,
     default_format=None,

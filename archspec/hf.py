@@ -188,9 +188,36 @@ def _gpt2(cfg: Config, where: str) -> dict[str, Any]:
     return {"attention": {"kind": "standard", "scale": 1.0}} if not cfg["scale_attn_weights"] else {}
 
 
-def _gpt_neo_kinds(cfg: Config) -> bool:
+def _gpt_neo_layers(cfg: Config) -> list[str]:
+    """GPTNeoConfig.expand_attention_types_params: [[["global", "local"], 12]] -> global, local, ... (24)."""
     kinds = cfg.get("attention_types") or [[["global", "local"], 12]]
-    return all(k in ("global", "local") for pattern, _ in kinds for k in pattern)
+    return [kind for pattern, repeat in kinds for _ in range(repeat) for kind in pattern]
+
+
+# which layers use the window -> the spec's sliding_layers
+_SLIDING_LAYERS = {(True, True): "all", (True, False): "even", (False, True): "odd"}
+
+
+def _sliding_layers(local: list[bool]) -> str | None:
+    """'all', 'even' or 'odd' for a per-layer list of windowed layers; None for a pattern the spec lacks."""
+    even, odd = local[0::2], local[1::2]
+    if len(set(even)) > 1 or len(set(odd)) > 1:
+        return None
+    return _SLIDING_LAYERS.get((bool(even and even[0]), bool(odd and odd[0])), "none")
+
+
+def _gpt_neo_pattern_ok(cfg: Config) -> bool:
+    layers = _gpt_neo_layers(cfg)
+    return set(layers) <= {"global", "local"} and _sliding_layers([k == "local" for k in layers]) is not None
+
+
+def _gpt_neo(cfg: Config, where: str) -> dict[str, Any]:
+    """No score scaling; the local layers of attention_types see window_size tokens."""
+    attention: dict[str, Any] = {"kind": "standard", "scale": 1.0}
+    layers = _sliding_layers([k == "local" for k in _gpt_neo_layers(cfg)])
+    if layers != "none":
+        attention.update(sliding_window=cfg["window_size"], sliding_layers=layers)
+    return {"attention": attention}
 
 
 def _gptj(cfg: Config, where: str) -> dict[str, Any]:
@@ -268,6 +295,7 @@ def _qwen2_moe(cfg: Config, where: str) -> dict[str, Any]:
         "experts": cfg["num_experts"],
         "top_k": cfg["num_experts_per_tok"],
         "d_expert": cfg["moe_intermediate_size"],
+        "normalize": bool(cfg["norm_topk_prob"]),
     }
     if cfg["shared_expert_intermediate_size"]:
         moe.update(d_shared=cfg["shared_expert_intermediate_size"], shared_gate=True)
@@ -297,7 +325,8 @@ def _gemma2(cfg: Config, where: str) -> dict[str, Any]:
     if cfg.get("attn_logit_softcapping"):
         attention["softcap"] = float(cfg["attn_logit_softcapping"])
     if cfg.get("sliding_window"):
-        attention.update(sliding_window=cfg["sliding_window"], global_every=2)
+        # layer_types: sliding_attention on layers 0, 2, 4, ..., full attention on the others
+        attention.update(sliding_window=cfg["sliding_window"], sliding_layers="even")
     out = _gemma(cfg, where) | {"attention": attention}
     if cfg.get("final_logit_softcapping"):
         out["head"] = {"kind": "lm", "softcap": float(cfg["final_logit_softcapping"])}
@@ -327,6 +356,7 @@ def _latent(cfg: Config, where: str) -> dict[str, Any]:
         "experts": cfg["n_routed_experts"],
         "top_k": cfg["num_experts_per_tok"],
         "d_expert": cfg["moe_intermediate_size"],
+        "normalize": bool(cfg["norm_topk_prob"]),
     }
     if cfg.get("n_shared_experts"):
         moe["d_shared"] = cfg["n_shared_experts"] * cfg["moe_intermediate_size"]
@@ -467,13 +497,12 @@ _FAMILIES = [
         {"vocab_size": 50257, "max_position_embeddings": 2048, "hidden_size": 2048, "num_layers": 24,
          "attention_types": None, "num_heads": 16, "intermediate_size": None, "window_size": 256,
          "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True},
-        # GPT-Neo does not scale its attention scores; its local layers (attention_types) see a window of
-        # window_size tokens, which changes neither the count nor the FLOPs of the full score matrix
         fixed={"position": "learned", "norm": "layernorm", "norm_position": "pre",
-               "bias": {"qkv": False, "out": True, "mlp": True}, "attention": {"kind": "standard", "scale": 1.0}},
+               "bias": {"qkv": False, "out": True, "mlp": True}},
         aliases={"num_attention_heads": "num_heads", "num_hidden_layers": "num_layers"},
-        refuse=(Refusal("attention_types", _gpt_neo_kinds, "only global and local layers exist"),),
-        derive=combine(ff("intermediate_size", "hidden_size"), plain_mlp("activation_function")),
+        refuse=(Refusal("attention_types", _gpt_neo_pattern_ok,
+                        "only all-global, all-local or alternating global and local layers are represented"),),
+        derive=combine(ff("intermediate_size", "hidden_size"), plain_mlp("activation_function"), _gpt_neo),
     ),
     Family(
         "gptj",
@@ -628,7 +657,8 @@ _FAMILIES = [
          "num_attention_heads": 16, "num_key_value_heads": 16, "hidden_act": "silu", "max_position_embeddings": 32768,
          "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "use_sliding_window": False, "decoder_sparse_step": 1,
          "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4,
-         "num_experts": 60, "mlp_only_layers": None, "qkv_bias": True},
+         "num_experts": 60, "mlp_only_layers": None, "qkv_bias": True,
+         "norm_topk_prob": False},
         fixed=_LLAMA_FIXED,
         refuse=(
             must_be_falsy("use_sliding_window", "windows on some layers are not represented"),
@@ -737,7 +767,8 @@ _FAMILIES = [
                  "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
                  "first_k_dense_replace": 0, "kv_lora_rank": 512, "q_lora_rank": 1536, "n_routed_experts": 64,
                  "n_shared_experts": 2, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-                 "num_experts_per_tok": None, "moe_intermediate_size": 1407, "rope_interleave": True},
+                 "num_experts_per_tok": None, "moe_intermediate_size": 1407, "norm_topk_prob": False,
+                 "rope_interleave": True},
                 {"num_experts": "n_routed_experts"},
             ),
             (
@@ -748,7 +779,7 @@ _FAMILIES = [
                  "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128,
                  "qk_nope_head_dim": 128, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "hidden_act": "silu",
                  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
-                 "rope_interleave": True, "attention_bias": False},
+                 "rope_interleave": True, "attention_bias": False, "norm_topk_prob": True},
                 {"num_local_experts": "n_routed_experts"},
             ),
         )

@@ -23,8 +23,10 @@ SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 def _plain(value: Any) -> Any:
     """A sub-table member as the dict a file would hold: its kind and the keys that were given."""
     if isinstance(value, BaseModel):
-        out = {"kind": value.kind} if hasattr(value, "kind") else {}
-        return out | {k: _plain(v) for k, v in value.model_dump(exclude_unset=True).items()}
+        dumped = value.model_dump(exclude_unset=True)  # a member of defaults only dumps as its kind
+        if isinstance(dumped, dict) and hasattr(value, "kind"):
+            dumped = {"kind": value.kind, **dumped}
+        return dumped
     return value
 
 
@@ -78,7 +80,7 @@ def _toml_value(value: Any) -> str:
 
 def to_toml(data: dict[str, Any], comments: list[str] = ()) -> str:
     """Flat fields first, then each sub-table as a [section]."""
-    lines = [f"# {c}" for c in comments]
+    lines = [f"# {c}" for c in comments] + ([""] if comments else [])
     lines += [f"{k} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
     for key, table in data.items():
         if isinstance(table, dict):

