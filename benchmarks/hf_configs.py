@@ -1,0 +1,64 @@
+"""Wall time of counting every Hugging Face config.json of the test set in one `archspec params` call,
+against the cost of archspec's own dependencies (`python -c "from pydantic import BaseModel; import
+tabulate"`), in the same run.
+
+    python benchmarks/hf_configs.py [--runs 21]
+
+Prints the medians and their ratio; the budget is <= 2.0. The configs are the real files in
+tests/data/hf/ that archspec reads (the ones it refuses are left out: they stop the command).
+
+Both sides run from bytecode (see benchmarks/cli_latency.py): archspec's own modules are
+byte-compiled first, as a wheel install would have done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from cli_latency import BASELINE, byte_compile_archspec, wall  # this folder is on sys.path
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "hf"
+
+
+def readable_configs() -> list[str]:
+    """The test set's configs that archspec counts (a refused one would end the command with exit 2)."""
+    from archspec import load_spec
+    from archspec.errors import SpecError
+
+    out = []
+    for path in sorted(DATA.glob("*.json")):
+        try:
+            load_spec(path)
+        except SpecError:
+            continue
+        out.append(str(path))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=21)
+    args = ap.parse_args()
+    byte_compile_archspec()
+    configs = readable_configs()
+    command = [sys.executable, "-m", "archspec", "params", *configs, "--format", "json"]
+    counted = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    assert len(counted) == len(configs)
+    wall(BASELINE), wall(command)  # warm the file cache
+    base, ours = [], []
+    for _ in range(args.runs):  # interleaved, so drift hits both alike
+        base.append(wall(BASELINE))
+        ours.append(wall(command))
+    b, o = statistics.median(base), statistics.median(ours)
+    print(f"baseline (pydantic + tabulate import): median {b * 1000:.1f} ms over {args.runs} runs")
+    print(f"archspec params of {len(configs)} config.json files: median {o * 1000:.1f} ms")
+    print(f"ratio: {o / b:.2f} (budget 2.00)")
+
+
+if __name__ == "__main__":
+    main()
