@@ -207,12 +207,14 @@ def count_flops(
                     "values": 2 * B * e.shape.heads * pairs * e.shape.d_value,
                 }  # softmax(..)·V per head
                 non_matmul["softmax"] += n * B * e.shape.heads * T * S * (c["softmax"] + c["score_scale"])
+                non_matmul["positions"] += n * B * e.shape.heads * T * S * e.score_bias * c["position_add"]
             elif isinstance(e, Linear):
-                rows = B * lengths.rows(e.rows, part.stack)
+                rows = B * lengths.rows(e.rows, part.stack) * e.per_row  # experts: each row through top_k
                 work = {e.name: matmul_flops(rows, e.n_in, e.n_out)}
                 non_matmul["bias_adds"] += n * rows * e.n_out * e.bias * c["bias"]
             elif isinstance(e, Norm):
-                non_matmul["norms"] += n * B * lengths.rows("tokens", part.stack) * e.width * c[e.kind]
+                per_row = e.per_row or e.width  # per-head norms normalise every head
+                non_matmul["norms"] += n * B * lengths.rows("tokens", part.stack) * per_row * c[e.kind]
                 continue
             elif isinstance(e, Pointwise):
                 non_matmul[e.category] += n * B * lengths.rows(e.rows, part.stack) * e.width * c[e.cost]
@@ -222,7 +224,7 @@ def count_flops(
             for name, flops in work.items():
                 key = f"{part.component}.{name}" if name else part.component
                 ops[key] = ops.get(key, 0) + n * flops
-                components[part.component] += n * flops
+                components[part.component] = components.get(part.component, 0) + n * flops
     forward = sum(components.values())
     pc = count_params(spec)
     T = lengths.target

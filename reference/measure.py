@@ -67,12 +67,15 @@ def measure_flops(model: nn.Module, inputs: tuple, backward: bool = False) -> tu
     """torch's FlopCounterMode over model(*inputs), the pooler where the model has one, and with
     `backward` the backward pass of their sum: total and by component.
 
-    On the meta device scaled_dot_product_attention runs its math decomposition, whose bmm's are
-    counted; on the CPU the fused kernel has no FLOP formula and would count as zero.
+    scaled_dot_product_attention runs its math decomposition, whose bmm's are counted (a fused CPU
+    kernel has no FLOP formula and would count as zero). A mixture of experts really routes its
+    tokens on a real device; on the meta device it spreads the N·k routed rows evenly.
     """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    # the math backend: attention as explicit matmuls, which FlopCounterMode counts on any device
+    with FlopCounterMode(display=False) as counter, sdpa_kernel([SDPBackend.MATH]):
         if getattr(model, "pooler", None) is not None:  # BertModel's forward pools the first token too
             out, pooled = model(*inputs, pool=True)
             loss = out.float().sum() + pooled.float().sum()

@@ -400,7 +400,8 @@ class Experts(nn.Module):
         self.up = StackedLinear(experts, m.d_model, m.d_ff, m.bias)
         self.down = StackedLinear(experts, m.d_ff, m.d_model, m.bias)
 
-    def expert(self, x, e: int):
+    def forward(self, x, e: int):
+        """Expert e on the rows x routed to it."""
         h = self.act(self.gate(x, e)) * self.up(x, e) if self.gate is not None else self.act(self.up(x, e))
         return self.down(h, e)
 
@@ -437,6 +438,8 @@ class MoE(nn.Module):
     def forward(self, x):
         B, T, d = x.shape
         flat = x.reshape(B * T, d)  # (N, d)
+        if flat.is_meta:  # shapes only: no values to route by, so spread the N·k routed rows evenly
+            return self._meta_forward(flat).view(B, T, d)
         probs = self.router(flat).float().softmax(dim=-1)  # (N, E)
         weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k)
         if self.normalize:
@@ -445,7 +448,7 @@ class MoE(nn.Module):
         for e in range(self.router.out_features):  # each expert on the tokens routed to it
             rows, slot = (chosen == e).nonzero(as_tuple=True)
             if rows.numel():
-                y = self.experts.expert(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
+                y = self.experts(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
                 out = out.index_add(0, rows, y)
         if self.shared is not None:
             shared = self.shared(flat)
@@ -453,6 +456,22 @@ class MoE(nn.Module):
                 shared = torch.sigmoid(self.shared_gate(flat)) * shared
             out = out + shared
         return out.view(B, T, d)
+
+    def _meta_forward(self, flat):
+        """On the meta device: the same modules on the same number of rows (N·k routed rows in all,
+        which is what the FLOPs depend on), expert e taking N·k // E of them (one more for the first
+        N·k mod E experts)."""
+        E, routed = self.router.out_features, flat.shape[0] * self.top_k
+        self.router(flat)
+        out = torch.zeros_like(flat)
+        for e in range(E):
+            rows = routed // E + (1 if e < routed % E else 0)
+            if rows:
+                self.experts(flat.new_empty(rows, flat.shape[1]), e)
+        if self.shared is not None:
+            shared = self.shared(flat)
+            out = out + (torch.sigmoid(self.shared_gate(flat)) * shared if self.shared_gate is not None else shared)
+        return out
 
 
 class Block(nn.Module):
