@@ -66,7 +66,8 @@ def modern_specs(draw) -> ModelSpec:
         layers = max(enc, dec)
         data["mlp"] = {"kind": "moe", "experts": draw(st.integers(2, 4)), "top_k": draw(st.integers(1, 2)),
                        "d_expert": draw(st.sampled_from([8, 16])), "d_shared": draw(st.sampled_from([0, 12])),
-                       "router_bias": draw(st.booleans()), "dense_layers": draw(st.integers(0, layers - 1))}  # fmt: skip
+                       "router_bias": draw(st.booleans()),
+                       "dense_layers": draw(st.integers(0, layers - 1))}  # fmt: skip
         data["mlp"]["shared_gate"] = bool(data["mlp"]["d_shared"]) and draw(st.booleans())
     elif enc and not dec and draw(st.booleans()):  # ALBERT: factorised embeddings, one shared block
         data.update(embedding={"d_embed": 16}, share_layers=draw(st.booleans()), type_vocab_size=2,
@@ -205,7 +206,8 @@ def test_shared_layers_count_once_and_run_every_layer():
 
 def test_t5_v1_1_shares_source_and_target_tables_with_an_untied_head():
     t5 = ModelSpec(**BASE, encoder_layers=2, decoder_layers=2, position="relative", bias=False, activation="geglu",
-                   share_embeddings=True, tie_embeddings=False, attention={"kind": "standard", "scale": 1.0})  # fmt: skip
+                   share_embeddings=True, tie_embeddings=False,
+                   attention={"kind": "standard", "scale": 1.0})  # fmt: skip
     pc = count_params(t5)
     assert pc.components["embed"] == 53 * 32 and pc.components["head"] == 53 * 32
     assert pc.components["position"] == 2 * 32 * 4  # one buckets x heads table per stack
