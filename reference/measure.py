@@ -71,11 +71,16 @@ def measure_flops(model: nn.Module, inputs: tuple, backward: bool = False) -> tu
     kernel has no FLOP formula and would count as zero). A mixture of experts really routes its
     tokens on a real device; on the meta device it spreads the N·k routed rows evenly.
     """
+    import contextlib
+
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    # the math backend: attention as explicit matmuls, which FlopCounterMode counts on any device
-    with FlopCounterMode(display=False) as counter, sdpa_kernel([SDPBackend.MATH]):
+    # On a real device, SDPA's math backend: attention as explicit matmuls, which FlopCounterMode
+    # counts (a fused CPU kernel has no formula). On the meta device the fused op has one, and is faster.
+    on_meta = next(iter(model.parameters())).is_meta
+    backend = contextlib.nullcontext() if on_meta else sdpa_kernel([SDPBackend.MATH])
+    with FlopCounterMode(display=False) as counter, backend:
         if getattr(model, "pooler", None) is not None:  # BertModel's forward pools the first token too
             out, pooled = model(*inputs, pool=True)
             loss = out.float().sum() + pooled.float().sum()

@@ -213,8 +213,10 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
     fewer K/V heads than query heads are shared by groups (grouped-query attention).
     """
     T, S = q.shape[-2], k.shape[-2]
+    if causal and T == S and not window and bias is None and softcap is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     mask = None
-    if causal or window:
+    if (causal and T > 1) or window:
         qpos = torch.arange(S - T, S, device=q.device)[:, None]  # the queries are the last T positions
         kpos = torch.arange(S, device=q.device)[None, :]
         mask = torch.ones(T, S, dtype=torch.bool, device=q.device)
@@ -237,8 +239,6 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
         if mask is not None:
             bias = bias.masked_fill(~mask, float("-inf"))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale, enable_gqa=gqa)
-    if mask is not None and causal and not window and T == S:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 
@@ -400,8 +400,16 @@ class Experts(nn.Module):
         self.up = StackedLinear(experts, m.d_model, m.d_ff, m.bias)
         self.down = StackedLinear(experts, m.d_ff, m.d_model, m.bias)
 
-    def forward(self, x, e: int):
-        """Expert e on the rows x routed to it."""
+    def forward(self, x, e: int | slice):
+        """Expert e on the rows x (N, d) routed to it; or, for a slice of experts, each on its own rows
+        x (E', rows, d) as batched matmuls (the meta device, where only shapes matter)."""
+        if isinstance(e, slice):
+
+            def lin(m, h):  # (E', rows, n_in) @ (E', n_in, n_out)
+                return torch.bmm(h, m.weight[e].transpose(1, 2))
+
+            h = self.act(lin(self.gate, x)) * lin(self.up, x) if self.gate is not None else self.act(lin(self.up, x))
+            return lin(self.down, h)
         h = self.act(self.gate(x, e)) * self.up(x, e) if self.gate is not None else self.act(self.up(x, e))
         return self.down(h, e)
 
@@ -464,10 +472,10 @@ class MoE(nn.Module):
         E, routed = self.router.out_features, flat.shape[0] * self.top_k
         self.router(flat)
         out = torch.zeros_like(flat)
-        for e in range(E):
-            rows = routed // E + (1 if e < routed % E else 0)
-            if rows:
-                self.experts(flat.new_empty(rows, flat.shape[1]), e)
+        q, extra = divmod(routed, E)
+        for rows, experts in ((q + 1, slice(0, extra)), (q, slice(extra, E))):
+            if rows and experts.stop > experts.start:
+                self.experts(flat.new_empty(experts.stop - experts.start, rows, flat.shape[1]), experts)
         if self.shared is not None:
             shared = self.shared(flat)
             out = out + (torch.sigmoid(self.shared_gate(flat)) * shared if self.shared_gate is not None else shared)
