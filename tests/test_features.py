@@ -13,7 +13,7 @@ from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.flops import count_flops  # noqa: E402
 from archspec.memory import kv_cache_bytes  # noqa: E402
 from archspec.reference import build, cache_bytes, compare_tensors, count_by_component, count_total  # noqa: E402
-from archspec.reference.measure import example_inputs, measure_flops  # noqa: E402
+from archspec.reference.measure import count_by_role, example_inputs, measure_flops  # noqa: E402
 
 BASE = dict(name="f", vocab_size=53, d_model=32, n_heads=4, max_positions=24, norm="rmsnorm")
 
@@ -86,6 +86,7 @@ def test_any_modern_spec_analytic_equals_instantiated_tensor_by_tensor(spec):
     model = build(spec, device="meta")
     assert compare_tensors(spec, model) == []
     assert count_by_component(model) == count_params(spec).components
+    assert count_by_role(model) == count_params(spec).roles
     assert count_total(model) == count_params(spec).total
 
 
