@@ -672,16 +672,52 @@ class Transformer(nn.Module):
 
     # -- pieces
 
-    def _check_tokens(self, tokens: torch.Tensor, what: str) -> None:
+    def _check_tokens(self, tokens: torch.Tensor, what: str, rows: int | None = None) -> None:
+        """Token ids (B, T) in [0, rows) (default: vocab_size), T >= 1; values are checked off the meta device."""
+        rows = self.spec.vocab_size if rows is None else rows
         if not isinstance(tokens, torch.Tensor):
             raise TypeError(f"{what} must be a tensor of token ids of shape (B, T), got {type(tokens).__name__}")
         if tokens.dim() != 2:
             raise ValueError(f"{what} must have shape (B, T), got {tuple(tokens.shape)}")
-        if tokens.dtype not in (torch.int64, torch.int32):
+        if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
             raise TypeError(f"{what} must hold integer token ids, got dtype {tokens.dtype}")
+        if tokens.shape[1] == 0 or tokens.shape[0] == 0:
+            raise ValueError(f"{what} is empty (shape {tuple(tokens.shape)}); give at least one sequence of one token")
+        if not tokens.is_meta:
+            low, high = int(tokens.min()), int(tokens.max())
+            if low < 0 or high >= rows:
+                raise ValueError(f"{what} holds ids from {low} to {high}; this model's ids run from 0 to {rows - 1}")
+        if tokens.device != self.embed.weight.device and not self.embed.weight.is_meta:
+            raise ValueError(f"{what} is on {tokens.device}, the model on {self.embed.weight.device}")
+
+    def _check_cache(self, cache, batch: int) -> None:
+        """A cache from new_cache() of this model, filled (if at all) for the same batch."""
+        n = self.decoder.n_layers if self.decoder is not None else 0
+        if self.decoder is None:
+            raise ValueError("an encoder-only model has no decoder to cache")
+        if (
+            not isinstance(cache, list)
+            or len(cache) != n
+            or not all(
+                isinstance(c, dict) and set(c) == {"self", "cross"} and all(isinstance(v, dict) for v in c.values())
+                for c in cache
+            )
+        ):
+            raise TypeError(
+                f"cache must come from this model's new_cache(): a list of {n} {{'self': {{}}, 'cross': {{}}}}"
+            )
+        held = [t for part in cache[0].values() for t in part.values()]
+        if held and (not isinstance(held[0], torch.Tensor) or held[0].shape[0] != batch):
+            raise ValueError(f"the cache holds a batch of {held[0].shape[0]} sequences, the input {batch}")
 
     def _embed(self, tokens, embed: nn.Embedding, stack: Stack, token_types=None, first_stack=True, start=0):
         x = embed(tokens) * self.embed_scale if self.embed_scale != 1.0 else embed(tokens)
+        if token_types is not None:
+            if self.token_type is None or not first_stack:
+                raise ValueError("token_types given, but this model has no token-type table (type_vocab_size=0)")
+            self._check_tokens(token_types, "token_types", self.spec.type_vocab_size)
+            if token_types.shape != tokens.shape:
+                raise ValueError(f"token_types has shape {tuple(token_types.shape)}, the tokens {tuple(tokens.shape)}")
         if self.token_type is not None and first_stack:
             if token_types is None:
                 token_types = torch.zeros_like(tokens)
@@ -697,6 +733,10 @@ class Transformer(nn.Module):
     def decode(self, tgt, memory=None, cache=None, token_types=None) -> torch.Tensor:
         """The decoder's output (B, T, d); `cache` (see new_cache) holds keys and values of earlier steps."""
         self._check_tokens(tgt, "tgt" if self.kind == "encoder-decoder" else "tokens")
+        if cache is not None:
+            self._check_cache(cache, tgt.shape[0])
+        if memory is not None and memory.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src has a batch of {memory.shape[0]} sequences, tgt {tgt.shape[0]}")
         embed = self.target_embed if self.target_embed is not None else self.embed
         start = cache_length(cache) if cache is not None else 0
         x = self._embed(tgt, embed, self.decoder, token_types, first_stack=self.encoder is None, start=start)
@@ -708,6 +748,9 @@ class Transformer(nn.Module):
             if len(inputs) != 2:
                 raise TypeError(f"an encoder-decoder model takes model(src, tgt): two token tensors, got {len(inputs)}")
             src, tgt = inputs
+            both = isinstance(src, torch.Tensor) and isinstance(tgt, torch.Tensor) and src.dim() == tgt.dim() == 2
+            if both and src.shape[0] != tgt.shape[0]:
+                raise ValueError(f"src has a batch of {src.shape[0]} sequences, tgt {tgt.shape[0]}")
             return self.decode(tgt, self.encode(src), cache)
         if len(inputs) != 1:
             raise TypeError(f"a {self.kind} model takes model(tokens): one token tensor, got {len(inputs)}")
@@ -718,6 +761,8 @@ class Transformer(nn.Module):
     def pool(self, hidden: torch.Tensor) -> torch.Tensor:
         if self.pooler is None:
             raise ValueError("this spec has no pooler (pooler=false)")
+        if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3 or hidden.shape[1] == 0:
+            raise ValueError("pool() takes hidden states (B, T, d) with at least one position")
         return self.pooler(hidden)
 
     def forward(self, *inputs, token_types=None, cache=None, pool: bool = False):
