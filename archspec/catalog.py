@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from archspec.errors import SpecError, did_you_mean
+from archspec.checks import check_args
+from archspec.errors import SpecError, clip, did_you_mean, shown
 from archspec.loading import build_spec, parse_text, read_mapping
 from archspec.spec import ModelSpec
 
@@ -65,6 +66,8 @@ def _spec_cache(name: str, items: tuple, trusted: bool) -> ModelSpec:
 
 
 def _spec_of(p: Preset) -> ModelSpec:
+    if not p.trusted:  # a user's file: values may be anything (lists, tables), validated each time
+        return build_spec(dict(p.spec_data), f"{clip(p.path, 200)}: models.{clip(p.name, 60)}")
     return _spec_cache(p.name, tuple(sorted(p.spec_data.items())), p.trusted)
 
 
@@ -87,14 +90,20 @@ def parse_family(data: dict[str, Any], where: str, trusted: bool = False) -> lis
         raise SpecError(f"{where}: no [models.NAME] tables found")
     out = []
     for name, table in models.items():
+        at = f"{where}: models.{clip(name, 60)}"
         if not isinstance(table, dict):
-            raise SpecError(f"{where}: models.{name} must be a table")
+            raise SpecError(f"{at} must be a table")
         spec_data = {**defaults, **{k: v for k, v in table.items() if k not in RESERVED}}
         if spec_data.setdefault("name", name) != name:
-            raise SpecError(f"{where}: models.{name} has name={spec_data['name']!r}; drop it or make them equal")
+            raise SpecError(f"{at} has name={shown(spec_data['name'])}; drop it or make them equal")
         claims = table.get("claims", [])
         if not isinstance(claims, list):
-            raise SpecError(f"{where}: models.{name}.claims must be an array of tables ([[models.{name}.claims]])")
+            raise SpecError(f"{at}.claims must be an array of tables ([[models.{clip(name, 60)}.claims]])")
+        for key in ("summary", "source"):
+            if not isinstance(table.get(key, ""), str):
+                raise SpecError(f"{at}.{key} must be text, got {shown(table[key])}")
+        if not isinstance(table.get("printed", {}), dict):
+            raise SpecError(f"{at}.printed must be a table of values as printed, got {shown(table['printed'])}")
         out.append(
             Preset(
                 name=name,
@@ -158,21 +167,26 @@ def preset_names() -> list[str]:
 
 
 def get_preset(name: str) -> Preset:
+    check_args("get_preset", name=name)
     index = _index()
     if name not in index:
-        raise SpecError(f"unknown preset {name!r}{did_you_mean(name, index)} (see `archspec list`)")
+        raise SpecError(f"unknown preset {shown(name)}{did_you_mean(name, index)} (see `archspec list`)")
     return _family(index[name])[name]
 
 
 def preset(name: str) -> ModelSpec:
     """The ModelSpec of a preset, e.g. preset('gpt2')."""
+    check_args("preset", name=name)
     return get_preset(name).spec
 
 
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
     """A preset name or a spec-file path, with `--set` overrides applied and re-validated."""
+    if isinstance(ref, Path):
+        ref = str(ref)
+    check_args("resolve_model", ref=ref)
     looks_like_path = any(ref.lower().endswith(s) for s in (".toml", ".json", ".yaml", ".yml")) or "/" in ref
-    if looks_like_path or (Path(ref).is_file() and ref not in _index()):
+    if looks_like_path or (ref not in _index() and _is_file(ref)):
         from archspec.loading import load_spec
 
         spec = load_spec(ref)
@@ -184,5 +198,13 @@ def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpe
         except ValidationError as err:
             from archspec.errors import describe_validation_error
 
-            raise SpecError(describe_validation_error(err, f"{ref} with --set")) from None
+            raise SpecError(describe_validation_error(err, f"{clip(ref, 200)} with --set")) from None
     return spec
+
+
+def _is_file(ref: str) -> bool:
+    """Whether `ref` names an existing file; False for names the system cannot look up (too long, a NUL)."""
+    try:
+        return Path(ref).is_file()
+    except (OSError, ValueError):
+        return False

@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from archspec.checks import check_args
+from archspec.limits import float_or_int
 from archspec.params import count_params
 from archspec.spec import ModelSpec
 
@@ -178,7 +180,8 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
     if batch < 1 or T < 1:
         raise ValueError(f"batch and seq_len must be positive, got batch={batch}, seq_len={T}")
     if src_len is not None and spec.kind != "encoder-decoder":
-        raise ValueError(f"{spec.name} has no encoder; src_len applies to encoder-decoder models")
+        stack = "it has no encoder" if spec.kind == "decoder-only" else "its encoder reads the seq_len tokens"
+        raise ValueError(f"{spec.name} is {spec.kind}, {stack}; src_len applies to encoder-decoder models only")
     S = (T if src_len is None else src_len) if spec.kind == "encoder-decoder" else None
     if S is not None and S < 1:
         raise ValueError(f"src_len must be positive, got {S}")
@@ -193,7 +196,7 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
 
 def exact_number(x: Fraction) -> int | float:
     """An int when the fraction is whole, else the nearest float."""
-    return int(x) if x.denominator == 1 else float(x)
+    return int(x) if x.denominator == 1 else float_or_int(x)
 
 
 def count_flops(
@@ -204,6 +207,9 @@ def count_flops(
     seq_len defaults to max_positions; for an encoder-decoder it is the target length and
     src_len (default: seq_len) the source length.
     """
+    check_args("count_flops", spec=spec, batch=batch, seq_len=seq_len, src_len=src_len, causal_half=causal_half)
+    if causal_half and not spec.decoder_layers:
+        raise ValueError(f"{spec.name} is encoder-only; causal_half halves a decoder's self-attention scores")
     T, S = workload_lengths(spec, batch, seq_len, src_len)
     B = batch
     ops: dict[str, int] = {}
@@ -366,6 +372,7 @@ def training_cost(
     accelerator: str | None = None,
 ) -> TrainingCost:
     """Exact and 6ND training compute for `tokens`; with gpus, peak and mfu, the wall time."""
+    check_args("training_cost", flops=flops, tokens=tokens, gpus=gpus, peak_flops=peak_flops, mfu=mfu)
     if tokens < 1:
         raise ValueError(f"tokens must be positive, got {tokens}")
     if mfu is not None and not 0 < mfu <= 1:
@@ -375,7 +382,7 @@ def training_cost(
     total = flops.training_for(tokens)
     seconds = None
     if gpus and peak_flops and mfu:
-        seconds = total / (gpus * peak_flops * mfu)
+        seconds = float_or_int(Fraction(total) / (gpus * Fraction(peak_flops) * Fraction(mfu)))
     return TrainingCost(
         tokens=tokens,
         training_total=total,

@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from archspec.checks import check_args
 from archspec.flops import exact_number, workload_lengths
 from archspec.params import count_params
 from archspec.spec import ModelSpec
@@ -65,11 +66,13 @@ def nbytes(count: int | Fraction, per: Fraction) -> int:
 
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
     """All parameters stored in `dtype`."""
+    check_args("weights_bytes", spec=spec, dtype=dtype)
     return nbytes(count_params(spec).total, dtype_bytes(dtype))
 
 
 def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
     """Keys and values cached for `batch` sequences of `seq_len` (and, cross-attention, `src_len`) tokens."""
+    check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
     per_position = spec.decoder_layers * spec.n_kv_heads * (spec.d_head + spec.d_value)
     positions = seq_len + ((src_len if src_len is not None else seq_len) if spec.kind == "encoder-decoder" else 0)
     return nbytes(per_position * positions * batch, dtype_bytes(dtype))
@@ -206,6 +209,10 @@ def estimate_memory(
     pipeline_parallel: int = 1,
 ) -> MemoryEstimate:
     """Memory of training and inference for `spec`, per device when parallel degrees are given."""
+    check_args("estimate_memory", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, optimizer=optimizer,
+               recompute=recompute, src_len=src_len, fp32_grads=fp32_grads, dropout=dropout, zero_stage=zero_stage,
+               data_parallel=data_parallel, tensor_parallel=tensor_parallel,
+               pipeline_parallel=pipeline_parallel)  # fmt: skip
     T, S = workload_lengths(spec, batch, seq_len, src_len)
     for what, n in (("data_parallel", data_parallel), ("tensor_parallel", tensor_parallel),
                     ("pipeline_parallel", pipeline_parallel)):  # fmt: skip

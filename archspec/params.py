@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from archspec.checks import check_args
 from archspec.spec import ModelSpec
 
 # Component names, in the order tables show them. They are also the reference model's module
@@ -124,6 +125,7 @@ def seed_estimate(spec: ModelSpec) -> int:
 
 def count_params(spec: ModelSpec) -> ParamCount:
     """Exact parameter count of `spec`, by component."""
+    check_args("count_params", spec=spec)
     d, V = spec.d_model, spec.vocab_size
     stacks = spec.stacks()
     n_layers = {"encoder": spec.encoder_layers, "decoder": spec.decoder_layers}
