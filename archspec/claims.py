@@ -94,7 +94,7 @@ class Claim(BaseModel):
         for key, v in value.items():
             if key not in fields:
                 raise ValueError(f"what_if: unknown spec field {shown(key)}{did_you_mean(key, fields)}")
-            if not isinstance(v, (int, str)):  # bool is an int
+            if not isinstance(v, (int, float, str)):  # bool is an int
                 raise ValueError(f"what_if.{key} must be a number, true/false or text, got {shown(v)}")
         return value
 

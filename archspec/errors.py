@@ -65,7 +65,10 @@ def closest(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
         return []
     import difflib  # only on the error path
 
-    return difflib.get_close_matches(word, list(choices), n=n, cutoff=0.5)
+    by_lower: dict[str, str] = {}
+    for choice in choices:  # case does not hide a match: 'GPT2' is close to 'gpt2'
+        by_lower.setdefault(choice.lower(), choice)
+    return [by_lower[m] for m in difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.5)]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archspec.errors import SpecError, did_you_mean
+from archspec.checks import check_args
+from archspec.errors import SpecError, did_you_mean, shown
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,11 @@ ACCELERATORS = {
 
 
 def accelerator(name: str) -> Accelerator:
+    check_args("accelerator", name=name)
     key = name.lower()
     if key not in ACCELERATORS:
         raise SpecError(
-            f"unknown accelerator {name!r}{did_you_mean(key, ACCELERATORS)}; known: {', '.join(ACCELERATORS)} "
+            f"unknown accelerator {shown(name)}{did_you_mean(key, ACCELERATORS)}; known: {', '.join(ACCELERATORS)} "
             "(or give --peak-tflops)"
         )
     return ACCELERATORS[key]
