@@ -1166,10 +1166,11 @@ def test_a_real_process_prints_one_line_and_exits_2_for_a_device_and_a_deep_file
     import subprocess
     import sys
 
-    deep = write(tmp_path, "deep.json", "[" * DEEP + "]" * DEEP)
-    zero = tmp_path / "zero.json"
-    zero.symlink_to("/dev/zero")
-    for model in (deep, str(zero)):
+    models = [write(tmp_path, "deep.json", "[" * DEEP + "]" * DEEP)]
+    if os.path.exists("/dev/zero"):
+        (tmp_path / "zero.json").symlink_to("/dev/zero")
+        models.append(str(tmp_path / "zero.json"))
+    for model in models:
         done = subprocess.run(
             [sys.executable, "-m", "archspec", "params", model], capture_output=True, text=True, timeout=60
         )
