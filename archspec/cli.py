@@ -26,7 +26,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"archspec: error: {message} (see `{self.prog} --help`)\n")
+        sys.stderr.write(f"archspec: error: {one_line(message)} (see `{self.prog} --help`)\n")
         sys.exit(EXIT_BAD_INPUT)
 
 
