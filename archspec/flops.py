@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from archspec.blocks import Attend, AttentionShape, Lengths, Linear, Norm, Pointwise, describe
+from archspec.checks import check_args
 from archspec.errors import SpecError
+from archspec.limits import float_or_int
 from archspec.params import ParamCount, count_params
 from archspec.spec import ModelSpec
 
@@ -158,9 +160,8 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
     if batch < 1 or T < 1:
         raise SpecError(f"batch and seq_len must be positive, got batch={batch}, seq_len={T}")
     if src_len is not None and spec.kind != "encoder-decoder":
-        raise SpecError(
-            f"{spec.name} is {spec.kind}: src_len applies to encoder-decoder models; use seq_len for its input"
-        )
+        stack = "it has no encoder" if spec.kind == "decoder-only" else "its encoder reads the seq_len tokens"
+        raise SpecError(f"{spec.name} is {spec.kind}, {stack}; src_len applies to encoder-decoder models only")
     S = (T if src_len is None else src_len) if spec.kind == "encoder-decoder" else None
     if S is not None and S < 1:
         raise SpecError(f"src_len must be positive, got {S}")
@@ -175,7 +176,7 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
 
 def exact_number(x: Fraction) -> int | float:
     """An int when the fraction is whole, else the nearest float."""
-    return int(x) if x.denominator == 1 else float(x)
+    return int(x) if x.denominator == 1 else float_or_int(x)
 
 
 def count_flops(
@@ -187,9 +188,10 @@ def count_flops(
     seq_len defaults to max_positions; for an encoder-decoder it is the target length and
     src_len (default: seq_len) the source length.
     """
+    check_args("count_flops", spec=spec, batch=batch, seq_len=seq_len, src_len=src_len, causal_half=causal_half)
     lengths = workload_lengths(spec, batch, seq_len, src_len)
     if causal_half and not spec.decoder_layers:
-        raise SpecError(f"{spec.name} is encoder-only: causal_half applies to a decoder's causal self-attention")
+        raise SpecError(f"{spec.name} is encoder-only; causal_half halves a decoder's self-attention scores")
     B = lengths.batch
     ops: dict[str, int] = {}
     components = {"attention": 0, "cross_attention": 0, "mlp": 0, "router": 0, "experts": 0, "shared_experts": 0,
@@ -336,6 +338,7 @@ def training_cost(
     accelerator: str | None = None,
 ) -> TrainingCost:
     """Exact and 6ND training compute for `tokens`; with gpus, peak and mfu, the wall time."""
+    check_args("training_cost", flops=flops, tokens=tokens, gpus=gpus, peak_flops=peak_flops, mfu=mfu)
     if tokens < 1:
         raise SpecError(f"tokens must be positive, got {tokens}")
     if mfu is not None and not 0 < mfu <= 1:
@@ -345,7 +348,7 @@ def training_cost(
     total = flops.training_for(tokens)
     seconds = None
     if gpus and peak_flops and mfu:
-        seconds = total / (gpus * peak_flops * mfu)
+        seconds = float_or_int(Fraction(total) / (gpus * Fraction(peak_flops) * Fraction(mfu)))
     return TrainingCost(
         tokens=tokens,
         training_total=total,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from archspec.blocks import Lengths, Part, describe
+from archspec.checks import check_args
 from archspec.errors import SpecError
 from archspec.flops import exact_number, workload_lengths
 from archspec.params import count_params
@@ -133,6 +134,7 @@ def nbytes(count: int | Fraction, per: Fraction) -> int:
 
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
     """All parameters stored in `dtype`."""
+    check_args("weights_bytes", spec=spec, dtype=dtype)
     return nbytes(count_params(spec).total, dtype_bytes(dtype))
 
 
@@ -146,6 +148,7 @@ def kv_cache_dtype(dtype: str) -> str:
 def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
     """Keys and values cached for `batch` sequences of `seq_len` (and, cross-attention, `src_len`)
     tokens, in kv_cache_dtype(dtype): a sum over the model's cached entries."""
+    check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
     lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
     values = sum(
         part.repeat * batch * lengths.rows(c.rows, part.stack) * c.width for part in describe(spec) for c in part.cached
@@ -292,6 +295,10 @@ def estimate_memory(
     pipeline_parallel: int = 1,
 ) -> MemoryEstimate:
     """Memory of training and inference for `spec`, per device when parallel degrees are given."""
+    check_args("estimate_memory", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, optimizer=optimizer,
+               recompute=recompute, src_len=src_len, fp32_grads=fp32_grads, dropout=dropout, zero_stage=zero_stage,
+               data_parallel=data_parallel, tensor_parallel=tensor_parallel,
+               pipeline_parallel=pipeline_parallel)  # fmt: skip
     lengths = workload_lengths(spec, batch, seq_len, src_len)
     for what, n in (("data_parallel", data_parallel), ("tensor_parallel", tensor_parallel),
                     ("pipeline_parallel", pipeline_parallel)):  # fmt: skip
