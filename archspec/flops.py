@@ -316,12 +316,12 @@ class TrainingCost:
     @property
     def pf_days(self) -> float:
         """6·N·D in PF-days, as the GPT-3 paper (Table D.1) counts."""
-        return self.training_total_6nd / PF_DAY
+        return float_or_int(Fraction(self.training_total_6nd, PF_DAY))
 
     @property
     def pf_days_exact(self) -> float:
         """The exact training FLOPs in PF-days."""
-        return self.training_total / PF_DAY
+        return float_or_int(Fraction(self.training_total, PF_DAY))
 
     @property
     def chinchilla_tokens(self) -> int:

@@ -33,7 +33,7 @@ from fractions import Fraction
 
 from archspec.blocks import Lengths, Part, describe
 from archspec.checks import check_args
-from archspec.errors import SpecError
+from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
 from archspec.params import count_params
 from archspec.spec import ModelSpec
@@ -73,7 +73,7 @@ def canonical_dtype(dtype: str) -> str:
     name = dtype.strip().lower().removeprefix("torch.") if isinstance(dtype, str) else None
     key = DTYPE_ALIASES.get(name, name)
     if key not in DTYPE_BYTES:
-        raise SpecError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+        raise SpecError(f"unknown dtype {shown(dtype)}; use one of {', '.join(DTYPE_BYTES)}")
     return key
 
 
@@ -270,7 +270,7 @@ def training_bytes_per_param(dtype: str, optimizer: str = "adamw", fp32_grads: b
     key = canonical_dtype(dtype)
     e = dtype_bytes(key)
     if optimizer not in OPTIMIZERS:
-        raise SpecError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
+        raise SpecError(f"unknown optimizer {shown(optimizer)}; use one of {', '.join(OPTIMIZERS)}")
     if optimizer == "none":
         return e, Fraction(0), Fraction(0)
     mixed = key != "fp32"
@@ -305,7 +305,7 @@ def estimate_memory(
         if n < 1:
             raise SpecError(f"{what} must be positive, got {n}")
     if recompute not in RECOMPUTE:
-        raise SpecError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE)}")
+        raise SpecError(f"unknown recompute {shown(recompute)}; use one of {', '.join(RECOMPUTE)}")
     if zero_stage not in (0, 1, 2, 3):
         raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
     check_split(spec, tensor_parallel, pipeline_parallel)

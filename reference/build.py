@@ -9,6 +9,7 @@ import os
 import torch
 from torch import nn
 
+from archspec.errors import SpecError
 from archspec.params import count_params
 from archspec.reference.model import Head, LearnedPosition, Transformer
 from archspec.spec import ModelSpec
@@ -35,7 +36,7 @@ def resolve_dtype(dtype) -> torch.dtype:
         return dtype
     if isinstance(dtype, str) and dtype.lower().removeprefix("torch.") in DTYPES:
         return DTYPES[dtype.lower().removeprefix("torch.")]
-    raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(sorted(set(DTYPES)))} or a torch.dtype")
+    raise SpecError(f"unknown dtype {dtype!r}; use one of {', '.join(sorted(set(DTYPES)))} or a torch.dtype")
 
 
 DEVICES = "'cpu', 'cuda', 'cuda:N', 'mps' or 'meta'"
@@ -53,21 +54,21 @@ def resolve_device(device) -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
-        raise ValueError(f"unknown device {device!r}; use {DEVICES}") from None
+        raise SpecError(f"unknown device {device!r}; use {DEVICES}") from None
     if dev.type in ("cpu", "meta"):
         return dev
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device {device!r} asked for, but CUDA is not available on this machine")
+            raise SpecError(f"device {device!r} asked for, but CUDA is not available on this machine")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+            raise SpecError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
         return dev
     if dev.type == "mps" and torch.backends.mps.is_available():
         return dev
     backend = getattr(torch, dev.type, None)
     if backend is not None and getattr(backend, "is_available", lambda: False)():
         return dev
-    raise ValueError(f"device {device!r} is not available on this machine; use {DEVICES}")
+    raise SpecError(f"device {device!r} is not available on this machine; use {DEVICES}")
 
 
 def _cgroup_free() -> int | None:
@@ -134,13 +135,13 @@ def check_buildable(spec: ModelSpec) -> None:
                 for s in shape:
                     numel *= s
                 if numel > INT64_MAX:
-                    raise ValueError(
+                    raise SpecError(
                         f"{spec.name}: tensor {part.path}.{entry.name or name} of shape {shape} has {numel:.3e} "
                         "elements, more than torch can index (2^63 - 1)"
                     )
                 n_tensors += part.copies
     if n_tensors > MAX_TENSORS:
-        raise ValueError(
+        raise SpecError(
             f"{spec.name}: the reference model would hold {n_tensors:,} parameter tensors, more than build() "
             f"makes ({MAX_TENSORS:,}); count it with archspec.count_params, which needs no model"
         )
@@ -168,10 +169,10 @@ def build(spec: ModelSpec, device=None, dtype=None, *, seed: int = 0, check_memo
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be a whole number, got {type(seed).__name__}")
     if not 0 <= seed <= INT64_MAX:
-        raise ValueError(f"seed must be between 0 and 2^63 - 1, got {seed}")
+        raise SpecError(f"seed must be between 0 and 2^63 - 1, got {seed}")
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     if dt.itemsize == 1 and dev.type != "meta":
-        raise ValueError(
+        raise SpecError(
             f"dtype {str(dt).removeprefix('torch.')} holds weights but torch's matmuls do not run in it; "
             "build it on device='meta' to count, or use bfloat16/float16/float32"
         )
@@ -206,7 +207,7 @@ def init_weights(model: Transformer, seed: int = 0, scheme: str | None = None) -
     spec = model.spec
     scheme = scheme or spec.init
     if scheme not in ("gpt2", "xavier"):
-        raise ValueError(f"unknown init scheme {scheme!r}; use 'gpt2' or 'xavier'")
+        raise SpecError(f"unknown init scheme {scheme!r}; use 'gpt2' or 'xavier'")
     gen = torch.Generator(device="cpu").manual_seed(seed)
     residual_std = 0.02 / math.sqrt(2 * spec.n_layers)
     residual_outputs = set()

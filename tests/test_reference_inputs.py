@@ -118,3 +118,34 @@ def test_gpt3_175b_on_the_cpu_is_refused_with_the_numbers():
 
     with pytest.raises(InsufficientMemoryError, match="use device='meta'"):
         build(archspec.preset("gpt3-175b"), device="cpu")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["verify", "gpt2", "--set", "vocab_size=1e19"], "more than torch can index"),
+        (["verify", "gpt2", "--set", "d_model=12e30"], "more than torch can index"),
+        (["verify", "gpt2", "--set", "decoder_layers=1000000"], "parameter tensors, more than build() makes"),
+        (["memory", "gpt2", "--gpus", "24", "--tp", "24"], "tensor_parallel=24 does not divide n_heads=12"),
+        (["memory", "gpt2", "--gpus", "10", "--tp", "5"], "tensor_parallel=5 does not divide n_heads=12"),
+        (["memory", "gpt2", "--gpus", "100", "--pp", "100"], "pipeline_parallel=100 is more stages than gpt2 has"),
+        (["memory", "gpt2", "--gpus", "6", "--tp", "4"], "gpus=6 is not divisible by tensor_parallel=4"),
+    ],
+)
+def test_verify_and_planning_refuse_what_cannot_be_in_one_line(run_cli, argv, message):
+    code, out, err = run_cli(*argv)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"tensor_parallel": 5}, "does not divide n_heads=12"),
+        ({"pipeline_parallel": 13}, "more stages than gpt2 has layers"),
+    ],
+)
+def test_the_planning_api_refuses_impossible_layouts(kwargs, message):
+    from archspec.memory import estimate_memory
+
+    with pytest.raises(archspec.SpecError, match=message):
+        estimate_memory(archspec.preset("gpt2"), **kwargs)
