@@ -19,8 +19,8 @@ so rank 0 holds ceil(dim0 / N) rows of every tensor and is the largest rank):
 - tp T (with zero 0, ranks == T): Megatron-style tensor parallelism with DTensor
   ``parallelize_module`` (see ``tensor_parallel``): query/key/value, query, key/value, MLP input
   projections column-wise, attention and MLP output projections row-wise (their biases replicated),
-  token embeddings and an untied output head sharded on the vocabulary; norms, the position table and
-  token types replicated.
+  token embeddings and an untied output head (and its bias) sharded on the vocabulary; norms, the
+  position table and token types replicated.
 
 ``torch.distributed.optim.ZeroRedundancyOptimizer`` (torch's own ZeRO-1) assigns whole parameters to
 ranks instead, greedily by size: its largest rank depends on the parameter sizes, not dim0 / N.
@@ -359,14 +359,32 @@ def tensor_parallel(model: Transformer, mesh) -> Transformer:
             plan[name] = RowwiseParallel(input_layouts=Replicate())  # vocabulary-parallel embedding
     parallelize_module(model, mesh, plan)
     head = model.head
+    if head is None:
+        return model
     if model.spec.tie_embeddings:
         head.weight = model.embed.weight  # parallelize_module registered a new (sharded) parameter
     else:
         head.weight = nn.Parameter(distribute_tensor(head.weight.detach(), mesh, [Shard(0)]))
+    if head.bias is not None:
+        head.bias = nn.Parameter(distribute_tensor(head.bias.detach(), mesh, [Shard(0)]))
+    # DTensor leaves a vocabulary-parallel embedding's gradient replicated (V x d on every rank);
+    # keep each gradient as its parameter is placed, as Megatron's VocabParallelEmbedding does
+    for p in model.parameters():
+        if isinstance(p, DTensor):
+            p.register_post_accumulate_grad_hook(place_gradient_like_parameter)
     # the head's output is sharded on the vocabulary; gather it for the loss
     head.register_forward_pre_hook(lambda m, args: (DTensor.from_local(args[0], mesh, [Replicate()]),))
     head.register_forward_hook(lambda m, args, out: out.full_tensor())
     return model
+
+
+@torch.no_grad()
+def place_gradient_like_parameter(p) -> None:
+    from torch.distributed.tensor import DTensor
+
+    if p.grad.placements != p.placements:
+        shard = p.grad.redistribute(p.device_mesh, p.placements).to_local().clone()  # not a view of the whole
+        p.grad = DTensor.from_local(shard, p.device_mesh, p.placements, shape=p.shape, stride=p.stride())
 
 
 @torch.no_grad()

@@ -9,7 +9,8 @@ Activations are what autograd saves for backward in one training forward pass, t
 - storages of parameters and buffers (and views of them, e.g. the transposed weight a linear layer
   saves) are weights, not activations, and are excluded;
 - the loss is cross-entropy on the logits taken in fp32 (``logits.float()``, as torchtitan and
-  transformers do), so its log-softmax is fp32 whatever the model's dtype;
+  transformers do), so its log-softmax is fp32 whatever the model's dtype (without an output head,
+  the sum of the last hidden states, which keeps nothing);
 - a saved tensor belongs to the innermost running module that carries a ``component`` tag
   (``attention``, ``mlp``, ``norm`` ...); tensors a block saves outside any tagged child (its inputs,
   under full recomputation) belong to ``layer``; those saved outside the model to ``loss``; anything
@@ -173,9 +174,13 @@ def _holders(loss: torch.Tensor) -> dict[tuple[str, int], set[str]]:
 
 
 def training_loss(model: Transformer, inputs: tuple, targets: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of the logits (taken in fp32) against `targets` (B, T): one training forward pass."""
-    logits = model(*inputs)  # (B, T, V)
-    return torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+    """One training forward pass: cross-entropy of the logits (taken in fp32) against `targets` (B, T).
+    A model without an output head (head = "none") is trained here on the sum of its last hidden
+    states in fp32, a loss that keeps nothing for backward."""
+    out = model(*inputs)  # (B, T, V) logits, or (B, T, d) hidden states
+    if model.head is None:
+        return out.float().sum()
+    return torch.nn.functional.cross_entropy(out.flatten(0, 1).float(), targets.flatten())
 
 
 def random_batch(spec: ModelSpec, batch: int, seq_len: int, src_len: int | None, device, seed: int = 0):

@@ -11,6 +11,7 @@ import archspec  # noqa: E402
 from archspec.errors import SpecError  # noqa: E402
 from archspec.reference import build  # noqa: E402
 from archspec.reference.distributed import DistributedUnavailable, measure_plans, measure_ranks  # noqa: E402
+from archspec.reference.memory_measure import random_batch, training_loss  # noqa: E402
 from archspec.reference.model import MLP, CrossAttention, SelfAttention  # noqa: E402
 
 RANKS = 2
@@ -21,16 +22,39 @@ STEP = 4  # AdamW's step counter: one fp32 scalar per parameter tensor
 GPT2_TOY = archspec.preset("gpt2").replace(
     decoder_layers=2, vocab_size=1001, d_model=64, n_heads=4, max_positions=33, d_ff=250
 )
+# LLaMA's layout (rmsnorm, swiglu, rotary, grouped-query, no biases), untied, with a head bias
+LLAMA_TOY = archspec.ModelSpec(
+    name="llama-toy", vocab_size=999, d_model=64, decoder_layers=2, n_heads=4, n_kv_heads=2, d_ff=172,
+    max_positions=64, position="rotary", norm="rmsnorm", activation="swiglu", bias=False, tie_embeddings=False,
+    head={"kind": "lm", "bias": True},
+)  # fmt: skip
 PLANS = [(0, 1), (1, 1), (2, 1), (3, 1), (0, 2)]
+
+
+def run(spec, plans):
+    """All plans in one set of processes: starting them is the slow part."""
+    try:
+        return dict(zip(plans, measure_plans(spec, RANKS, plans)))
+    except DistributedUnavailable as exc:
+        pytest.skip(f"cannot run {RANKS} local processes with gloo here: {exc}")
 
 
 @pytest.fixture(scope="module")
 def reports():
-    """All plans in one set of processes: starting them is the slow part."""
-    try:
-        return dict(zip(PLANS, measure_plans(GPT2_TOY, RANKS, PLANS)))
-    except DistributedUnavailable as exc:
-        pytest.skip(f"cannot run {RANKS} local processes with gloo here: {exc}")
+    return run(GPT2_TOY, PLANS)
+
+
+@pytest.fixture(scope="module")
+def llama_reports():
+    return run(LLAMA_TOY, [(3, 1), (0, 2)])
+
+
+def single_process_loss(spec) -> float:
+    """The loss of rank 0's batch on the unsharded model, in this process."""
+    model = build(spec, seed=0)
+    inputs, targets = random_batch(spec, 2, 16, None, "cpu", seed=0)
+    with torch.no_grad():
+        return training_loss(model, inputs, targets).item()
 
 
 def rows(n: int, ranks: int) -> int:
@@ -73,7 +97,7 @@ def expected_tp(spec, t: int) -> dict[str, int]:
                 elif name in ("out", "down"):
                     row.add(id(lin.weight))
     column.add(id(model.embed.weight))
-    column.add(id(model.head.weight))
+    column.update(id(p) for p in model.head.parameters())
     local = 0
     for _, p in named:
         if id(p) in column:
@@ -110,11 +134,19 @@ def test_tensor_parallel_largest_rank_follows_the_megatron_split(reports):
     assert reports[(0, 2)].largest == expected_tp(GPT2_TOY, RANKS)
 
 
-def test_tensor_parallel_computes_the_same_loss_as_one_process(reports):
-    """Both tensor-parallel ranks see rank 0's batch: their loss is the unsharded model's loss."""
-    single = reports[(0, 1)].losses[0]
-    assert reports[(0, 2)].losses == pytest.approx((single, single), abs=1e-5)
-    assert reports[(3, 1)].losses == pytest.approx(reports[(0, 1)].losses, abs=1e-5)
+def test_llama_layout_shards_the_same_way(llama_reports):
+    """Grouped-query heads, a gated MLP, an untied head with a bias: every gradient as its parameter."""
+    assert llama_reports[(3, 1)].largest == expected_zero(LLAMA_TOY, 3, RANKS)
+    assert llama_reports[(0, 2)].largest == expected_tp(LLAMA_TOY, RANKS)
+
+
+@pytest.mark.parametrize("spec", [GPT2_TOY, LLAMA_TOY], ids=["gpt2", "llama"])
+def test_sharded_runs_compute_the_same_loss_as_one_process(reports, llama_reports, spec):
+    """Both tensor-parallel ranks see rank 0's batch; FSDP2's rank 0 sees it too."""
+    single = single_process_loss(spec)
+    runs = reports if spec is GPT2_TOY else llama_reports
+    assert runs[(0, 2)].losses == pytest.approx((single, single), abs=1e-5)
+    assert runs[(3, 1)].losses[0] == pytest.approx(single, abs=1e-5)
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,8 @@ def inventory(spec: ModelSpec, B, T, S, e, attention="flash", recompute="none") 
             out[path] = out.get(path, 0) + nbytes
 
     lengths = {"encoder": S if spec.kind == "encoder-decoder" else T, "decoder": T}
-    for i, stack in enumerate(spec.stacks()):
+    stacks = [s for s in ("encoder", "decoder") if getattr(spec, f"{s}_layers")]
+    for i, stack in enumerate(stacks):
         n = lengths[stack]
         untied_target = stack == "decoder" and spec.kind == "encoder-decoder" and not spec.tie_embeddings
         add("target_embed" if untied_target else "embed", INDEX * B * n)
@@ -108,8 +109,9 @@ def inventory(spec: ModelSpec, B, T, S, e, attention="flash", recompute="none") 
             add(f"{p}.mlp", mlp_bytes(spec, B, n, e))
         if spec.final_norm:
             add(f"{stack}.final_norm", norm_bytes(spec, B, n, e))
-    add("head", e * B * T * spec.d_model)
-    add("", FP32 * B * T * spec.vocab_size + INDEX * B * T + FP32)  # fp32 log-softmax, targets, the weight sum
+    if spec.head.kind == "lm":  # without a head, the loss (a sum) keeps nothing
+        add("head", e * B * T * spec.d_model)
+        add("", FP32 * B * T * spec.vocab_size + INDEX * B * T + FP32)  # fp32 log-softmax, targets, weight sum
     return out
 
 
@@ -150,6 +152,8 @@ VARIANTS = {
     "encoder-decoder": toy(encoder_layers=2, decoder_layers=2, position="sinusoidal"),
     "encoder-decoder-untied-gqa": toy(encoder_layers=2, decoder_layers=2, n_kv_heads=2, tie_embeddings=False),
     "bert-like": toy(encoder_layers=2, norm_position="post", type_vocab_size=2, embedding_norm=True, pooler=True),
+    "bert-no-head": toy(encoder_layers=2, norm_position="post", type_vocab_size=2, embedding_norm=True, head="none"),
+    "head-bias-sqrt-scale": toy(decoder_layers=2, head={"kind": "lm", "bias": True}, embedding_scale="sqrt_d_model"),
     "geglu-silu-none": toy(decoder_layers=2, activation="geglu", position="none", d_ff=80),
     "silu-wide-heads": toy(decoder_layers=2, activation="silu", d_head=16, n_kv_heads=1),
     "d_value-differs": toy(decoder_layers=2, d_head=8, d_value=16),
