@@ -35,8 +35,8 @@ def norm_bytes(spec: ModelSpec, B: int, n: int, e: int) -> int:
 
 
 def fused_kernel(spec: ModelSpec, attention: str) -> bool:
-    """The CPU's fused (flash) kernel runs only with d_head == d_value; otherwise torch's math path,
-    which keeps what eager attention keeps."""
+    """The CPU's fused (flash) kernel runs only with d_head == d_value; otherwise the reference model
+    runs eager attention."""
     return attention == "flash" and spec.d_head == spec.d_value
 
 
@@ -239,8 +239,8 @@ def test_flash_keeps_no_score_matrix_and_eager_keeps_one_per_head(built):
     assert not [s for s in flash.storages if s.shape[-2:] == (T, T)]
 
 
-def test_flash_without_equal_head_widths_runs_the_math_path(built):
-    """torch's CPU flash kernel needs d_head == d_value; otherwise SDPA keeps what eager attention keeps."""
+def test_flash_without_equal_head_widths_runs_eager_attention(built):
+    """torch's CPU flash kernel needs d_head == d_value; otherwise the model runs eager attention."""
     spec, model = built("d_value-differs", 2, torch.float32)
     flash = measure_activations(spec, 2, 24, attention="flash", model=model)
     eager = measure_activations(spec, 2, 24, attention="eager", model=model)
