@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from archspec.errors import SpecError
 from archspec.reference.build import build, resolve_dtype
 from archspec.reference.measure import example_inputs
 from archspec.reference.model import Block, Transformer, cache_bytes
@@ -194,6 +195,18 @@ def random_batch(spec: ModelSpec, batch: int, seq_len: int, src_len: int | None,
     return inputs, targets
 
 
+def check_workload(spec: ModelSpec, batch: int, seq_len: int, src_len: int | None) -> None:
+    for name, value in (("batch", batch), ("seq_len", seq_len), ("src_len", src_len)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise SpecError(f"{name} must be a positive integer, got {value!r}")
+    longest = max(seq_len, src_len or 0)
+    if spec.position == "learned" and longest > spec.max_positions:
+        raise SpecError(
+            f"{spec.name}: a sequence of {longest} tokens is longer than its learned position table "
+            f"(max_positions={spec.max_positions})"
+        )
+
+
 def measure_activations(
     spec: ModelSpec,
     batch: int = 2,
@@ -212,8 +225,13 @@ def measure_activations(
     `spec`). `src_len` is the encoder's length for an encoder-decoder (default `seq_len`).
     """
     dt = resolve_dtype(dtype)
+    check_workload(spec, batch, seq_len, src_len)
+    if torch.device(device).type == "meta" or (model is not None and next(model.parameters()).is_meta):
+        raise SpecError("saved activations are measured on real tensors (cpu or cuda): meta tensors share no storages")
     if model is None:
         model = build(spec, device=device, dtype=dt)
+    elif next(model.parameters()).dtype != dt:
+        raise SpecError(f"the model given is in {next(model.parameters()).dtype}, not the {dt} asked for")
     model.set_execution(attention, recompute)
     inputs, targets = random_batch(spec, batch, seq_len, src_len, device)
     with SavedTensorTracker(model) as tracker:
@@ -259,7 +277,9 @@ def measure_kv_cache(
     model: Transformer | None = None,
 ) -> int:
     """Bytes of the keys and values a decoder caches after a prompt of `seq_len` tokens (and, for an
-    encoder-decoder, the cross-attention keys and values over `src_len` source tokens)."""
+    encoder-decoder, the cross-attention keys and values over `src_len` source tokens). Works on
+    the meta device too (sizes only)."""
+    check_workload(spec, batch, seq_len, src_len)
     if spec.decoder_layers == 0:
         return 0
     if model is None:

@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import archspec  # noqa: E402
 from archspec import ModelSpec  # noqa: E402
+from archspec.errors import SpecError  # noqa: E402
 from archspec.reference import build, count_total  # noqa: E402
 from archspec.reference.memory_measure import (  # noqa: E402
     SavedTensorTracker,
@@ -327,10 +328,27 @@ def test_recomputation_gives_the_same_gradients(recompute):
 
 def test_unknown_execution_modes_are_refused():
     model = build(VARIANTS["llama-style"], device="meta")
-    with pytest.raises(ValueError, match="unknown attention 'sparse'; use one of flash, eager"):
+    with pytest.raises(SpecError, match="unknown attention 'sparse'; use one of flash, eager"):
         model.set_execution(attention="sparse")
-    with pytest.raises(ValueError, match="unknown recompute 'some'"):
+    with pytest.raises(SpecError, match="unknown recompute 'some'"):
         model.set_execution(recompute="some")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(device="meta"), "measured on real tensors"),
+        (dict(batch=0), "batch must be a positive integer, got 0"),
+        (dict(seq_len=300), "a sequence of 300 tokens is longer than its learned position table"),
+        (dict(dtype="bf16", model="fp32"), "the model given is in torch.float32, not the torch.bfloat16 asked for"),
+    ],
+)
+def test_bad_workloads_are_refused_with_one_line(built, kwargs, message):
+    spec, model = built("post-norm-relu", 2, torch.float32)
+    if kwargs.get("model"):
+        kwargs = {**kwargs, "model": model}
+    with pytest.raises(SpecError, match=message):
+        measure_activations(spec, **{"batch": 2, "seq_len": 8, **kwargs})
 
 
 # ---------------------------------------------------------------- weights and the KV cache
@@ -351,3 +369,12 @@ def test_kv_cache_bytes_follow_the_formula(built, name):
     src = S if spec.kind == "encoder-decoder" else 0
     expected = 2 * spec.decoder_layers * spec.n_kv_heads * (spec.d_head + spec.d_value) * (T + src) * B
     assert measure_kv_cache(spec, B, T, src_len=S, model=model) == expected
+
+
+def test_kv_cache_and_weights_measure_on_the_meta_device():
+    """Sizes only, no memory: GPT-3 175B's bf16 cache after 2048 tokens and its bf16 weights."""
+    spec = archspec.preset("gpt3-175b")
+    expected = 2 * spec.decoder_layers * spec.n_kv_heads * (spec.d_head + spec.d_value) * 2048
+    assert measure_kv_cache(spec, 1, 2048, dtype="bf16", device="meta") == expected
+    model = build(spec, device="meta", dtype="bf16")
+    assert measure_weights(model) == {"bfloat16": 2 * archspec.count_params(spec).total}
