@@ -156,6 +156,8 @@ def check_plan_inputs(spec: ModelSpec, ranks: int, plans, dtype, device: str) ->
             raise SpecError(f"tp={tp!r} must be a positive integer dividing ranks={ranks}")
         if tp > 1 and (zero != 0 or tp != ranks):
             raise SpecError(f"tensor parallelism is measured on its own: tp must equal ranks ({ranks}) with zero=0")
+        if tp > 1 and (unsupported := tensor_parallel_unsupported(spec)):
+            raise SpecError(f"tensor parallelism is not implemented here for {unsupported}")
         if tp > 1 and (spec.n_heads % tp or spec.n_kv_heads % tp):
             raise SpecError(
                 f"tp={tp} must divide n_heads={spec.n_heads} and n_kv_heads={spec.n_kv_heads}: "
@@ -173,6 +175,21 @@ def check_plan_inputs(spec: ModelSpec, ranks: int, plans, dtype, device: str) ->
         raise DistributedUnavailable(
             f"{ranks} ranks on CUDA need NCCL and {ranks} GPUs; this machine has {torch.cuda.device_count()}"
         )
+
+
+def tensor_parallel_unsupported(spec: ModelSpec) -> str | None:
+    """What in `spec` tensor_parallel does not split (None when it splits everything it should)."""
+    for what, value, supported in (
+        ("attention", spec.attention.kind, ("standard",)),
+        ("position", spec.position.kind, ("learned", "sinusoidal", "rotary", "none")),  # no per-head biases
+        ("mlp", spec.mlp.kind, ("dense",)),
+        ("head", spec.head.kind, ("lm", "none")),
+    ):
+        if value not in supported:
+            return f"{what} kind {value!r} (supported: {', '.join(supported)})"
+    if spec.d_embed != spec.d_model:
+        return "a factorised embedding (d_embed != d_model)"
+    return None
 
 
 def launch(ranks: int, tmp: str, job: dict) -> None:

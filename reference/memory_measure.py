@@ -200,7 +200,7 @@ def check_workload(spec: ModelSpec, batch: int, seq_len: int, src_len: int | Non
         if value is not None and (not isinstance(value, int) or value < 1):
             raise SpecError(f"{name} must be a positive integer, got {value!r}")
     longest = max(seq_len, src_len or 0)
-    if spec.position == "learned" and longest > spec.max_positions:
+    if spec.position.kind == "learned" and longest > spec.max_positions:
         raise SpecError(
             f"{spec.name}: a sequence of {longest} tokens is longer than its learned position table "
             f"(max_positions={spec.max_positions})"

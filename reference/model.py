@@ -139,7 +139,8 @@ class Rotary(nn.Module):
             cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
             x1, x2 = rot.chunk(2, dim=-1)
             turned = torch.cat((-x2, x1), dim=-1)
-        return torch.cat((rot * cos + turned * sin, rest), dim=-1)
+        rotated = rot * cos + turned * sin
+        return torch.cat((rotated, rest), dim=-1) if self.dims < x.shape[-1] else rotated  # no copy when whole
 
 
 class Alibi(nn.Module):

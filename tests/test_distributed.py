@@ -176,3 +176,9 @@ def test_gpu_ranks_in_bf16_hold_fp32_shards_and_peak_above_them():
     assert report.largest == expected_zero(GPT2_TOY, 3, RANKS)
     for r in report.per_rank:
         assert r.peak_bytes > r.params_bytes + r.grads_bytes + r.optimizer_bytes
+
+
+def test_tensor_parallel_refuses_what_it_does_not_split():
+    """ALiBi's per-head biases span every head; a rank holds only its own."""
+    with pytest.raises(SpecError, match="tensor parallelism is not implemented here for position kind 'alibi'"):
+        measure_ranks(GPT2_TOY.replace(position="alibi"), ranks=2, zero=0, tp=2)

@@ -45,15 +45,18 @@ def self_attention_bytes(spec, B, n, e, attention, recompute) -> tuple[int, int]
     """(attention, position) bytes of one self-attention layer over n tokens."""
     d, nh, nkv, dk, dv = spec.d_model, spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value
     qkv_out = e * B * n * (nh * dk + nkv * dk + nkv * dv)  # the fused projection's output, one storage
-    rotary = spec.position == "rotary"
+    rotary = spec.position.kind == "rotary"
     rotated = e * B * n * (nh + nkv) * dk if rotary else 0  # rotated q and k: storages of their own
-    cos_sin = 4 * e * n * dk if rotary else 0  # cos and sin, computed for q and again for k
+    cos_sin = 4 * e * n * spec.rotary_dims if rotary else 0  # cos and sin, computed for q and again for k
     out_in = e * B * n * nh * dv  # heads' output, the output projection's input
+    # a partial rotation ends in a concatenation: q is head-major, so is the fused kernel's output,
+    # and the output projection's input becomes a copy of it rather than a view
+    head_major = e * B * n * nh * dv if rotary and spec.rotary_dims < dk else 0
     total = e * B * n * d + out_in  # + the projection's input (a norm's output)
     if recompute == "selective":  # the core's inputs and output
         return total + qkv_out + rotated, cos_sin
     if fused_kernel(spec, attention):  # + the log-sum-exp per query and head, fp32
-        return total + qkv_out + rotated + FP32 * B * nh * n, cos_sin
+        return total + qkv_out + rotated + FP32 * B * nh * n + head_major, cos_sin
     # eager: matmul copies q and k (k, v expanded to nh heads), the probabilities, v
     return total + e * B * nh * (n * dk + n * dk + n * n + n * dv), cos_sin
 
@@ -86,7 +89,7 @@ def inventory(spec: ModelSpec, B, T, S, e, attention="flash", recompute="none") 
     stacks = [s for s in ("encoder", "decoder") if getattr(spec, f"{s}_layers")]
     for i, stack in enumerate(stacks):
         n = lengths[stack]
-        untied_target = stack == "decoder" and spec.kind == "encoder-decoder" and not spec.tie_embeddings
+        untied_target = stack == "decoder" and spec.kind == "encoder-decoder" and not spec.share_embeddings
         add("target_embed" if untied_target else "embed", INDEX * B * n)
         if spec.type_vocab_size and i == 0:
             add("token_type", INDEX * B * n)
@@ -158,6 +161,8 @@ VARIANTS = {
     "geglu-silu-none": toy(decoder_layers=2, activation="geglu", position="none", d_ff=80),
     "silu-wide-heads": toy(decoder_layers=2, activation="silu", d_head=16, n_kv_heads=1),
     "d_value-differs": toy(decoder_layers=2, d_head=8, d_value=16),
+    "partial-rotary-gqa": toy(decoder_layers=2, n_kv_heads=2, position={"kind": "rotary", "fraction": 0.5}),
+    "interleaved-rotary": toy(decoder_layers=2, position={"kind": "rotary", "interleaved": True, "base": 5e5}),
 }
 
 
@@ -266,7 +271,7 @@ def test_weights_are_not_activations(built):
         return sum(s.nbytes for s in tracker.storages())
 
     biases = sum(m.bias.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-    kept = archspec.count_params(spec).total - biases - spec.max_positions * spec.d_model
+    kept = archspec.count_params(spec).total - biases - archspec.count_params(spec).components["position"]
     assert measured(False) - measured(True) == 4 * kept
 
 
