@@ -158,11 +158,22 @@ def check_fits(spec: ModelSpec, device: torch.device, dtype: torch.dtype) -> Non
         )
 
 
-def build(spec: ModelSpec, device=None, dtype=None, *, seed: int = 0, check_memory: bool = True) -> Transformer:
+def build(
+    spec: ModelSpec,
+    device=None,
+    dtype=None,
+    *,
+    seed: int = 0,
+    check_memory: bool = True,
+    attention: str = "flash",
+    recompute: str = "none",
+) -> Transformer:
     """The reference model of `spec`.
 
     device: 'meta' allocates nothing (shapes only); 'cpu' (default) or 'cuda' get real weights,
     initialised as GPT-2 does (see init_weights), deterministically under `seed`.
+    attention ('flash' | 'eager') and recompute ('none' | 'selective' | 'full'): how forward runs,
+    see Transformer.set_execution.
     """
     if not isinstance(spec, ModelSpec):
         raise TypeError(f"build() takes a ModelSpec, got {type(spec).__name__}")
@@ -178,7 +189,7 @@ def build(spec: ModelSpec, device=None, dtype=None, *, seed: int = 0, check_memo
         )
     check_buildable(spec)
     with torch.device("meta"):
-        model = Transformer(spec).to(dt)
+        model = Transformer(spec).to(dt).set_execution(attention, recompute)
     if dev.type == "meta":
         return model
     if check_memory:

@@ -18,8 +18,10 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from archspec.blocks import AttentionShape, LatentShape, MLPShape, StackShape, stack_shapes
+from archspec.errors import SpecError
 from archspec.spec import ModelSpec
 
 SINUSOID_BASE = 10000.0  # Vaswani et al. 2017, section 3.5
@@ -137,7 +139,8 @@ class Rotary(nn.Module):
             cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
             x1, x2 = rot.chunk(2, dim=-1)
             turned = torch.cat((-x2, x1), dim=-1)
-        return torch.cat((rot * cos + turned * sin, rest), dim=-1)
+        rotated = rot * cos + turned * sin
+        return torch.cat((rotated, rest), dim=-1) if self.dims < x.shape[-1] else rotated  # no copy when whole
 
 
 class Alibi(nn.Module):
@@ -203,17 +206,24 @@ class RelativePosition(nn.Module):
 # ---------------------------------------------------------------- attention
 
 
+ATTENTION_MODES = ("flash", "eager")
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
 def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bias=None, window: int | None = None,
-           softcap: float | None = None, gqa: bool = False) -> torch.Tensor:  # fmt: skip
+           softcap: float | None = None, gqa: bool = False, mode: str = "flash") -> torch.Tensor:  # fmt: skip
     """softmax(scale · q kᵀ + bias) v over all heads; q (B, nh, T, dk), k (B, nkv, S, dk), v (B, nkv, S, dv).
 
     The full score matrix is computed (and counted). A causal mask hides the future; `start` keys
     (a cache) precede the T queries; `window` hides keys more than window - 1 positions back;
     `bias` (nh, T, S) is added to the scores; `softcap` caps them as c · tanh(s / c). With `gqa`,
     fewer K/V heads than query heads are shared by groups (grouped-query attention).
+    mode 'flash': torch's fused kernel (it keeps its output and the log-sum-exp for backward, not
+    the scores); 'eager': explicit products and softmax (autograd keeps the probabilities). No fused
+    kernel soft-caps: with `softcap` the products are always explicit.
     """
     T, S = q.shape[-2], k.shape[-2]
-    if causal and T == S and not window and bias is None and softcap is None:
+    if mode == "flash" and causal and T == S and not window and bias is None and softcap is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     mask = None
     if (causal and T > 1) or window:
@@ -224,17 +234,8 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
             mask &= kpos <= qpos
         if window:
             mask &= kpos > qpos - window
-    if softcap is not None:  # no fused kernel soft-caps: explicit products
-        if gqa:
-            k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
-            v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
-        scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (B, nh, T, S)
-        scores = softcap * torch.tanh(scores / softcap)
-        if bias is not None:
-            scores = scores + bias
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        return scores.softmax(dim=-1) @ v  # (B, nh, T, dv)
+    if mode == "eager" or softcap is not None:
+        return eager_attention(q, k, v, mask, scale, bias, softcap)
     if bias is not None:
         if mask is not None:
             bias = bias.masked_fill(~mask, float("-inf"))
@@ -242,7 +243,48 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 
-class SelfAttention(nn.Module):
+def eager_attention(q, k, v, mask=None, scale: float | None = None, bias=None, softcap: float | None = None):
+    """The same attention as explicit steps, scores and probabilities materialised; `mask` (T, S) is
+    True where a query may see a key."""
+    group = q.shape[1] // k.shape[1]
+    if group > 1:  # each K/V head serves `group` consecutive query heads
+        k = k.repeat_interleave(group, dim=1)  # (B, nh, S, dk)
+        v = v.repeat_interleave(group, dim=1)  # (B, nh, S, dv)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # head-major copies, kept by the products
+    scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (B, nh, T, S)
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
+    if bias is not None:
+        scores = scores + bias
+    if mask is not None:  # additive: keys a query may not see get -inf
+        scores = scores + torch.zeros(mask.shape, dtype=scores.dtype, device=q.device).masked_fill(~mask, -math.inf)
+    return scores.softmax(dim=-1) @ v  # (B, nh, T, dv)
+
+
+class AttentionCore(nn.Module):
+    """What the attention modules share: how the core softmax(q kᵀ) v runs.
+
+    `mode` is 'flash' or 'eager' (see attend); `recompute_core` (selective recomputation) keeps
+    only q, k, v for backward and runs the core again there (torch.utils.checkpoint).
+    Set both through Transformer.set_execution. On the CPU, torch's fused kernel needs
+    d_head == d_value; otherwise, in training, 'flash' runs eager attention rather than torch's own
+    fallback, so that what autograd keeps is the same at every batch size and dtype (in eval mode
+    torch's scaled_dot_product_attention chooses, as FLOP counters expect to see it).
+    """
+
+    mode = "flash"
+    recompute_core = False
+
+    def core(self, q, k, v, *args, **kwargs) -> torch.Tensor:
+        mode = self.mode
+        if self.training and mode == "flash" and q.device.type == "cpu" and q.shape[-1] != v.shape[-1]:
+            mode = "eager"
+        if self.recompute_core and torch.is_grad_enabled():
+            return checkpoint(attend, q, k, v, *args, mode=mode, use_reentrant=False, **kwargs)
+        return attend(q, k, v, *args, mode=mode, **kwargs)
+
+
+class SelfAttention(AttentionCore):
     """Multi-head self-attention with grouped-query K/V, independent d_head / d_value, optional
     QK-norm, score scale, soft-capping and a sliding window."""
 
@@ -275,11 +317,11 @@ class SelfAttention(nn.Module):
                 k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, start + T, dk)
                 v = torch.cat((cache["v"], v), dim=-2)
             cache["k"], cache["v"] = k, v
-        y = attend(q, k, v, self.causal, start, self.scale, bias, self.window, self.softcap, self.nkv != self.nh)
+        y = self.core(q, k, v, self.causal, start, self.scale, bias, self.window, self.softcap, self.nkv != self.nh)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
 
 
-class LatentAttention(nn.Module):
+class LatentAttention(AttentionCore):
     """Multi-head latent attention (DeepSeek-V2/V3): queries through q_a -> norm -> q_b (or one q),
     keys and values through kv_a (the latent and one rotary key shared by the heads) -> norm -> kv_b;
     the cache keeps the latent and the rotary key."""
@@ -318,11 +360,11 @@ class LatentAttention(nn.Module):
         k_nope, v = kv.split((nope, s.d_value), dim=-1)  # (B, nh, S, nope), (B, nh, S, dv)
         q = torch.cat((q[..., :nope], position(q[..., nope:], start)), dim=-1)
         k = torch.cat((k_nope, k_rope.expand(B, s.heads, S, rope)), dim=-1)  # (B, nh, S, dk)
-        y = attend(q, k, v, True, start, self.scale)  # (B, nh, T, dv)
+        y = self.core(q, k, v, True, start, self.scale)  # (B, nh, T, dv)
         return self.out(y.transpose(1, 2).reshape(B, T, s.heads * s.d_value))
 
 
-class CrossAttention(nn.Module):
+class CrossAttention(AttentionCore):
     """Decoder queries over the encoder output (memory): keys and values come from the memory."""
 
     component = "cross_attention"
@@ -348,7 +390,7 @@ class CrossAttention(nn.Module):
             v = v.view(B, S, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, S, dv)
             if cache is not None:
                 cache["k"], cache["v"] = k, v
-        y = attend(q, k, v, causal=False, scale=self.scale, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
+        y = self.core(q, k, v, causal=False, scale=self.scale, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
 
 
@@ -485,7 +527,13 @@ class MoE(nn.Module):
 class Block(nn.Module):
     """Self-attention, cross-attention (decoder with an encoder), MLP, each with a residual and its
     norm(s): pre x + f(N(x)), post N(x + f(x)), sandwich x + N2(f(N1(x))); or, in a parallel block,
-    x + attention(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared."""
+    x + attention(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared.
+
+    `recompute_all` (full recomputation): the block keeps only its inputs for backward and runs again
+    there (torch.utils.checkpoint); set through Transformer.set_execution.
+    """
+
+    recompute_all = False
 
     def __init__(self, spec: ModelSpec, stack: StackShape, index: int):
         super().__init__()
@@ -520,6 +568,11 @@ class Block(nn.Module):
         return x + f(norm(x))
 
     def forward(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
+        if self.recompute_all and cache is None and torch.is_grad_enabled():
+            return checkpoint(self.run, x, memory, position, None, bias, use_reentrant=False)
+        return self.run(x, memory, position, cache, bias)
+
+    def run(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
         if self.parallel:
@@ -663,6 +716,29 @@ class Transformer(nn.Module):
         self.pooler = Pooler(d) if spec.pooler else None
         self.head = {"lm": Head, "mlm": MLMHead, "none": lambda s: None}[spec.head.kind](spec)
         self.tie_weights()
+        self.attention_mode, self.recompute = "flash", "none"
+
+    def set_execution(self, attention: str | None = None, recompute: str | None = None) -> Transformer:
+        """How forward runs, weights and spec unchanged (returns the model).
+
+        attention: 'flash' (torch's fused kernel) or 'eager' (explicit softmax, probabilities saved).
+        recompute: 'none'; 'selective' (the attention core runs again in backward); 'full' (every
+        block runs again in backward, keeping only its inputs). Recomputation applies while autograd
+        records (training), never with a cache.
+        """
+        attention = self.attention_mode if attention is None else attention
+        recompute = self.recompute if recompute is None else recompute
+        if attention not in ATTENTION_MODES:
+            raise SpecError(f"unknown attention {attention!r}; use one of {', '.join(ATTENTION_MODES)}")
+        if recompute not in RECOMPUTE_MODES:
+            raise SpecError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE_MODES)}")
+        for module in self.modules():
+            if isinstance(module, AttentionCore):
+                module.mode, module.recompute_core = attention, recompute == "selective"
+            elif isinstance(module, Block):
+                module.recompute_all = recompute == "full"
+        self.attention_mode, self.recompute = attention, recompute
+        return self
 
     def tie_weights(self) -> None:
         """With tie_embeddings, the output head uses the token embedding's tensor. Moving a model off
