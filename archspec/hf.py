@@ -21,14 +21,13 @@ against transformers' own model (tests/test_hf.py).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archspec.errors import SpecError
+from archspec.errors import SpecError, clip, shown
 from archspec.loading import is_hf_config
 
 Config = Mapping[str, Any]
@@ -49,7 +48,7 @@ def activation(cfg: Config, key: str, gated: bool, where: str) -> str:
     name = cfg[key]
     table = GATED_ACTIVATIONS if gated else PLAIN_ACTIVATIONS
     if name not in table:
-        raise SpecError(f"{where}: {key}={name!r} is not supported; supported: {', '.join(sorted(table))}")
+        raise SpecError(f"{where}: {key}={shown(name)} is not supported; supported: {', '.join(sorted(table))}")
     return table[name]
 
 
@@ -381,7 +380,7 @@ def _t5(cfg: Config, where: str) -> dict[str, Any]:
     act = {**T5_ACTIVATIONS, **T5_GATED}.get(proj)
     if act is None:
         supported = ", ".join(sorted({**T5_ACTIVATIONS, **T5_GATED}))
-        raise SpecError(f"{where}: feed_forward_proj={proj!r} is not supported; supported: {supported}")
+        raise SpecError(f"{where}: feed_forward_proj={shown(proj)} is not supported; supported: {supported}")
     # transformers 5 ties T5's head to the shared embedding whatever the file says; a file with
     # tie_word_embeddings=false (v1.1, Flan-T5, mT5) only turns off the d_model**-0.5 rescaling of the
     # decoder output that tying brings (T5Config.scale_decoder_outputs).
@@ -950,43 +949,53 @@ def spec_name(path: Path) -> str:
 
 
 def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
-    """The JSON object of a config.json (or of folder/config.json), and the file's path."""
+    """The JSON object of a config.json (or of folder/config.json), and the file's path; read as spec
+    files are (archspec.loading: regular files of bounded size, strict JSON)."""
+    from archspec.loading import parse_text, read_text
+
     path = Path(path)
-    if path.is_dir():
+    if _is_dir(path):
         path = path / "config.json"
         if not path.is_file():
-            raise SpecError(f"{path.parent}: no config.json in this folder")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: malformed JSON: {exc}") from None
+            raise SpecError(f"{clip(str(path.parent), 200)}: no config.json in this folder")
+    data = parse_text(path, ".json", read_text(path))
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: a config.json holds a JSON object, not {type(data).__name__}")
+        raise SpecError(f"{clip(str(path), 200)}: a config.json holds a JSON object, not {type(data).__name__}")
     return data, path
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _supported_types() -> str:
     return ", ".join(sorted(FAMILIES))
 
 
+def _architecture(raw: dict[str, Any], where: str) -> str | None:
+    archs = raw.get("architectures")
+    if archs is None or archs == []:
+        return None
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise SpecError(f"{where}: architectures must be a list of class names, got {shown(archs)}")
+    return archs[0]
+
+
 def _family_of(raw: dict[str, Any], where: str) -> Family:
     model_type = raw.get("model_type")
     if model_type is None:
-        arch = (raw.get("architectures") or [None])[0]
+        arch = _architecture(raw, where)
         if arch in CLASSES:
             return FAMILIES[CLASSES[arch]]
         raise SpecError(
-            f"{where}: no model_type, and architectures {raw.get('architectures')!r} names no supported class; "
-            f"supported model_types: {_supported_types()}"
+            f"{where}: no model_type, and architectures {shown(raw.get('architectures'))} names no supported "
+            f"class; supported model_types: {_supported_types()}"
         )
-    if model_type not in FAMILIES:
-        raise SpecError(f"{where}: model_type {model_type!r} is not supported; supported: {_supported_types()}")
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise SpecError(f"{where}: model_type {shown(model_type)} is not supported; supported: {_supported_types()}")
     return FAMILIES[model_type]
 
 
@@ -1003,8 +1012,7 @@ def _canonical(family: Family, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any], where: str) -> str:
-    archs = raw.get("architectures") or [family.class_names[0]]
-    arch = archs[0]
+    arch = _architecture(raw, where) or family.class_names[0]
     kind = None
     if arch.startswith(family.prefix):
         suffix = arch[len(family.prefix) :]
@@ -1012,7 +1020,7 @@ def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any]
             kind = HEAD_SUFFIXES[suffix]
     if kind is None:
         raise SpecError(
-            f"{where}: architecture {arch!r} is not supported for model_type {family.model_type!r}; "
+            f"{where}: architecture {shown(arch)} is not supported for model_type {family.model_type!r}; "
             f"supported: {', '.join(family.class_names)}"
         )
     if kind == "lm":
@@ -1038,22 +1046,24 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
     where = where or name
     family = _family_of(raw, where)
     cfg = _canonical(family, raw)
-    for refusal in family.refuse:
-        if not refusal.ok(cfg):
-            raise SpecError(
-                f"{where}: {family.model_type} key {refusal.key}={cfg.get(refusal.key)!r} is not supported "
-                f"({refusal.why})"
-            )
     data: dict[str, Any] = {"name": name}
     try:
+        for refusal in family.refuse:
+            if not refusal.ok(cfg):
+                raise SpecError(
+                    f"{where}: {family.model_type} key {refusal.key}={shown(cfg.get(refusal.key))} is not "
+                    f"supported ({refusal.why})"
+                )
         data.update(family.fixed)
         for spec_field, key in family.fields.items():
             if cfg.get(key) is not None:
                 data[spec_field] = cfg[key]
         if family.derive is not None:
             data.update(family.derive(cfg, where))
-    except (KeyError, TypeError, ZeroDivisionError) as exc:
-        raise SpecError(f"{where}: {family.model_type} config is missing or has a bad value for {exc}") from None
+    except KeyError as exc:  # a key without a default that the family needs
+        raise SpecError(f"{where}: {family.model_type} config has no {exc.args[0]!r}") from None
+    except (TypeError, ZeroDivisionError, AttributeError) as exc:  # a value of the wrong type or zero
+        raise SpecError(f"{where}: {family.model_type} config has a value of the wrong type ({exc})") from None
     arch = _head(family, raw, cfg, data, where)
     if data.get("head") == "lm":
         del data["head"]
@@ -1066,10 +1076,11 @@ def load_config(path: str | Path):
     from archspec.loading import build_spec
 
     raw, file = read_config(path)
-    return build_spec(from_mapping(raw, spec_name(file), str(file)).data, str(file))
+    where = clip(str(file), 200)
+    return build_spec(from_mapping(raw, spec_name(file), where).data, where)
 
 
 def import_config(path: str | Path) -> Imported:
     """What `archspec import` writes: the spec data of a config.json with its notes."""
     raw, file = read_config(path)
-    return from_mapping(raw, spec_name(file), str(file))
+    return from_mapping(raw, spec_name(file), clip(str(file), 200))

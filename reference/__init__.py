@@ -6,6 +6,8 @@
     logits = model(tokens)                 # decoder-only / encoder-only: (B, T) -> (B, T, V)
     logits = model(src, tgt)               # encoder-decoder: (B, S), (B, T) -> (B, T, V)
     verify(spec).ok                        # analytic == instantiated: tensors, parameters, FLOPs
+    measure_activations(spec, batch=2, seq_len=128, dtype="bf16", attention="flash")  # saved bytes
+    measure_ranks(spec, ranks=2, zero=3)   # per-rank bytes of a sharded AdamW step (N processes)
 
 This package needs torch (``pip install 'archspec-transformers[reference]'``).
 """
@@ -29,11 +31,20 @@ from archspec.reference.convert import (
     spec_from_gpt2_config,
     transformers_config,
 )
+from archspec.reference.distributed import RanksReport, measure_ranks
 from archspec.reference.measure import count_by_component, count_total
+from archspec.reference.memory_measure import (
+    ActivationReport,
+    measure_activations,
+    measure_kv_cache,
+    measure_weights,
+)
 from archspec.reference.model import Transformer, cache_bytes, cache_length
 from archspec.reference.verify import Pair, VerifyReport, compare_tensors, verify
 
 __all__ = [
+    "ActivationReport",
+    "RanksReport",
     "InsufficientMemoryError",
     "Pair",
     "VerifyReport",
@@ -52,6 +63,10 @@ __all__ = [
     "load_llama",
     "load_torch_transformer",
     "materialize",
+    "measure_activations",
+    "measure_kv_cache",
+    "measure_ranks",
+    "measure_weights",
     "resolve_device",
     "resolve_dtype",
     "spec_from_gpt2_config",

@@ -18,8 +18,10 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from archspec.blocks import AttentionShape, LatentShape, MLPShape, StackShape, stack_shapes
+from archspec.errors import SpecError
 from archspec.spec import ModelSpec
 
 SINUSOID_BASE = 10000.0  # Vaswani et al. 2017, section 3.5
@@ -137,7 +139,8 @@ class Rotary(nn.Module):
             cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
             x1, x2 = rot.chunk(2, dim=-1)
             turned = torch.cat((-x2, x1), dim=-1)
-        return torch.cat((rot * cos + turned * sin, rest), dim=-1)
+        rotated = rot * cos + turned * sin
+        return torch.cat((rotated, rest), dim=-1) if self.dims < x.shape[-1] else rotated  # no copy when whole
 
 
 class Alibi(nn.Module):
@@ -203,18 +206,27 @@ class RelativePosition(nn.Module):
 # ---------------------------------------------------------------- attention
 
 
+ATTENTION_MODES = ("flash", "eager")
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
 def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bias=None, window: int | None = None,
-           softcap: float | None = None, gqa: bool = False) -> torch.Tensor:  # fmt: skip
+           softcap: float | None = None, gqa: bool = False, mode: str = "flash") -> torch.Tensor:  # fmt: skip
     """softmax(scale · q kᵀ + bias) v over all heads; q (B, nh, T, dk), k (B, nkv, S, dk), v (B, nkv, S, dv).
 
     The full score matrix is computed (and counted). A causal mask hides the future; `start` keys
     (a cache) precede the T queries; `window` hides keys more than window - 1 positions back;
     `bias` (nh, T, S) is added to the scores; `softcap` caps them as c · tanh(s / c). With `gqa`,
     fewer K/V heads than query heads are shared by groups (grouped-query attention).
+    mode 'flash': torch's fused kernel (it keeps its output and the log-sum-exp for backward, not
+    the scores); 'eager': explicit products and softmax (autograd keeps the probabilities). No fused
+    kernel soft-caps: with `softcap` the products are always explicit.
     """
     T, S = q.shape[-2], k.shape[-2]
+    if mode == "flash" and causal and T == S and not window and bias is None and softcap is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     mask = None
-    if causal or window:
+    if (causal and T > 1) or window:
         qpos = torch.arange(S - T, S, device=q.device)[:, None]  # the queries are the last T positions
         kpos = torch.arange(S, device=q.device)[None, :]
         mask = torch.ones(T, S, dtype=torch.bool, device=q.device)
@@ -222,27 +234,57 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
             mask &= kpos <= qpos
         if window:
             mask &= kpos > qpos - window
-    if softcap is not None:  # no fused kernel soft-caps: explicit products
-        if gqa:
-            k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
-            v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
-        scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (B, nh, T, S)
-        scores = softcap * torch.tanh(scores / softcap)
-        if bias is not None:
-            scores = scores + bias
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        return scores.softmax(dim=-1) @ v  # (B, nh, T, dv)
+    if mode == "eager" or softcap is not None:
+        return eager_attention(q, k, v, mask, scale, bias, softcap)
     if bias is not None:
         if mask is not None:
             bias = bias.masked_fill(~mask, float("-inf"))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale, enable_gqa=gqa)
-    if mask is not None and causal and not window and T == S:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 
-class SelfAttention(nn.Module):
+def eager_attention(q, k, v, mask=None, scale: float | None = None, bias=None, softcap: float | None = None):
+    """The same attention as explicit steps, scores and probabilities materialised; `mask` (T, S) is
+    True where a query may see a key."""
+    group = q.shape[1] // k.shape[1]
+    if group > 1:  # each K/V head serves `group` consecutive query heads
+        k = k.repeat_interleave(group, dim=1)  # (B, nh, S, dk)
+        v = v.repeat_interleave(group, dim=1)  # (B, nh, S, dv)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # head-major copies, kept by the products
+    scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (B, nh, T, S)
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
+    if bias is not None:
+        scores = scores + bias
+    if mask is not None:  # additive: keys a query may not see get -inf
+        scores = scores + torch.zeros(mask.shape, dtype=scores.dtype, device=q.device).masked_fill(~mask, -math.inf)
+    return scores.softmax(dim=-1) @ v  # (B, nh, T, dv)
+
+
+class AttentionCore(nn.Module):
+    """What the attention modules share: how the core softmax(q kᵀ) v runs.
+
+    `mode` is 'flash' or 'eager' (see attend); `recompute_core` (selective recomputation) keeps
+    only q, k, v for backward and runs the core again there (torch.utils.checkpoint).
+    Set both through Transformer.set_execution. On the CPU, torch's fused kernel needs
+    d_head == d_value; otherwise, in training, 'flash' runs eager attention rather than torch's own
+    fallback, so that what autograd keeps is the same at every batch size and dtype (in eval mode
+    torch's scaled_dot_product_attention chooses, as FLOP counters expect to see it).
+    """
+
+    mode = "flash"
+    recompute_core = False
+
+    def core(self, q, k, v, *args, **kwargs) -> torch.Tensor:
+        mode = self.mode
+        if self.training and mode == "flash" and q.device.type == "cpu" and q.shape[-1] != v.shape[-1]:
+            mode = "eager"
+        if self.recompute_core and torch.is_grad_enabled():
+            return checkpoint(attend, q, k, v, *args, mode=mode, use_reentrant=False, **kwargs)
+        return attend(q, k, v, *args, mode=mode, **kwargs)
+
+
+class SelfAttention(AttentionCore):
     """Multi-head self-attention with grouped-query K/V, independent d_head / d_value, optional
     QK-norm, score scale, soft-capping and a sliding window."""
 
@@ -275,11 +317,11 @@ class SelfAttention(nn.Module):
                 k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, start + T, dk)
                 v = torch.cat((cache["v"], v), dim=-2)
             cache["k"], cache["v"] = k, v
-        y = attend(q, k, v, self.causal, start, self.scale, bias, self.window, self.softcap, self.nkv != self.nh)
+        y = self.core(q, k, v, self.causal, start, self.scale, bias, self.window, self.softcap, self.nkv != self.nh)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
 
 
-class LatentAttention(nn.Module):
+class LatentAttention(AttentionCore):
     """Multi-head latent attention (DeepSeek-V2/V3): queries through q_a -> norm -> q_b (or one q),
     keys and values through kv_a (the latent and one rotary key shared by the heads) -> norm -> kv_b;
     the cache keeps the latent and the rotary key."""
@@ -318,11 +360,11 @@ class LatentAttention(nn.Module):
         k_nope, v = kv.split((nope, s.d_value), dim=-1)  # (B, nh, S, nope), (B, nh, S, dv)
         q = torch.cat((q[..., :nope], position(q[..., nope:], start)), dim=-1)
         k = torch.cat((k_nope, k_rope.expand(B, s.heads, S, rope)), dim=-1)  # (B, nh, S, dk)
-        y = attend(q, k, v, True, start, self.scale)  # (B, nh, T, dv)
+        y = self.core(q, k, v, True, start, self.scale)  # (B, nh, T, dv)
         return self.out(y.transpose(1, 2).reshape(B, T, s.heads * s.d_value))
 
 
-class CrossAttention(nn.Module):
+class CrossAttention(AttentionCore):
     """Decoder queries over the encoder output (memory): keys and values come from the memory."""
 
     component = "cross_attention"
@@ -348,7 +390,7 @@ class CrossAttention(nn.Module):
             v = v.view(B, S, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, S, dv)
             if cache is not None:
                 cache["k"], cache["v"] = k, v
-        y = attend(q, k, v, causal=False, scale=self.scale, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
+        y = self.core(q, k, v, causal=False, scale=self.scale, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
 
 
@@ -400,7 +442,16 @@ class Experts(nn.Module):
         self.up = StackedLinear(experts, m.d_model, m.d_ff, m.bias)
         self.down = StackedLinear(experts, m.d_ff, m.d_model, m.bias)
 
-    def expert(self, x, e: int):
+    def forward(self, x, e: int | slice):
+        """Expert e on the rows x (N, d) routed to it; or, for a slice of experts, each on its own rows
+        x (E', rows, d) as batched matmuls (the meta device, where only shapes matter)."""
+        if isinstance(e, slice):
+
+            def lin(m, h):  # (E', rows, n_in) @ (E', n_in, n_out)
+                return torch.bmm(h, m.weight[e].transpose(1, 2))
+
+            h = self.act(lin(self.gate, x)) * lin(self.up, x) if self.gate is not None else self.act(lin(self.up, x))
+            return lin(self.down, h)
         h = self.act(self.gate(x, e)) * self.up(x, e) if self.gate is not None else self.act(self.up(x, e))
         return self.down(h, e)
 
@@ -437,6 +488,8 @@ class MoE(nn.Module):
     def forward(self, x):
         B, T, d = x.shape
         flat = x.reshape(B * T, d)  # (N, d)
+        if flat.is_meta:  # shapes only: no values to route by, so spread the N·k routed rows evenly
+            return self._meta_forward(flat).view(B, T, d)
         probs = self.router(flat).float().softmax(dim=-1)  # (N, E)
         weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k)
         if self.normalize:
@@ -445,7 +498,7 @@ class MoE(nn.Module):
         for e in range(self.router.out_features):  # each expert on the tokens routed to it
             rows, slot = (chosen == e).nonzero(as_tuple=True)
             if rows.numel():
-                y = self.experts.expert(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
+                y = self.experts(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
                 out = out.index_add(0, rows, y)
         if self.shared is not None:
             shared = self.shared(flat)
@@ -454,11 +507,33 @@ class MoE(nn.Module):
             out = out + shared
         return out.view(B, T, d)
 
+    def _meta_forward(self, flat):
+        """On the meta device: the same modules on the same number of rows (N·k routed rows in all,
+        which is what the FLOPs depend on), expert e taking N·k // E of them (one more for the first
+        N·k mod E experts)."""
+        E, routed = self.router.out_features, flat.shape[0] * self.top_k
+        self.router(flat)
+        out = torch.zeros_like(flat)
+        q, extra = divmod(routed, E)
+        for rows, experts in ((q + 1, slice(0, extra)), (q, slice(extra, E))):
+            if rows and experts.stop > experts.start:
+                self.experts(flat.new_empty(experts.stop - experts.start, rows, flat.shape[1]), experts)
+        if self.shared is not None:
+            shared = self.shared(flat)
+            out = out + (torch.sigmoid(self.shared_gate(flat)) * shared if self.shared_gate is not None else shared)
+        return out
+
 
 class Block(nn.Module):
     """Self-attention, cross-attention (decoder with an encoder), MLP, each with a residual and its
     norm(s): pre x + f(N(x)), post N(x + f(x)), sandwich x + N2(f(N1(x))); or, in a parallel block,
-    x + attention(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared."""
+    x + attention(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared.
+
+    `recompute_all` (full recomputation): the block keeps only its inputs for backward and runs again
+    there (torch.utils.checkpoint); set through Transformer.set_execution.
+    """
+
+    recompute_all = False
 
     def __init__(self, spec: ModelSpec, stack: StackShape, index: int):
         super().__init__()
@@ -493,6 +568,11 @@ class Block(nn.Module):
         return x + f(norm(x))
 
     def forward(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
+        if self.recompute_all and cache is None and torch.is_grad_enabled():
+            return checkpoint(self.run, x, memory, position, None, bias, use_reentrant=False)
+        return self.run(x, memory, position, cache, bias)
+
+    def run(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
         if self.parallel:
@@ -636,6 +716,29 @@ class Transformer(nn.Module):
         self.pooler = Pooler(d) if spec.pooler else None
         self.head = {"lm": Head, "mlm": MLMHead, "none": lambda s: None}[spec.head.kind](spec)
         self.tie_weights()
+        self.attention_mode, self.recompute = "flash", "none"
+
+    def set_execution(self, attention: str | None = None, recompute: str | None = None) -> Transformer:
+        """How forward runs, weights and spec unchanged (returns the model).
+
+        attention: 'flash' (torch's fused kernel) or 'eager' (explicit softmax, probabilities saved).
+        recompute: 'none'; 'selective' (the attention core runs again in backward); 'full' (every
+        block runs again in backward, keeping only its inputs). Recomputation applies while autograd
+        records (training), never with a cache.
+        """
+        attention = self.attention_mode if attention is None else attention
+        recompute = self.recompute if recompute is None else recompute
+        if attention not in ATTENTION_MODES:
+            raise SpecError(f"unknown attention {attention!r}; use one of {', '.join(ATTENTION_MODES)}")
+        if recompute not in RECOMPUTE_MODES:
+            raise SpecError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE_MODES)}")
+        for module in self.modules():
+            if isinstance(module, AttentionCore):
+                module.mode, module.recompute_core = attention, recompute == "selective"
+            elif isinstance(module, Block):
+                module.recompute_all = recompute == "full"
+        self.attention_mode, self.recompute = attention, recompute
+        return self
 
     def tie_weights(self) -> None:
         """With tie_embeddings, the output head uses the token embedding's tensor. Moving a model off
@@ -645,16 +748,52 @@ class Transformer(nn.Module):
 
     # -- pieces
 
-    def _check_tokens(self, tokens: torch.Tensor, what: str) -> None:
+    def _check_tokens(self, tokens: torch.Tensor, what: str, rows: int | None = None) -> None:
+        """Token ids (B, T) in [0, rows) (default: vocab_size), T >= 1; values are checked off the meta device."""
+        rows = self.spec.vocab_size if rows is None else rows
         if not isinstance(tokens, torch.Tensor):
             raise TypeError(f"{what} must be a tensor of token ids of shape (B, T), got {type(tokens).__name__}")
         if tokens.dim() != 2:
             raise ValueError(f"{what} must have shape (B, T), got {tuple(tokens.shape)}")
-        if tokens.dtype not in (torch.int64, torch.int32):
+        if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
             raise TypeError(f"{what} must hold integer token ids, got dtype {tokens.dtype}")
+        if tokens.shape[1] == 0 or tokens.shape[0] == 0:
+            raise ValueError(f"{what} is empty (shape {tuple(tokens.shape)}); give at least one sequence of one token")
+        if not tokens.is_meta:
+            low, high = int(tokens.min()), int(tokens.max())
+            if low < 0 or high >= rows:
+                raise ValueError(f"{what} holds ids from {low} to {high}; this model's ids run from 0 to {rows - 1}")
+        if tokens.device != self.embed.weight.device and not self.embed.weight.is_meta:
+            raise ValueError(f"{what} is on {tokens.device}, the model on {self.embed.weight.device}")
+
+    def _check_cache(self, cache, batch: int) -> None:
+        """A cache from new_cache() of this model, filled (if at all) for the same batch."""
+        n = self.decoder.n_layers if self.decoder is not None else 0
+        if self.decoder is None:
+            raise ValueError("an encoder-only model has no decoder to cache")
+        if (
+            not isinstance(cache, list)
+            or len(cache) != n
+            or not all(
+                isinstance(c, dict) and set(c) == {"self", "cross"} and all(isinstance(v, dict) for v in c.values())
+                for c in cache
+            )
+        ):
+            raise TypeError(
+                f"cache must come from this model's new_cache(): a list of {n} {{'self': {{}}, 'cross': {{}}}}"
+            )
+        held = [t for part in cache[0].values() for t in part.values()]
+        if held and (not isinstance(held[0], torch.Tensor) or held[0].shape[0] != batch):
+            raise ValueError(f"the cache holds a batch of {held[0].shape[0]} sequences, the input {batch}")
 
     def _embed(self, tokens, embed: nn.Embedding, stack: Stack, token_types=None, first_stack=True, start=0):
         x = embed(tokens) * self.embed_scale if self.embed_scale != 1.0 else embed(tokens)
+        if token_types is not None:
+            if self.token_type is None or not first_stack:
+                raise ValueError("token_types given, but this model has no token-type table (type_vocab_size=0)")
+            self._check_tokens(token_types, "token_types", self.spec.type_vocab_size)
+            if token_types.shape != tokens.shape:
+                raise ValueError(f"token_types has shape {tuple(token_types.shape)}, the tokens {tuple(tokens.shape)}")
         if self.token_type is not None and first_stack:
             if token_types is None:
                 token_types = torch.zeros_like(tokens)
@@ -670,6 +809,10 @@ class Transformer(nn.Module):
     def decode(self, tgt, memory=None, cache=None, token_types=None) -> torch.Tensor:
         """The decoder's output (B, T, d); `cache` (see new_cache) holds keys and values of earlier steps."""
         self._check_tokens(tgt, "tgt" if self.kind == "encoder-decoder" else "tokens")
+        if cache is not None:
+            self._check_cache(cache, tgt.shape[0])
+        if memory is not None and memory.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src has a batch of {memory.shape[0]} sequences, tgt {tgt.shape[0]}")
         embed = self.target_embed if self.target_embed is not None else self.embed
         start = cache_length(cache) if cache is not None else 0
         x = self._embed(tgt, embed, self.decoder, token_types, first_stack=self.encoder is None, start=start)
@@ -681,6 +824,9 @@ class Transformer(nn.Module):
             if len(inputs) != 2:
                 raise TypeError(f"an encoder-decoder model takes model(src, tgt): two token tensors, got {len(inputs)}")
             src, tgt = inputs
+            both = isinstance(src, torch.Tensor) and isinstance(tgt, torch.Tensor) and src.dim() == tgt.dim() == 2
+            if both and src.shape[0] != tgt.shape[0]:
+                raise ValueError(f"src has a batch of {src.shape[0]} sequences, tgt {tgt.shape[0]}")
             return self.decode(tgt, self.encode(src), cache)
         if len(inputs) != 1:
             raise TypeError(f"a {self.kind} model takes model(tokens): one token tensor, got {len(inputs)}")
@@ -691,6 +837,8 @@ class Transformer(nn.Module):
     def pool(self, hidden: torch.Tensor) -> torch.Tensor:
         if self.pooler is None:
             raise ValueError("this spec has no pooler (pooler=false)")
+        if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3 or hidden.shape[1] == 0:
+            raise ValueError("pool() takes hidden states (B, T, d) with at least one position")
         return self.pooler(hidden)
 
     def forward(self, *inputs, token_types=None, cache=None, pool: bool = False):
