@@ -177,16 +177,7 @@ def test_active_parameters_count_top_k_routed_experts(name):
 # ---------------------------------------------------------------- FLOPs
 
 
-KNOWN_FLOP_GAPS = {
-    "albert-base-v2": "count_flops has no 'embed' FLOP component for the factorised embedding's projection (KeyError)",
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FLOP_GAPS[c])) if c in KNOWN_FLOP_GAPS else c
-     for c in FLOPS_CHECKED],
-)  # fmt: skip
+@pytest.mark.parametrize("name", FLOPS_CHECKED)
 def test_forward_flops_equal_flop_counter_on_transformers_model(name):
     """Forward matmul FLOPs at 1 x 16 tokens (source and target for an encoder-decoder), eager attention.
     MoE configs are left out: their routing is data-dependent and cannot run on the meta device."""
@@ -374,12 +365,16 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "t5", "feed_forward_proj": "gated-tanh"}, "feed_forward_proj='gated-tanh' is not supported"),
         ({"model_type": "bart", "decoder_ffn_dim": 1}, "bart key decoder_ffn_dim=1 is not supported"),
         ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "qwen2_moe key mlp_only_layers=[3] is not supported"),
+        ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
+        ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
+        ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
+        ({"model_type": "llama", "hidden_size": "4096"}, "d_model"),
         ('{"model_type": "llama",', "malformed JSON"),
         ("[1, 2]", "not list"),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn qwen-moe-layers "
-        "malformed not-an-object"
+        "type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -394,6 +389,12 @@ def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_
 def test_real_configs_the_spec_cannot_represent_are_refused_by_key(name, key, run_cli):
     code, _, err = run_cli("params", str(DATA / f"{name}.json"))
     assert code == 2 and key in err and err.count("\n") == 1
+
+
+def test_a_folder_without_config_json_is_refused(run_cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli("params", str(tmp_path / "empty"))
+    assert code == 2 and "no config.json in this folder" in err and err.count("\n") == 1
 
 
 def test_unknown_model_type_lists_the_supported_ones(run_cli, tmp_path):
