@@ -224,7 +224,9 @@ def claim_sets(refs: list[str] | None, overrides: dict[str, Any] | None = None) 
 
 
 def _is_dir(ref: str) -> bool:
-    """Whether `ref` names an existing folder (one holding a config.json is a MODEL)."""
+    """Whether `ref` names an existing folder (one holding a config.json is a MODEL); '' names none."""
+    if not ref:
+        return False
     try:
         return Path(ref).is_dir()
     except (OSError, ValueError):

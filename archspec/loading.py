@@ -349,6 +349,11 @@ def load_spec(path: str | Path) -> ModelSpec:
     """A ModelSpec from a .toml, .json or .yaml file holding the fields at its top level, or from a
     Hugging Face config.json (a JSON object with model_type) or a folder holding one."""
     if isinstance(path, (str, os.PathLike)) and _is_dir(path):
+        if not _is_file(Path(path) / "config.json"):
+            raise SpecError(
+                f"{_where(path)}: is a directory without a config.json; give a spec file (.toml, .json, .yaml), "
+                "a Hugging Face config.json or a folder holding one"
+            )
         from archspec import hf
 
         return hf.load_config(path)
@@ -368,6 +373,13 @@ def load_spec(path: str | Path) -> ModelSpec:
 def _is_dir(path: str | os.PathLike) -> bool:
     try:
         return Path(path).is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_file(path: str | os.PathLike) -> bool:
+    try:
+        return Path(path).is_file()
     except (OSError, ValueError):
         return False
 

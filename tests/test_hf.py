@@ -394,7 +394,7 @@ def test_real_configs_the_spec_cannot_represent_are_refused_by_key(name, key, ru
 def test_a_folder_without_config_json_is_refused(run_cli, tmp_path):
     (tmp_path / "empty").mkdir()
     code, _, err = run_cli("params", str(tmp_path / "empty"))
-    assert code == 2 and "no config.json in this folder" in err and err.count("\n") == 1
+    assert code == 2 and "is a directory without a config.json" in err and err.count("\n") == 1
 
 
 def test_unknown_model_type_lists_the_supported_ones(run_cli, tmp_path):
