@@ -184,6 +184,20 @@ def test_forward_flops_equal_flop_counter_on_transformers_model(name):
     assert count_flops(spec_of(name), batch=1, seq_len=SEQ).forward == measured(name)["flops"]
 
 
+@pytest.mark.parametrize(
+    "name", ["qwen1.5-moe-a2.7b", "deepseek-coder-v2-lite-base", "albert-base-v2", "t5-v1_1-base", "opus-mt-de-zh"]
+)
+def test_verify_builds_the_reference_model_of_an_imported_config(name):
+    """archspec's own reference model of an imported spec (experts, latent attention, shared layers,
+    encoder-decoders) has every tensor the description has, as many parameters as transformers' model of
+    the same file, and the FLOPs the description counts (64 tokens)."""
+    from archspec.reference import verify
+
+    report = verify(spec_of(name), seq_len=64)
+    assert report.ok and not report.tensor_mismatches
+    assert report.params.measured == measured(name)["total"]
+
+
 # ---------------------------------------------------------------- transformers' defaults
 
 
