@@ -603,7 +603,6 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
     expanded to every query head, and the probabilities; selective recomputation keeps the core's
     inputs and output, in either mode. Rotary keeps its cos and sin (per position, not per batch)."""
     d, nh, dk, dv = spec.d_model, a.heads, a.d_head, a.d_value
-    q_rows: Rows = "tokens"
     kv = (a.k + a.v) if cross else (a.q + a.k + a.v)
     saved = [Saved(component, d), Saved(component, a.out_in), Saved(component, d, dtype="mask")]
     if cross:  # the query projection's own output (K and V come from the encoder output)

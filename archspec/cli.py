@@ -482,7 +482,19 @@ def _memory_args(p: argparse.ArgumentParser) -> None:
         help="activation recomputation (Korthikanti et al. 2022): none, selective, full",
     )
     p.add_argument("--fp32-grads", action="store_true", help="keep gradients in fp32 (the 18 bytes/param convention)")
-    p.add_argument("--no-dropout", action="store_true", help="no dropout masks in the activations")
+    p.add_argument(
+        "--attention",
+        default="flash",
+        choices=["flash", "eager"],
+        help="flash: a fused kernel, the score matrix never stored (default, as modern trainers run); "
+        "eager: the attention probabilities stored",
+    )
+    p.add_argument(
+        "--dropout",
+        action="store_true",
+        help="add dropout masks to the activations (Korthikanti et al.; the reference model runs no dropout)",
+    )
+    p.add_argument("--no-dropout", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
     p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage over the data-parallel GPUs")
     p.add_argument("--gpus", type=positive_int, default=1, help="GPUs in all (data parallel = gpus / (tp * pp))")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (with sequence parallelism)")
@@ -500,8 +512,8 @@ def cmd_memory(args) -> int:
     for spec in _specs(args):
         lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
         m = estimate_memory(spec, args.batch, args.seq_len, args.dtype, args.optimizer, args.recompute, args.src_len,
-                            args.fp32_grads, not args.no_dropout, lay.zero_stage, lay.data_parallel,
-                            lay.tensor_parallel, lay.pipeline_parallel)  # fmt: skip
+                            args.fp32_grads, args.dropout and not args.no_dropout, lay.zero_stage, lay.data_parallel,
+                            lay.tensor_parallel, lay.pipeline_parallel, args.attention)  # fmt: skip
         obj = m.to_dict()
         if acc:
             verdict = fits(m, acc.memory_bytes)
@@ -513,7 +525,11 @@ def cmd_memory(args) -> int:
             ["weights", human_bytes(m.weights_bytes), exact(m.weights_bytes)],
             ["gradients", human_bytes(m.gradients_bytes), exact(m.gradients_bytes)],
             ["optimizer states", human_bytes(m.optimizer_bytes), exact(m.optimizer_bytes)],
-            [f"activations (recompute: {m.recompute})", human_bytes(m.activations_bytes), exact(m.activations_bytes)],
+            [
+                f"activations ({m.attention} attention, recompute {m.recompute})",
+                human_bytes(m.activations_bytes),
+                exact(m.activations_bytes),
+            ],
             ["training total", human_bytes(m.training_total_bytes), exact(m.training_total_bytes)],
             [f"KV cache ({m.kv_cache_dtype})", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
             [

@@ -370,9 +370,10 @@ def estimate_memory(
         "gradients": data_parallel if zero_stage >= 2 else 1,
         "optimizer": data_parallel if zero_stage >= 1 else 1,
     }
-    weights = nbytes(N * shard / zero_div["weights"], weights_pp)
-    grads = nbytes(N * shard / zero_div["gradients"], grads_pp)
-    optim = nbytes(N * shard / zero_div["optimizer"], optim_pp)
+    local = {k: rank_elements(spec, div, tensor_parallel) for k, div in zero_div.items()}
+    weights = nbytes(local["weights"] / pipeline_parallel, weights_pp)
+    grads = nbytes(local["gradients"] / pipeline_parallel, grads_pp)
+    optim = nbytes(local["optimizer"] / pipeline_parallel, optim_pp)
 
     # activations: one micro-batch of `batch` sequences, in the dtype of the computation (fp32 keeps
     # fp32 activations; mixed precision computes in 16 bits)
@@ -404,7 +405,7 @@ def estimate_memory(
         activations_bytes=activations,
         kv_cache_bytes=kv,
         kv_cache_dtype=kv_cache_dtype(key),
-        inference_weights_bytes=nbytes(N * shard, weights_pp),
+        inference_weights_bytes=nbytes(rank_elements(spec, 1, tensor_parallel) / pipeline_parallel, weights_pp),
         activations_detail=detail,
         bytes_per_param_training=per_param,
         per_param_note=note,
@@ -415,6 +416,37 @@ def estimate_memory(
             "pipeline_parallel": pipeline_parallel,
         },
     )
+
+
+# Tensor parallelism (Megatron-LM): column-parallel maps split their output rows, row-parallel maps
+# their input columns (their biases stay whole); vocabulary tables split their rows; norms, position
+# tables and token types stay whole on every rank.
+COLUMN_PARALLEL = ("qkv", "q", "kv", "gate", "up", "q_a", "q_b", "kv_a", "kv_b", "router")
+ROW_PARALLEL = ("out", "down")
+
+
+def rank_elements(spec: ModelSpec, shards: int, tensor_parallel: int = 1) -> int:
+    """Parameter elements the largest rank holds: each tensor split `tensor_parallel` ways as
+    Megatron-LM splits it, then its dimension 0 split `shards` ways as FSDP2 (ZeRO-3) shards it —
+    ceil(rows / shards) rows on the first rank, which every rank pads to."""
+    from archspec.blocks import tensors
+
+    total = 0
+    for t in tensors(describe(spec)):
+        shape = list(t.shape)
+        *_, module, leaf = ("", *t.path.split("."))
+        if tensor_parallel > 1:
+            if module in ROW_PARALLEL:
+                if leaf == "weight":
+                    shape[-1] = -(-shape[-1] // tensor_parallel)
+            elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
+                shape[0] = -(-shape[0] // tensor_parallel)
+        shape[0] = -(-shape[0] // shards)
+        n = 1
+        for s in shape:
+            n *= s
+        total += n
+    return total
 
 
 def fits(m: MemoryEstimate, capacity_bytes: int) -> dict[str, bool]:
