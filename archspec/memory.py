@@ -361,7 +361,6 @@ def estimate_memory(
     N = count_params(spec).total
     mixed = key != "fp32"
     model_split = tensor_parallel * pipeline_parallel
-    shard = Fraction(1, model_split)
 
     weights_pp, grads_pp, optim_pp = training_bytes_per_param(key, optimizer, fp32_grads)
     states = OPTIMIZERS[optimizer]

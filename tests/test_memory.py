@@ -114,4 +114,7 @@ def test_memory_json_keys(run_json):
 def test_memory_per_gpu_under_zero_3(run_json):
     (obj,) = run_json("memory", "gpt3-175b", "--gpus", "1024", "--zero", "3", "--gpu", "h100")
     assert 2 * 174_604_259_328 // 1024 <= obj["weights_bytes"] <= 1.001 * 2 * 174_604_259_328 / 1024
-    assert obj["fits_training"] is False  # activations at batch 1 x 2048 without recomputation: 257 GiB
+    assert obj["accelerator_memory_bytes"] == 80 * 2**30
+    assert obj["fits_training"] == (obj["training_total_bytes"] <= 80 * 2**30)
+    (eager,) = run_json("memory", "gpt3-175b", "--gpus", "1024", "--zero", "3", "--gpu", "h100", "--attention", "eager")
+    assert eager["fits_training"] is False  # the stored probabilities: 96 heads x 2048^2 per layer
