@@ -26,8 +26,10 @@ from archspec.reference.convert import (
     load_gpt2,
     load_llama,
     load_torch_transformer,
+    load_transformers,
     spec_from_gpt2_config,
     transformers_config,
+    transformers_model,
 )
 from archspec.reference.measure import count_by_component, count_total
 from archspec.reference.model import Transformer, cache_bytes, cache_length
@@ -51,9 +53,11 @@ __all__ = [
     "load_gpt2",
     "load_llama",
     "load_torch_transformer",
+    "load_transformers",
     "materialize",
     "resolve_device",
     "resolve_dtype",
     "spec_from_gpt2_config",
     "transformers_config",
+    "transformers_model",
 ]

@@ -25,8 +25,9 @@ from archspec.reference.model import Transformer
 from archspec.reference.weights import WeightMap, load_weights, row
 from archspec.spec import ModelSpec
 
-__all__ = ["FAMILIES", "load_bert", "load_gpt2", "load_llama", "load_torch_transformer", "load_transformers",
-           "spec_from_gpt2_config", "transformers_config", "transformers_model", "unsupported"]  # fmt: skip
+__all__ = ["FAMILIES", "family_of", "load_bert", "load_gpt2", "load_llama", "load_torch_transformer",
+           "load_transformers", "spec_from_gpt2_config", "transformers_config", "transformers_model",
+           "unsupported"]  # fmt: skip
 
 
 def unsupported(spec: ModelSpec, name: str) -> list[str]:

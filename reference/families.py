@@ -178,10 +178,6 @@ LLAMA_LIKE = {**BASE, **ROTARY, "norm": ("rmsnorm",), "activation": GATED}
 # ---------------------------------------------------------------- config keys from a spec
 
 
-def _rope(s: ModelSpec) -> dict:
-    return {"rope_type": "default", "rope_theta": s.position.base, "partial_rotary_factor": s.position.fraction}
-
-
 def _layer_types(s: ModelSpec) -> list[str]:
     return ["sliding_attention" if sliding_window(s, i) else "full_attention" for i in range(s.decoder_layers)]
 
@@ -495,7 +491,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             "num_attention_heads": lambda s: s.n_heads,
             "intermediate_size": lambda s: s.d_ff,
             "hidden_act": lambda s: ACT[s.activation],
-            "rope_parameters": _rope,
+            "rotary_pct": lambda s: s.position.fraction,  # transformers 5 folds both into rope_parameters
+            "rotary_emb_base": lambda s: s.position.base,
             "max_position_embeddings": lambda s: s.max_positions,
             "layer_norm_eps": lambda s: s.norm_eps,
             "use_parallel_residual": lambda s: s.block.kind == "parallel",
