@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from archspec.errors import SpecError, did_you_mean
+from archspec.checks import check_args
+from archspec.errors import SpecError, clip, did_you_mean, shown
 from archspec.loading import build_spec, parse_text, read_mapping
 from archspec.spec import ModelSpec
 
@@ -62,7 +63,7 @@ def _spec_of(p: Preset) -> ModelSpec:
     """The preset's spec; a packaged one is built once (keyed by where it comes from, since spec data
     may hold sub-tables, which are not hashable)."""
     if not p.trusted:
-        return build_spec(p.spec_data, f"preset {p.name!r}")
+        return build_spec(dict(p.spec_data), f"{clip(p.path, 200)}: models.{clip(p.name, 60)}")
     key = (p.path, p.name, p.trusted)
     if key not in _SPECS:
         # Package presets are trusted data: tests/test_presets.py validates every one of them
@@ -90,14 +91,20 @@ def parse_family(data: dict[str, Any], where: str, trusted: bool = False) -> lis
         raise SpecError(f"{where}: no [models.NAME] tables found")
     out = []
     for name, table in models.items():
+        at = f"{where}: models.{clip(name, 60)}"
         if not isinstance(table, dict):
-            raise SpecError(f"{where}: models.{name} must be a table")
+            raise SpecError(f"{at} must be a table")
         spec_data = {**defaults, **{k: v for k, v in table.items() if k not in RESERVED}}
         if spec_data.setdefault("name", name) != name:
-            raise SpecError(f"{where}: models.{name} has name={spec_data['name']!r}; drop it or make them equal")
+            raise SpecError(f"{at} has name={shown(spec_data['name'])}; drop it or make them equal")
         claims = table.get("claims", [])
         if not isinstance(claims, list):
-            raise SpecError(f"{where}: models.{name}.claims must be an array of tables ([[models.{name}.claims]])")
+            raise SpecError(f"{at}.claims must be an array of tables ([[models.{clip(name, 60)}.claims]])")
+        for key in ("summary", "source"):
+            if not isinstance(table.get(key, ""), str):
+                raise SpecError(f"{at}.{key} must be text, got {shown(table[key])}")
+        if not isinstance(table.get("printed", {}), dict):
+            raise SpecError(f"{at}.printed must be a table of values as printed, got {shown(table['printed'])}")
         out.append(
             Preset(
                 name=name,
@@ -161,14 +168,16 @@ def preset_names() -> list[str]:
 
 
 def get_preset(name: str) -> Preset:
+    check_args("get_preset", name=name)
     index = _index()
     if name not in index:
-        raise SpecError(f"unknown preset {name!r}{did_you_mean(name, index)} (see `archspec list`)")
+        raise SpecError(f"unknown preset {shown(name)}{did_you_mean(name, index)} (see `archspec list`)")
     return _family(index[name])[name]
 
 
 def preset(name: str) -> ModelSpec:
     """The ModelSpec of a preset, e.g. preset('gpt2')."""
+    check_args("preset", name=name)
     return get_preset(name).spec
 
 
@@ -185,12 +194,15 @@ def with_overrides(spec: ModelSpec, overrides: dict[str, Any] | None, where: str
     except ValidationError as err:
         from archspec.errors import describe_validation_error
 
-        raise SpecError(describe_validation_error(err, f"{where} with --set")) from None
+        raise SpecError(describe_validation_error(err, f"{clip(where, 200)} with --set")) from None
 
 
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
     """A preset name or a spec-file path, with `--set` overrides applied and re-validated."""
-    if _looks_like_path(ref) or (Path(ref).is_file() and ref not in _index()):
+    if isinstance(ref, Path):
+        ref = str(ref)
+    check_args("resolve_model", ref=ref)
+    if _looks_like_path(ref) or (ref not in _index() and _is_file(ref)):
         from archspec.loading import load_spec
 
         spec = load_spec(ref)
@@ -208,3 +220,11 @@ def claim_sets(refs: list[str] | None, overrides: dict[str, Any] | None = None) 
         for p in presets:
             out.append((with_overrides(p.spec, overrides, p.name), p.claims))
     return out
+
+
+def _is_file(ref: str) -> bool:
+    """Whether `ref` names an existing file; False for names the system cannot look up (too long, a NUL)."""
+    try:
+        return Path(ref).is_file()
+    except (OSError, ValueError):
+        return False

@@ -24,26 +24,37 @@ A claim *matches* when the computed value rounds to the printed one at the print
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from archspec.errors import SpecError, describe_validation_error
+from archspec.errors import SpecError, clip, describe_validation_error, did_you_mean, shown
+from archspec.limits import MAX_EXPONENT, float_or_int
 from archspec.spec import ModelSpec
 
-SUFFIX = {"K": Decimal(10) ** 3, "M": Decimal(10) ** 6, "B": Decimal(10) ** 9, "T": Decimal(10) ** 12}
+SUFFIX = {"K": 3, "M": 6, "B": 9, "T": 12}  # powers of ten
 NEAR = 0.01
+COMPUTE_ONLY = ("method", "tokens", "seq_len", "using_params", "gpu", "gpus", "hours", "tflops")
+METHOD_FIELDS = {  # the fields each method reads, besides quantity and printed
+    "6nd": ("tokens", "using_params"),
+    "exact": ("tokens", "seq_len"),
+    "hardware": ("gpu", "gpus", "hours", "tflops"),
+}
 
 
 class Claim(BaseModel):
-    """One published figure about a model, with its source."""
+    """One published figure about a model, with its source. Checked as data when it is read: a
+    figure that is not a finite positive number, a field the claim's method does not read, or a
+    what-if naming something that is not a spec field is an error before anything is computed."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     quantity: Literal["params", "training_flops", "pf_days"]
-    printed: str = Field(min_length=1)
+    printed: str = Field(min_length=1, max_length=64)
     source: str = Field(min_length=1)
     explanation: str | None = None
     what_if: dict[str, Any] | None = None
@@ -51,23 +62,70 @@ class Claim(BaseModel):
     solve_for: Literal["vocab_size", "max_positions"] | None = None
     precision: float | None = Field(None, gt=0)
     method: Literal["6nd", "exact", "hardware"] | None = None
-    tokens: float | None = Field(None, gt=0)
+    tokens: int | None = Field(None, ge=1)
     seq_len: int | None = Field(None, ge=1)
-    using_params: str | None = None
+    using_params: str | None = Field(None, min_length=1, max_length=64)
     gpu: str | None = None
     gpus: int | None = Field(None, ge=1)
     hours: float | None = Field(None, gt=0)
     tflops: float | None = Field(None, gt=0)
 
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _whole_tokens(cls, value: Any) -> Any:
+        """tokens = 300e9 (a float in TOML) is the integer it reads as, never a float's binary value."""
+        if isinstance(value, float) and math.isfinite(value):
+            exact = Decimal(repr(value))
+            if exact != exact.to_integral_value():
+                raise ValueError(f"tokens must be a whole number, got {value!r}")
+            return int(exact)
+        if isinstance(value, str):
+            from archspec.loading import parse_number
+
+            return parse_number(value, "tokens", integer=True)
+        return value
+
+    @field_validator("what_if")
+    @classmethod
+    def _what_if_fields(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return value
+        fields = list(ModelSpec.model_fields)
+        for key, v in value.items():
+            if key not in fields:
+                raise ValueError(f"what_if: unknown spec field {shown(key)}{did_you_mean(key, fields)}")
+            if not isinstance(v, (int, float, str)):  # bool is an int
+                raise ValueError(f"what_if.{key} must be a number, true/false or text, got {shown(v)}")
+        return value
+
     def model_post_init(self, _context: Any) -> None:
-        parse_printed(self.printed)  # fails early on a figure that is not a number
-        if self.quantity != "params":
+        claimed, _ = parse_printed(self.printed)  # fails early on a figure that is not a number
+        given = {k for k in type(self).model_fields if getattr(self, k) is not None}
+        if self.quantity == "params":
+            extra = [k for k in COMPUTE_ONLY if k in given]
+            if extra:
+                raise ValueError(f"{', '.join(extra)}: only compute claims (training_flops, pf_days) read them")
+        else:
             if self.method is None:
                 raise ValueError(f"{self.quantity} claim {self.printed!r} needs a method (6nd, exact or hardware)")
             need = ("gpus", "tflops", "hours") if self.method == "hardware" else ("tokens",)
             missing = [k for k in need if getattr(self, k) is None]
             if missing:
                 raise ValueError(f"{self.method} claim {self.printed!r} needs {', '.join(missing)}")
+            extra = [k for k in COMPUTE_ONLY[1:] if k in given and k not in METHOD_FIELDS[self.method]]
+            if extra:
+                raise ValueError(f"{', '.join(extra)}: the {self.method} method does not read them")
+            if self.solve_for:
+                raise ValueError("solve_for applies to params claims only")
+        if self.what_if_source and not self.what_if:
+            raise ValueError("what_if_source names the source of a what_if, and there is none")
+        if self.using_params is not None:
+            parse_printed(self.using_params, "using_params")
+        if self.precision is not None and Fraction(repr(self.precision)) > _fraction(claimed):
+            raise ValueError(
+                f"precision {self.precision:g} is larger than the claimed figure {self.printed!r}; "
+                "any computed value would round to it"
+            )
 
 
 def parse_claims(items, where: str) -> tuple[Claim, ...]:
@@ -83,40 +141,52 @@ def parse_claims(items, where: str) -> tuple[Claim, ...]:
     return tuple(out)
 
 
-def parse_printed(text: str) -> tuple[Decimal, Decimal]:
+_PRINTED = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?([KMBTkmbt]?)")
+
+
+def parse_printed(text: str, what: str = "claimed figure") -> tuple[Decimal, Decimal]:
     """'117M' -> (117e6, 1e6); '1.3B' -> (1.3e9, 1e8); '12,850M' -> (12850e6, 10e6); '3.14E+23' -> (3.14e23, 1e21).
 
     The precision is one unit of the last significant digit; trailing zeros of an integer are not
-    significant.
+    significant. Both are exact Decimals. A figure that is not a finite positive number (nan,
+    Infinity), or whose exponent is beyond MAX_EXPONENT, is a SpecError.
     """
+    if not isinstance(text, str):
+        raise SpecError(f'{what} {shown(text)} must be text as printed, e.g. "117M"')
     s = text.strip().replace(",", "").replace("_", "")
-    scale = Decimal(1)
-    if s and s[-1].upper() in SUFFIX:
-        scale, s = SUFFIX[s[-1].upper()], s[:-1]
-    mantissa, _, exponent = s.lower().partition("e")
-    try:
-        value = Decimal(s)
-        exp10 = int(exponent) if exponent else 0
-    except (InvalidOperation, ValueError):
-        raise SpecError(f"claimed figure {text!r} is not a number (e.g. 117M, 1.3B, 3.14E+23)") from None
+    m = _PRINTED.fullmatch(s) if len(s) <= 64 else None
+    if not m:
+        raise SpecError(f"{what} {shown(text)} is not a number (e.g. 117M, 1.3B, 3.14E+23)")
+    sign, digits, exponent, suffix = m.groups()
+    exp10 = int(exponent) if exponent else 0
+    if abs(exp10) > MAX_EXPONENT:
+        raise SpecError(f"{what} {shown(text)} is out of range; exponents are limited to +-{MAX_EXPONENT}")
+    exp10 += SUFFIX[suffix.upper()] if suffix else 0
+    value = Decimal(f"{sign}{digits}e{exp10}")  # exact: built from the digits, no rounding context
     if value <= 0:
-        raise SpecError(f"claimed figure {text!r} must be positive")
-    digits = mantissa.lstrip("+")
+        raise SpecError(f"{what} {shown(text)} must be positive")
     # one unit of the last significant digit; an integer mantissa's trailing zeros are not significant
     decimals = len(digits.split(".")[1]) if "." in digits else -(len(digits) - len(digits.rstrip("0")))
-    unit_exp = exp10 - decimals
-    return value * scale, Decimal(10) ** unit_exp * scale
+    return value, Decimal(f"1e{exp10 - decimals}")
 
 
-def rounds_to(computed: int | float | Decimal, claimed: Decimal, precision: Decimal) -> bool:
-    c = Decimal(computed) if not isinstance(computed, float) else Decimal(repr(computed))
-    return (c / precision).quantize(Decimal(1), ROUND_HALF_UP) == (claimed / precision).quantize(
-        Decimal(1), ROUND_HALF_UP
-    )
+def _fraction(x: int | float | Decimal | Fraction) -> Fraction:
+    """An exact rational: a float by its shortest decimal form (0.1 is 1/10), as it was written."""
+    return Fraction(repr(x)) if isinstance(x, float) else Fraction(x)
 
 
-def status_of(computed, claimed: Decimal, precision: Decimal) -> tuple[str, float]:
-    deviation = float((Decimal(computed if not isinstance(computed, float) else repr(computed)) - claimed) / claimed)
+def _round_half_up(x: Fraction) -> int:
+    return math.floor(x + Fraction(1, 2))
+
+
+def rounds_to(computed, claimed, precision) -> bool:
+    """Whether `computed` rounds to `claimed` at `precision` (half up, exactly, at any size)."""
+    unit = _fraction(precision)
+    return _round_half_up(_fraction(computed) / unit) == _round_half_up(_fraction(claimed) / unit)
+
+
+def status_of(computed, claimed, precision) -> tuple[str, float | int]:
+    deviation = float_or_int((_fraction(computed) - _fraction(claimed)) / _fraction(claimed))
     if rounds_to(computed, claimed, precision):
         return "match", deviation
     return ("near" if abs(deviation) <= NEAR else "off"), deviation
@@ -165,23 +235,25 @@ class Assessment:
 
 
 def _number(d: Decimal) -> int | float:
-    return int(d) if d == d.to_integral_value() else float(d)
+    return int(d) if d == d.to_integral_value() else float_or_int(d)
 
 
 def compute(spec: ModelSpec, claim: Claim) -> tuple[int | float, str]:
-    """The value of the claimed quantity for `spec`, and how it was computed."""
+    """The value of the claimed quantity for `spec`, and how it was computed (exact, then as a JSON
+    number: an int, or a float for PF-days)."""
     from archspec.params import count_params
 
     if claim.quantity == "params":
         return count_params(spec).total, "exact parameter count"
     if claim.method == "hardware":
-        flops = round(Decimal(claim.gpus) * Decimal(repr(claim.tflops)) * 10**12 * Decimal(repr(claim.hours)) * 3600)
-        what = f"{claim.gpus} x {claim.gpu or 'accelerator'} at {claim.tflops:g} TFLOP/s for {claim.hours:g} hours"
-        value, note = int(flops), f"hardware time at peak: {what}"
+        flops = Fraction(claim.gpus) * _fraction(claim.tflops) * 10**12 * _fraction(claim.hours) * 3600
+        gpu = clip(claim.gpu or "accelerator", 40)
+        what = f"{claim.gpus} x {gpu} at {claim.tflops:g} TFLOP/s for {claim.hours:g} hours"
+        value, note = round(flops), f"hardware time at peak: {what}"
     else:
         from archspec.flops import count_flops, training_cost
 
-        tokens = int(Decimal(repr(claim.tokens)))
+        tokens = claim.tokens
         cost = training_cost(count_flops(spec, 1, claim.seq_len), tokens)
         if claim.method == "6nd":
             value, note = cost.training_total_6nd, f"6 N D, N = {cost.params:,}, D = {tokens:,}"
@@ -193,47 +265,80 @@ def compute(spec: ModelSpec, claim: Claim) -> tuple[int | float, str]:
     if claim.quantity == "pf_days":
         from archspec.flops import PF_DAY
 
-        return value / PF_DAY, note + ", / 8.64e19 FLOPs per PF-day"
+        return float_or_int(Fraction(value, PF_DAY)), note + ", / 8.64e19 FLOPs per PF-day"
     return value, note
 
 
-def assess(spec: ModelSpec, claim: Claim) -> Assessment:
-    claimed, precision = parse_printed(claim.printed)
-    if claim.precision is not None:
-        precision = Decimal(repr(claim.precision))
-    computed, note = compute(spec, claim)
-    status, deviation = status_of(computed, claimed, precision)
-    what_if = implied = using = None
+def _label(spec: ModelSpec, claim: Claim) -> str:
+    return f"{spec.name}: {claim.quantity} claim {shown(claim.printed)} ({clip(claim.source, 60)})"
+
+
+def check_claim(spec: ModelSpec, claim: Claim) -> ModelSpec | None:
+    """The checks that need the spec, before anything is computed: the what-if makes a valid spec
+    (returned), sequence lengths fit the learned position tables, solve_for has something to solve."""
+    from archspec.flops import workload_lengths
+
+    label = _label(spec, claim)
+    alt = None
     if claim.what_if:
         try:
             alt = spec.replace(**claim.what_if)
         except ValidationError as err:
-            raise SpecError(describe_validation_error(err, f"{spec.name}: what_if {claim.what_if}")) from None
-        alt_value, _ = compute(alt, claim)
-        alt_status, alt_dev = status_of(alt_value, claimed, precision)
-        what_if = {
-            "changes": dict(claim.what_if),
-            "computed": alt_value,
-            "status": alt_status,
-            "deviation": alt_dev,
-            "label": f"sourced: {claim.what_if_source}" if claim.what_if_source else "hypothesis",
-        }
+            raise SpecError(describe_validation_error(err, f"{label}: what_if")) from None
+    if claim.method == "exact":
+        for s, what in ((spec, "the spec"), (alt, "the what_if spec")):
+            if s is not None:
+                try:
+                    workload_lengths(s, 1, claim.seq_len, None)
+                except ValueError as exc:
+                    raise SpecError(f"{label}: seq_len for {what}: {exc}") from None
+    if claim.solve_for == "max_positions" and spec.position != "learned":
+        raise SpecError(
+            f"{label}: solve_for = max_positions, but the count does not depend on it (position = {spec.position})"
+        )
+    return alt
+
+
+def assess(spec: ModelSpec, claim: Claim) -> Assessment:
+    alt = check_claim(spec, claim)
+    claimed, precision = parse_printed(claim.printed)
+    if claim.precision is not None:
+        precision = Decimal(repr(claim.precision))
+    try:
+        computed, note = compute(spec, claim)
+        what_if = implied = using = None
+        if alt is not None:
+            alt_value, _ = compute(alt, claim)
+            alt_status, alt_dev = status_of(alt_value, claimed, precision)
+            what_if = {
+                "changes": dict(claim.what_if),
+                "computed": alt_value,
+                "status": alt_status,
+                "deviation": alt_dev,
+                "label": f"sourced: {claim.what_if_source}" if claim.what_if_source else "hypothesis",
+            }
+    except SpecError:
+        raise
+    except ValueError as exc:  # a planning function's bad-input error, named with the claim
+        raise SpecError(f"{_label(spec, claim)}: {exc}") from None
+    status, deviation = status_of(computed, claimed, precision)
     if claim.solve_for and claim.quantity == "params":
         implied = implied_range(spec, claim.solve_for, claimed, precision)
     if claim.using_params and claim.method == "6nd":
-        n_printed, _ = parse_printed(claim.using_params)
-        value = 6 * n_printed * Decimal(repr(claim.tokens))
+        n_printed, _ = parse_printed(claim.using_params, "using_params")
+        value = 6 * _fraction(n_printed) * claim.tokens
         if claim.quantity == "pf_days":
             from archspec.flops import PF_DAY
 
             value = value / PF_DAY
-        u_status, u_dev = status_of(float(value), claimed, precision)
-        using = {"params": claim.using_params, "computed": float(value), "status": u_status, "deviation": u_dev}
+        u_status, u_dev = status_of(value, claimed, precision)
+        using = {"params": claim.using_params, "computed": float_or_int(value), "status": u_status, "deviation": u_dev}
     return Assessment(claim, claimed, precision, computed, deviation, status, note, what_if, implied, using)
 
 
-def implied_range(spec: ModelSpec, field: str, claimed: Decimal, precision: Decimal) -> dict[str, Any]:
-    """The values of `field` whose exact count rounds to the claimed figure (the count is affine in it)."""
+def implied_range(spec: ModelSpec, field: str, claimed, precision) -> dict[str, Any]:
+    """The values of `field` whose exact count rounds to the claimed figure (the count is affine in
+    it). When no positive value does, `low` and `high` are None and `note` says why."""
     from archspec.params import count_params
 
     x0 = getattr(spec, field)
@@ -241,8 +346,18 @@ def implied_range(spec: ModelSpec, field: str, claimed: Decimal, precision: Deci
     slope = c1 - c0
     if c2 - c1 != slope or slope <= 0:
         raise SpecError(f"{spec.name}: the count is not affine in {field}; cannot solve for it")
-    base = c0 - slope * x0
+    base = c0 - slope * x0  # the count at field = 0
+    claimed, precision = _fraction(claimed), _fraction(precision)
     lo_count, hi_count = claimed - precision / 2, claimed + precision / 2  # [lo, hi) rounds to the claim
     lo = max(1, math.ceil((lo_count - base) / slope))
     hi = math.ceil((hi_count - base) / slope) - 1
-    return {"field": field, "low": lo, "high": hi, "current": x0}
+    out: dict[str, Any] = {"field": field, "low": lo, "high": hi, "current": x0}
+    if hi < lo:
+        at_one = base + slope
+        why = (
+            f"the count is already {at_one:,} at {field} = 1"
+            if at_one >= hi_count
+            else f"the count steps by {slope:,} per unit of {field}, more than the printed precision"
+        )
+        out.update(low=None, high=None, note=f"no value of {field} reproduces the figure: {why}")
+    return out

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from archspec.errors import SpecError
+from archspec.errors import SpecError, clip, one_line
 from archspec.render import FORMATS
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -25,7 +25,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors and exit code 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"archspec: error: {message} (see `{self.prog} --help`)\n")
+        sys.stderr.write(f"archspec: error: {one_line(message)} (see `{self.prog} --help`)\n")
         sys.exit(EXIT_BAD_INPUT)
 
 
@@ -37,14 +37,12 @@ def _number_type(kind: str, *, minimum: float | None = None, strict_min: bool = 
         from archspec.loading import parse_number
 
         try:
-            value = parse_number(text, kind)
+            value = parse_number(text, kind, integer=integer)
         except SpecError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
-        if integer and not isinstance(value, int):
-            raise argparse.ArgumentTypeError(f"{kind}: {text!r} is not a whole number")
         if minimum is not None and (value <= minimum if strict_min else value < minimum):
             bound = f"greater than {minimum:g}" if strict_min else f"at least {minimum:g}"
-            raise argparse.ArgumentTypeError(f"{kind}: must be {bound}, got {text}")
+            raise argparse.ArgumentTypeError(f"{kind}: must be {bound}, got {clip(text.strip())}")
         return value
 
     parse.__name__ = kind
@@ -102,7 +100,11 @@ def _render(args, objects: list[dict[str, Any]], people: Callable[[], str]) -> N
     from archspec.render import to_csv, to_json
 
     if args.format == "json":
-        _emit(to_json(objects))
+        try:
+            text = to_json(objects)
+        except ValueError as exc:  # a value that is not a finite number, which JSON cannot hold
+            raise SpecError(f"a result cannot be written as JSON: {exc}") from None
+        _emit(text)
     elif args.format == "csv":
         _emit(to_csv(objects))
     else:
@@ -244,7 +246,7 @@ def cmd_compare(args) -> int:
                    "FLOPs/token", f"weights {args.dtype}", "KV/token"]  # fmt: skip
         body = [[r.spec.name, _layers(r.spec), r.spec.d_model, _heads(r.spec), r.spec.d_head, r.spec.d_ff,
                  f"{r.spec.vocab_size:,}", r.spec.max_positions, human(r.count.total), human(r.count.non_embedding),
-                 human(float(r.forward_per_token)), human_bytes(r.weights_bytes),
+                 human(r.forward_per_token), human_bytes(r.weights_bytes),
                  human_bytes(r.kv_cache_bytes_per_token)] for r in rows]  # fmt: skip
         note = (
             f"FLOPs/token: exact forward matmul FLOPs per token at each model's context length"
@@ -350,6 +352,13 @@ def _flops_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _fraction(x):
+    """An exact rational from an int, a Fraction or a float (by its shortest decimal form)."""
+    from fractions import Fraction
+
+    return Fraction(repr(x)) if isinstance(x, float) else Fraction(x)
+
+
 def _mfu(text: str) -> float:
     value = positive_number(text)
     if not 0 < value <= 1:
@@ -358,9 +367,12 @@ def _mfu(text: str) -> float:
 
 
 def cmd_flops(args) -> int:
-    from archspec.flops import count_flops, exact_number, training_cost
+    from fractions import Fraction
+
+    from archspec.flops import PF_DAY, count_flops, training_cost
     from archspec.hardware import resolve_peak
-    from archspec.render import human, pct, sci, signed_pct, table
+    from archspec.limits import float_or_int
+    from archspec.render import fixed, human, pct, sci, signed_pct, table
 
     if (args.gpu or args.peak_tflops or args.gpus) and not args.tokens:
         raise SpecError("a training-time estimate needs --tokens D (e.g. --tokens 300e9)")
@@ -375,17 +387,20 @@ def cmd_flops(args) -> int:
         if args.tokens:
             cost = training_cost(f, args.tokens, (args.gpus or 1) if peak else None, peak, args.mfu if peak else None,
                                  acc.name if acc else None)  # fmt: skip
+            pf_days = float_or_int(Fraction(cost.training_total_6nd, PF_DAY))
+            pf_days_exact = float_or_int(Fraction(cost.training_total, PF_DAY))
             obj.update(
                 tokens=cost.tokens,
                 training_total=cost.training_total,
                 training_total_6nd=cost.training_total_6nd,
-                pf_days=cost.pf_days,
-                pf_days_exact=cost.pf_days_exact,
+                pf_days=pf_days,
+                pf_days_exact=pf_days_exact,
                 chinchilla_tokens=cost.chinchilla_tokens,
             )
             if cost.seconds is not None:
+                days = float_or_int(_fraction(cost.seconds) / 86400)
                 obj.update(gpus=cost.gpus, accelerator=cost.accelerator, peak_flops=cost.peak_flops, mfu=cost.mfu,
-                           time_seconds=cost.seconds, time_days=cost.seconds / 86400)  # fmt: skip
+                           time_seconds=cost.seconds, time_days=days)  # fmt: skip
         objects.append(obj)
 
         shape = f"batch {f.batch} x {f.seq_len} tokens" + (f" (source {f.src_len})" if f.src_len else "")
@@ -394,12 +409,15 @@ def cmd_flops(args) -> int:
                  ["backward (2 x forward)", sci(f.backward), ""],
                  ["training (3 x forward)", sci(f.training), ""],
                  ["non-matmul (estimate)", sci(f.non_matmul_total), pct(f.non_matmul_total / f.forward)]]  # fmt: skip
+        scores = "full matrix"
+        if f.causal_half:
+            scores = "causal half" if spec.kind == "decoder-only" else "causal half in the decoder's self-attention"
         lines = [
-            f"{spec.name}: {shape}; FLOPs = 2 per multiply-accumulate; attention scores: "
-            f"{'causal half' if f.causal_half else 'full matrix'}",
+            f"{spec.name}: {shape}; FLOPs = 2 per multiply-accumulate; attention scores: {scores}",
             table(rows, ["", "FLOPs", "share"], args.format, colalign=("left", "right", "right")),
-            f"per token: forward {human(float(f.forward_per_token))} "
-            f"({exact_number(f.forward_per_token):,}), training {human(float(f.training_per_token))}; "
+            f"per token: forward {human(f.forward_per_token)} "
+            f"({fixed(f.forward_per_token, 0 if f.forward_per_token.denominator == 1 else 2)}), "
+            f"training {human(f.training_per_token)}; "
             f"MACs (fvcore's 'flops') {sci(f.macs)}",
             "not modelled: lookups, the loss, the optimizer step, the pooler's tanh, dropout",
             "",
@@ -418,15 +436,16 @@ def cmd_flops(args) -> int:
             lines += [
                 "",
                 f"training on {human(cost.tokens)} tokens: 6ND {sci(cost.training_total_6nd)} FLOPs "
-                f"({cost.pf_days:,.1f} PF-days, as GPT-3's Table D.1 counts); exact {sci(cost.training_total)} "
-                f"({cost.pf_days_exact:,.1f} PF-days)",
+                f"({fixed(pf_days)} PF-days, as GPT-3's Table D.1 counts); exact {sci(cost.training_total)} "
+                f"({fixed(pf_days_exact)} PF-days)",
                 f"Chinchilla-optimal data, ~20 tokens per parameter: {human(cost.chinchilla_tokens)} tokens",
             ]
             if cost.seconds is not None:
-                what = acc.title if acc else f"{args.peak_tflops:g} TFLOP/s accelerators"
+                what = acc.title if acc else "accelerators"
+                tflops = _fraction(cost.peak_flops) / 10**12
                 lines.append(
-                    f"time on {cost.gpus:,} x {what} at {cost.peak_flops / 1e12:,.0f} TFLOP/s peak, "
-                    f"{cost.mfu:.0%} MFU: {cost.seconds / 86400:,.1f} days ({cost.seconds / 3600:,.0f} hours)"
+                    f"time on {cost.gpus:,} x {what} at {fixed(tflops, 0 if tflops >= 1 else 6)} TFLOP/s peak, "
+                    f"{cost.mfu:.0%} MFU: {fixed(days)} days ({fixed(_fraction(cost.seconds) / 3600, 0)} hours)"
                 )
         blocks.append("\n".join(lines))
     _render(args, objects, lambda: "\n\n".join(blocks))
@@ -467,7 +486,7 @@ def _memory_args(p: argparse.ArgumentParser) -> None:
 def cmd_memory(args) -> int:
     from archspec.hardware import accelerator
     from archspec.memory import estimate_memory, fits, parallel_layout
-    from archspec.render import exact, human_bytes, table
+    from archspec.render import exact, fixed, human_bytes, pct, table
 
     acc = accelerator(args.gpu) if args.gpu else None
     objects, blocks = [], []
@@ -492,8 +511,8 @@ def cmd_memory(args) -> int:
             [f"KV cache ({m.kv_cache_dtype})", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
             [
                 "KV cache per token",
-                human_bytes(float(per_token)),
-                exact(int(per_token)) if per_token.denominator == 1 else f"{float(per_token):,.2f}",
+                human_bytes(per_token),
+                exact(int(per_token)) if per_token.denominator == 1 else fixed(per_token, 2),
             ],  # fmt: skip
             [
                 "inference total (weights + KV cache)",
@@ -519,8 +538,8 @@ def cmd_memory(args) -> int:
             verdict = {True: "fits", False: "does not fit"}
             lines.append(
                 f"{acc.title} ({acc.memory_gib:g} GiB): training {verdict[obj['fits_training']]} "
-                f"({m.training_total_bytes / cap:.0%}), inference {verdict[obj['fits_inference']]} "
-                f"({m.inference_total_bytes / cap:.0%})"
+                f"({pct(_fraction(m.training_total_bytes) / _fraction(cap), 0)}), inference "
+                f"{verdict[obj['fits_inference']]} ({pct(_fraction(m.inference_total_bytes) / _fraction(cap), 0)})"
             )
         blocks.append("\n".join(lines))
     _render(args, objects, lambda: "\n\n".join(blocks) + "\nGiB = 2^30 bytes; --format json gives exact bytes.")
@@ -536,7 +555,7 @@ def _fmt_quantity(quantity: str, value) -> str:
     if quantity == "params":
         return f"{human_sig(value)} ({value:,})"
     if quantity == "pf_days":
-        return f"{value:,.4g}"
+        return f"{value:,.4g}" if abs(value) < 10**15 else sci(value, 4)
     return sci(value, 4)
 
 
@@ -568,10 +587,13 @@ def cmd_validate(args) -> int:
                 )
             if a.implied:
                 i = a.implied
-                lines.append(
-                    f"implied: {c.printed} needs {i['field']} between {i['low']:,} and {i['high']:,} "
-                    f"(the spec has {i['current']:,})"
-                )
+                if i["low"] is None:
+                    lines.append(f"implied: {i['note']} (the spec has {i['field']} = {i['current']:,})")
+                else:
+                    lines.append(
+                        f"implied: {c.printed} needs {i['field']} between {i['low']:,} and {i['high']:,} "
+                        f"(the spec has {i['current']:,})"
+                    )
             if a.using_params:
                 u = a.using_params
                 lines.append(
@@ -1071,7 +1093,10 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         if _progress_state["live"]:
             _progress_write(None)
-        sys.stderr.write(f"archspec: error: {exc}\n")
+        sys.stderr.write(f"archspec: error: {one_line(str(exc))}\n")
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `archspec list | head`
         return EXIT_OK
+    except KeyboardInterrupt:
+        sys.stderr.write("archspec: interrupted\n")
+        return 130

@@ -2,19 +2,73 @@
 
 from __future__ import annotations
 
+import re
+import reprlib
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import ValidationError
+
+from archspec.limits import ECHO_CHARS, digits_of
 
 
 class SpecError(ValueError):
     """Bad input: an unknown preset, an invalid field, a malformed file, a bad option."""
 
 
+class _Repr(reprlib.Repr):
+    """reprlib with small limits, and integers shown by size beyond a few dozen digits (repr of a
+    huge integer costs quadratic time and fails beyond 4,300 digits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxdict, self.maxlist, self.maxtuple, self.maxset = 3, 4, 4, 4, 4
+        self.maxstring, self.maxother = ECHO_CHARS, ECHO_CHARS
+
+    def repr_int(self, x: int, level: int) -> str:
+        digits = digits_of(x)
+        return repr(x) if digits <= 40 else f"<an integer of {digits:,} digits>"
+
+
+_REPR = _Repr()
+
+
+def shown(value: Any, limit: int = ECHO_CHARS) -> str:
+    """repr(value) for a message, at most `limit` characters, in time that does not grow with the value."""
+    if isinstance(value, str):
+        text = repr(value[: limit + 1])
+    else:
+        try:
+            text = _REPR.repr(value)
+        except Exception:  # a value whose repr fails: say what it is
+            text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def clip(text: str, limit: int = ECHO_CHARS) -> str:
+    """Plain text for a message, at most `limit` characters."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_LONG_DIGITS = re.compile(r"[0-9]{41,}")
+
+
+def one_line(message: str, limit: int = 1000) -> str:
+    """A message on one line, long digit runs shortened, at most `limit` characters."""
+    text = " ".join(message.split())
+    text = _LONG_DIGITS.sub(lambda m: f"{m.group()[:8]}...({len(m.group()):,} digits)", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def closest(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    if not isinstance(word, str) or len(word) > 200:
+        return []
     import difflib  # only on the error path
 
-    return difflib.get_close_matches(word, list(choices), n=n, cutoff=0.5)
+    by_lower: dict[str, str] = {}
+    for choice in choices:  # case does not hide a match: 'GPT2' is close to 'gpt2'
+        by_lower.setdefault(choice.lower(), choice)
+    return [by_lower[m] for m in difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.5)]
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -28,8 +82,17 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
 
     fields = list(ModelSpec.model_fields)
     parts = []
+    either = set()  # fields given as one of two forms (bias: a bool or a table), reported once
     for e in err.errors(include_url=False):
-        loc = ".".join(str(p) for p in e["loc"])
+        if len(e["loc"]) >= 2 and e["loc"][0] == "bias" and e["loc"][1] in ("bool", "Biases"):
+            if len(e["loc"]) == 2:
+                if "bias" not in either:
+                    either.add("bias")
+                    parts.append(f"bias: Input should be a valid boolean or a table {{qkv, out, mlp}} "
+                                 f"(got {shown(e.get('input'))})")  # fmt: skip
+                continue
+            e = {**e, "loc": ("bias", *e["loc"][2:])}  # a field of the table
+        loc = ".".join(clip(str(p)) for p in e["loc"])
         msg = e["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
@@ -38,7 +101,7 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
             continue
         if kind == "union_tag_invalid":
             ctx = e.get("ctx", {})
-            parts.append(f"{loc}: unknown kind {ctx.get('tag')!r}; use one of {ctx.get('expected_tags')}")
+            parts.append(f"{loc}: unknown kind {shown(ctx.get('tag'))}; use one of {ctx.get('expected_tags')}")
         elif kind == "union_tag_not_found":
             parts.append(f"{loc}: a table here needs a 'kind' (or give the kind as a string)")
         elif kind == "extra_forbidden":
@@ -46,8 +109,8 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
         elif kind == "missing":
             parts.append(f"missing required field {loc!r}")
         elif kind == "literal_error" or loc:
-            parts.append(f"{loc}: {msg} (got {e.get('input')!r})")
+            parts.append(f"{loc}: {msg} (got {shown(e.get('input'))})")
         else:
             parts.append(msg)
     prefix = f"{where}: " if where else ""
-    return prefix + "; ".join(parts)
+    return one_line(prefix + "; ".join(parts))

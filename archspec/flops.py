@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from archspec.blocks import Attend, AttentionShape, Lengths, Linear, Norm, Pointwise, describe
+from archspec.checks import check_args
 from archspec.errors import SpecError
+from archspec.limits import float_or_int
 from archspec.params import ParamCount, count_params
 from archspec.spec import ModelSpec
 
@@ -158,9 +160,8 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
     if batch < 1 or T < 1:
         raise SpecError(f"batch and seq_len must be positive, got batch={batch}, seq_len={T}")
     if src_len is not None and spec.kind != "encoder-decoder":
-        raise SpecError(
-            f"{spec.name} is {spec.kind}: src_len applies to encoder-decoder models; use seq_len for its input"
-        )
+        stack = "it has no encoder" if spec.kind == "decoder-only" else "its encoder reads the seq_len tokens"
+        raise SpecError(f"{spec.name} is {spec.kind}, {stack}; src_len applies to encoder-decoder models only")
     S = (T if src_len is None else src_len) if spec.kind == "encoder-decoder" else None
     if S is not None and S < 1:
         raise SpecError(f"src_len must be positive, got {S}")
@@ -175,7 +176,7 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
 
 def exact_number(x: Fraction) -> int | float:
     """An int when the fraction is whole, else the nearest float."""
-    return int(x) if x.denominator == 1 else float(x)
+    return int(x) if x.denominator == 1 else float_or_int(x)
 
 
 def count_flops(
@@ -187,9 +188,10 @@ def count_flops(
     seq_len defaults to max_positions; for an encoder-decoder it is the target length and
     src_len (default: seq_len) the source length.
     """
+    check_args("count_flops", spec=spec, batch=batch, seq_len=seq_len, src_len=src_len, causal_half=causal_half)
     lengths = workload_lengths(spec, batch, seq_len, src_len)
     if causal_half and not spec.decoder_layers:
-        raise SpecError(f"{spec.name} is encoder-only: causal_half applies to a decoder's causal self-attention")
+        raise SpecError(f"{spec.name} is encoder-only; causal_half halves a decoder's self-attention scores")
     B = lengths.batch
     ops: dict[str, int] = {}
     components = {"attention": 0, "cross_attention": 0, "mlp": 0, "router": 0, "experts": 0, "shared_experts": 0,
@@ -207,12 +209,14 @@ def count_flops(
                     "values": 2 * B * e.shape.heads * pairs * e.shape.d_value,
                 }  # softmax(..)·V per head
                 non_matmul["softmax"] += n * B * e.shape.heads * T * S * (c["softmax"] + c["score_scale"])
+                non_matmul["positions"] += n * B * e.shape.heads * T * S * e.score_bias * c["position_add"]
             elif isinstance(e, Linear):
-                rows = B * lengths.rows(e.rows, part.stack)
+                rows = B * lengths.rows(e.rows, part.stack) * e.per_row  # experts: each row through top_k
                 work = {e.name: matmul_flops(rows, e.n_in, e.n_out)}
                 non_matmul["bias_adds"] += n * rows * e.n_out * e.bias * c["bias"]
             elif isinstance(e, Norm):
-                non_matmul["norms"] += n * B * lengths.rows("tokens", part.stack) * e.width * c[e.kind]
+                per_row = e.per_row or e.width  # per-head norms normalise every head
+                non_matmul["norms"] += n * B * lengths.rows("tokens", part.stack) * per_row * c[e.kind]
                 continue
             elif isinstance(e, Pointwise):
                 non_matmul[e.category] += n * B * lengths.rows(e.rows, part.stack) * e.width * c[e.cost]
@@ -222,7 +226,7 @@ def count_flops(
             for name, flops in work.items():
                 key = f"{part.component}.{name}" if name else part.component
                 ops[key] = ops.get(key, 0) + n * flops
-                components[part.component] += n * flops
+                components[part.component] = components.get(part.component, 0) + n * flops
     forward = sum(components.values())
     pc = count_params(spec)
     T = lengths.target
@@ -312,12 +316,12 @@ class TrainingCost:
     @property
     def pf_days(self) -> float:
         """6·N·D in PF-days, as the GPT-3 paper (Table D.1) counts."""
-        return self.training_total_6nd / PF_DAY
+        return float_or_int(Fraction(self.training_total_6nd, PF_DAY))
 
     @property
     def pf_days_exact(self) -> float:
         """The exact training FLOPs in PF-days."""
-        return self.training_total / PF_DAY
+        return float_or_int(Fraction(self.training_total, PF_DAY))
 
     @property
     def chinchilla_tokens(self) -> int:
@@ -334,6 +338,7 @@ def training_cost(
     accelerator: str | None = None,
 ) -> TrainingCost:
     """Exact and 6ND training compute for `tokens`; with gpus, peak and mfu, the wall time."""
+    check_args("training_cost", flops=flops, tokens=tokens, gpus=gpus, peak_flops=peak_flops, mfu=mfu)
     if tokens < 1:
         raise SpecError(f"tokens must be positive, got {tokens}")
     if mfu is not None and not 0 < mfu <= 1:
@@ -343,7 +348,7 @@ def training_cost(
     total = flops.training_for(tokens)
     seconds = None
     if gpus and peak_flops and mfu:
-        seconds = total / (gpus * peak_flops * mfu)
+        seconds = float_or_int(Fraction(total) / (gpus * Fraction(peak_flops) * Fraction(mfu)))
     return TrainingCost(
         tokens=tokens,
         training_total=total,

@@ -7,9 +7,11 @@ Planning layer only: the counters never read it. Any figure can be overridden by
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from archspec.errors import SpecError, did_you_mean
+from archspec.checks import check_args
+from archspec.errors import SpecError, did_you_mean, shown
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,11 @@ ACCELERATORS = {
 
 
 def accelerator(name: str) -> Accelerator:
+    check_args("accelerator", name=name)
     key = name.lower()
     if key not in ACCELERATORS:
         raise SpecError(
-            f"unknown accelerator {name!r}{did_you_mean(key, ACCELERATORS)}; known: {', '.join(ACCELERATORS)} "
+            f"unknown accelerator {shown(name)}{did_you_mean(key, ACCELERATORS)}; known: {', '.join(ACCELERATORS)} "
             "(or give --peak-tflops)"
         )
     return ACCELERATORS[key]
@@ -86,5 +89,8 @@ def resolve_peak(gpu: str | None, peak_tflops: float | None, dtype: str) -> tupl
     value of `gpu` at the math precision of `dtype`; (None, None) when neither is given."""
     acc = accelerator(gpu) if gpu else None
     if peak_tflops:
-        return peak_tflops * 1e12, acc
+        peak = peak_tflops * 10**12  # exact for an integer
+        if isinstance(peak, float) and not math.isfinite(peak) or isinstance(peak, int) and peak.bit_length() > 1024:
+            raise SpecError(f"--peak-tflops {peak_tflops:.3g} is too large: the peak is beyond 1.8e308 FLOP/s")
+        return peak, acc
     return (acc.peak(dtype), acc) if acc else (None, None)

@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 import sys
+import typing
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from archspec.errors import SpecError, describe_validation_error
+from archspec.errors import SpecError, clip, describe_validation_error, one_line, shown
+from archspec.limits import (
+    MAX_DEPTH,
+    MAX_EXPONENT,
+    MAX_FILE_BYTES,
+    MAX_INTEGER,
+    MAX_INTEGER_BITS,
+    MAX_NUMBER_CHARS,
+    MAX_YAML_NODES,
+    digits_of,
+    file_too_large,
+    integer_too_large,
+    too_deep,
+    too_many_yaml_nodes,
+)
 from archspec.spec import ModelSpec
 
 if sys.version_info >= (3, 11):
@@ -21,50 +39,303 @@ else:  # pragma: no cover
 SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 
 
+def _where(path: str | Path) -> str:
+    return clip(str(path), 200)
+
+
+def read_text(path: str | Path) -> str:
+    """The text of a regular file of at most MAX_FILE_BYTES bytes, in UTF-8 (a byte-order mark is
+    dropped), or a SpecError naming the problem. Nothing but a regular file is opened, and nothing
+    beyond the limit is read: a FIFO, a device (/dev/zero, also through a symlink) or a directory
+    is refused by what it is."""
+    where = _where(path)
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise SpecError(f"{where}: no such file") from None
+    except (OSError, ValueError) as exc:  # name too long, a loop of links, no permission, a NUL byte
+        raise SpecError(f"{where}: cannot read: {_reason(exc)}") from None
+    _check_regular(where, info.st_mode)
+    if info.st_size > MAX_FILE_BYTES:
+        raise SpecError(f"{where}: the file is {file_too_large(info.st_size)}")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as f:
+            _check_regular(where, os.fstat(f.fileno()).st_mode)  # the same file that was checked
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(f"{where}: cannot read: {_reason(exc)}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(f"{where}: the file is {file_too_large()}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SpecError(f"{where}: not UTF-8 text (an invalid byte on line {line}); save the file as UTF-8") from None
+
+
+def _reason(exc: Exception) -> str:
+    return (getattr(exc, "strerror", None) or str(exc)).lower()
+
+
+def _check_regular(where: str, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a named pipe (FIFO)"
+        if stat.S_ISFIFO(mode)
+        else "a character device"
+        if stat.S_ISCHR(mode)
+        else "a block device"
+        if stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
+    raise SpecError(f"{where}: is {kind}, not a spec file; give a .toml, .json or .yaml file")
+
+
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """The top-level table of a .toml, .json or .yaml file, or a SpecError naming the problem."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"expected a path (str or pathlib.Path), got {type(path).__name__} {shown(path)}")
     path = Path(path)
+    text = read_text(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        raise SpecError(f"{path}: unsupported file type {suffix or '(none)'!r}; use .toml, .json or .yaml")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SpecError(f"{path}: is a directory, not a spec file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read: {exc}") from None
+        raise SpecError(
+            f"{_where(path)}: unsupported file type {clip(suffix) or '(none)'!r}; use .toml, .json or .yaml"
+        )
     if not text.strip():
-        raise SpecError(f"{path}: file is empty; a spec file holds the spec fields at its top level")
+        raise SpecError(f"{_where(path)}: file is empty; a spec file holds the spec fields at its top level")
     data = parse_text(path, suffix, text)
     if not isinstance(data, dict):
-        raise SpecError(f"{path}: the top level must be a table of spec fields, not {type(data).__name__}")
+        raise SpecError(f"{_where(path)}: the top level must be a table of spec fields, not {type(data).__name__}")
     return data
 
 
 def parse_text(path: Path, suffix: str, text: str) -> Any:
-    """Parse TOML, JSON or YAML (safe loading only), naming the format in the error."""
-    if suffix == ".toml":
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SpecError(f"{path}: malformed TOML: {exc}") from None
-    if suffix == ".json":
-        import json
+    """Parse TOML, JSON or YAML (safe loading only), naming the format in the error. Nesting deeper
+    than MAX_DEPTH, integers beyond MAX_INTEGER, numbers that are not finite, duplicate keys and
+    YAML aliases that expand beyond MAX_YAML_NODES values are refused."""
+    where = _where(path)
+    fmt = {".toml": "TOML", ".json": "JSON"}.get(suffix, "YAML")
+    try:
+        if suffix == ".toml":
+            data = _parse_toml(where, text)
+        elif suffix == ".json":
+            data = _parse_json(where, text)
+        else:
+            data = _parse_yaml(where, text)
+    except RecursionError:
+        raise SpecError(f"{where}: malformed {fmt}: {too_deep()}") from None
+    except ValueError as exc:
+        if isinstance(exc, SpecError):
+            raise
+        if "digits" in str(exc):  # Python's limit on converting long integer text (4,300 digits)
+            raise SpecError(f"{where}: {integer_too_large()}") from None
+        raise SpecError(f"{where}: malformed {fmt}: {one_line(str(exc), 300)}") from None
+    check_data(data, where)
+    return data
 
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"{path}: malformed JSON: {exc}") from None
+
+_MANY_DOTS = re.compile(r"(?:\.[^=\[\]{},\n.]*){" + str(MAX_DEPTH + 1) + "}")
+
+
+def _check_toml_keys(where: str, text: str) -> None:
+    """Refuse a dotted key of more than MAX_DEPTH parts before tomllib sees it (its cost grows with
+    the square of the parts). One pass: strings and comments are skipped, and '=', brackets, braces,
+    commas and line ends end a key."""
+    if not _MANY_DOTS.search(text):  # the common case, in C: no run of dots that long at all
+        return
+    i, n, dots = 0, len(text), 0
+    while i < n:
+        c = text[i]
+        if c == "." and (dots := dots + 1) > MAX_DEPTH:
+            line = text.count("\n", 0, i) + 1
+            raise SpecError(f"{where}: malformed TOML: a dotted key {too_deep(f'line {line}')}")
+        if c in "=[]{},\n":
+            dots = 0
+        elif c == "#":
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+            continue
+        elif c in "\"'":
+            i = _skip_toml_string(text, i)
+            continue
+        i += 1
+
+
+def _skip_toml_string(text: str, i: int) -> int:
+    """The index just past the string starting at text[i] (or the end of the line for an unclosed one)."""
+    quote = text[i]
+    if text.startswith(quote * 3, i):
+        end, j = quote * 3, i + 3
+    else:
+        end, j = quote, i + 1
+    while True:
+        k = text.find(end, j)
+        stop = text.find("\n", j) if len(end) == 1 else -1
+        if k < 0 or (0 <= stop < k):
+            return len(text) if k < 0 and stop < 0 else (stop if stop >= 0 else len(text))
+        if quote == '"':  # an escaped quote does not close a basic string
+            backslashes = len(text[j:k]) - len(text[j:k].rstrip("\\"))
+            if backslashes % 2:
+                j = k + 1
+                continue
+        return k + len(end)
+
+
+def _parse_toml(where: str, text: str) -> Any:
+    _check_toml_keys(where, text)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        found = re.search(r"at line (\d+)", message)
+        if found and ("overwrite" in message or "Cannot declare" in message):
+            line = text.splitlines()[int(found.group(1)) - 1] if int(found.group(1)) <= text.count("\n") + 1 else ""
+            key = line.split("=", 1)[0].strip().strip("[]").strip() if line else ""
+            if key:
+                message = f"duplicate key {shown(key)} ({message})"
+        raise SpecError(f"{where}: malformed TOML: {one_line(message, 300)}") from None
+
+
+def _parse_json(where: str, text: str) -> Any:
+    import json
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                raise SpecError(f"{where}: malformed JSON: duplicate key {shown(key)}; each key may appear once")
+            out[key] = value
+        return out
+
+    def integer(digits: str) -> int:
+        if len(digits) > _MAX_INTEGER_DIGITS + 1:  # refused by length, before the conversion
+            raise SpecError(f"{where}: {integer_too_large(len(digits.lstrip('-')))}")
+        return int(digits)
+
+    def constant(name: str) -> Any:
+        raise SpecError(f"{where}: malformed JSON: {name} is not a finite number")
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_constant=constant)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{where}: malformed JSON: {one_line(str(exc), 300)}") from None
+
+
+def _parse_yaml(where: str, text: str) -> Any:
     try:
         import yaml
     except ImportError:
-        raise SpecError(f"{path}: reading YAML needs PyYAML (pip install pyyaml); or use .toml or .json") from None
+        raise SpecError(f"{where}: reading YAML needs PyYAML (pip install pyyaml); or use .toml or .json") from None
+    _check_yaml_brackets(where, text)
+    loader = _yaml_loader()(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_yaml_nodes(where, node)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: malformed YAML: {' '.join(str(exc).split())}") from None
+        raise SpecError(f"{where}: malformed YAML: {one_line(str(exc), 300)}") from None
+    finally:
+        loader.dispose()
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _check_yaml_brackets(where: str, text: str) -> None:
+    """Refuse flow collections ([...], {...}) nested beyond MAX_DEPTH before PyYAML scans them (its
+    scanner slows with the square of the depth). Brackets are counted everywhere, quoted or not: a
+    spec file has no use for more than a few."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    depth = 0
+    for m in _BRACKETS.finditer(text):
+        depth = depth + 1 if m.group() in "[{" else max(depth - 1, 0)
+        if depth > MAX_DEPTH:
+            line = text.count("\n", 0, m.start()) + 1
+            raise SpecError(f"{where}: malformed YAML: brackets {too_deep(f'line {line}')}")
+
+
+@cache
+def _yaml_loader():
+    """yaml's safe loader (libyaml's when installed) that refuses duplicate keys (explicit keys;
+    values merged with `<<` may be overridden)."""
+    import yaml
+
+    class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                        continue
+                    key = self.construct_object(key_node)
+                    if key in seen:
+                        mark = key_node.start_mark
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {shown(key)} on line {mark.line + 1}; each key may appear once"
+                        )
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
+def _check_yaml_nodes(where: str, root) -> None:
+    """Count the values of a composed YAML document as it would expand (an alias counts its whole
+    anchored value again) and its depth, before anything is constructed."""
+    import yaml
+
+    count, stack = 0, [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_YAML_NODES:
+            raise SpecError(f"{where}: {too_many_yaml_nodes()}")
+        if depth > MAX_DEPTH:
+            raise SpecError(f"{where}: {too_deep(f'line {node.start_mark.line + 1}')}")
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.append((key, depth + 1))
+                stack.append((value, depth + 1))
+
+
+_MAX_INTEGER_DIGITS = digits_of(MAX_INTEGER)
+
+
+def check_data(data: Any, where: str) -> None:
+    """Walk parsed data without recursion: depth at most MAX_DEPTH, text keys, integers within
+    MAX_INTEGER and finite floats, each refused with the path of the value."""
+    stack: list[tuple[Any, str, int]] = [(data, "", 0)]
+    while stack:
+        value, at, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise SpecError(f"{where}: {too_deep(clip(at, 60))}")
+        label = f"{where}: {at}" if at else where
+        if isinstance(value, dict):
+            for key, child in value.items():
+                if not isinstance(key, str):
+                    raise SpecError(f"{label}: keys must be text, got {shown(key)}")
+                stack.append((child, f"{at}.{clip(key, 40)}" if at else clip(key, 40), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((child, f"{at}[{i}]", depth + 1) for i, child in enumerate(value))
+        elif isinstance(value, bool):
+            continue
+        elif isinstance(value, int):
+            if value.bit_length() > MAX_INTEGER_BITS:
+                raise SpecError(f"{label}: {integer_too_large(digits_of(value))}")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise SpecError(f"{label}: {value} is not a finite number")
 
 
 def build_spec(data: dict[str, Any], where: str = "") -> ModelSpec:
@@ -85,47 +356,101 @@ def load_spec(path: str | Path) -> ModelSpec:
     return build_spec(data, str(path))
 
 
-_INT = re.compile(r"^[+-]?[0-9][0-9_]*$")
-_FLOAT = re.compile(r"^[+-]?([0-9][0-9_]*\.?[0-9_]*|\.[0-9_]+)([eE][+-]?[0-9]+)?$")
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_NUMBER = re.compile(rf"([+-]?)((?:{_DIGITS})(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE]([+-]?{_DIGITS}))?")
+_NUMERIC_LOOKING = re.compile(r"[+-]?(?:\.?[0-9]|nan\b|inf)", re.IGNORECASE)
 
 
-def parse_number(text: str, what: str = "value") -> int | float:
-    """'50_257' -> 50257, '300e9' -> 300000000000 (exact int when integral), '0.4' -> 0.4."""
+def parse_number(text: str, what: str = "value", *, integer: bool = False) -> int | float:
+    """A number as written on the command line, exactly: '50_257' -> 50257, '300e9' and '1e19' ->
+    the integers they are (no float in between), '0.4' -> 0.4. With `integer`, a value that is not a
+    whole number ('4097.0000000000001') is refused rather than rounded. 'nan', 'inf', numbers beyond
+    MAX_INTEGER, exponents beyond MAX_EXPONENT and non-zero values too small for a float are refused."""
+    from decimal import Decimal
+
+    if not isinstance(text, str):
+        raise TypeError(f"{what}: expected text, got {type(text).__name__}")
     s = text.strip()
-    if _INT.match(s):
-        return int(s.replace("_", ""))
-    if _FLOAT.match(s):
-        value = float(s.replace("_", ""))
-        if math.isfinite(value) and value == int(value) and abs(value) < 2**63:
-            # exact integer reading of '300e9' etc.
-            from decimal import Decimal
+    if len(s) > MAX_NUMBER_CHARS:
+        raise SpecError(f"{what}: {shown(text)} is too long for a number ({len(s):,} characters)")
+    m = _NUMBER.fullmatch(s)
+    if not m:
+        if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            raise SpecError(f"{what}: {shown(text)} is not a finite number")
+        raise SpecError(f"{what}: {shown(text)} is not a number (e.g. 1024, 50_257, 300e9, 0.4)")
+    sign, mantissa, exponent = m.groups()
+    exp10 = int(exponent.replace("_", "")) if exponent else 0
+    if abs(exp10) > MAX_EXPONENT:
+        raise SpecError(f"{what}: {shown(text)} is out of range; exponents are limited to +-{MAX_EXPONENT}")
+    value = Decimal(f"{sign}{mantissa.replace('_', '')}e{exp10}")
+    if value == value.to_integral_value():
+        if value.adjusted() > _MAX_INTEGER_DIGITS:  # refused by its size, before it becomes an int
+            raise SpecError(f"{what}: {shown(text)}: {integer_too_large(value.adjusted() + 1)}")
+        n = int(value)
+        if n.bit_length() > MAX_INTEGER_BITS:
+            raise SpecError(f"{what}: {shown(text)}: {integer_too_large(digits_of(n))}")
+        return n
+    if integer:
+        raise SpecError(f"{what}: {shown(text)} is not a whole number")
+    f = float(value)
+    if not math.isfinite(f):
+        raise SpecError(f"{what}: {shown(text)} is too large for a floating-point number")
+    if f == 0.0:
+        raise SpecError(f"{what}: {shown(text)} is too small for a floating-point number (it would be 0)")
+    return f
 
-            return int(Decimal(s.replace("_", "")))
-        return value
-    raise SpecError(f"{what}: {text!r} is not a number")
+
+def looks_numeric(text: str) -> bool:
+    """Text that is meant as a number (a digit, a leading point and digit, nan, inf), valid or not."""
+    return bool(_NUMERIC_LOOKING.match(text.strip()))
 
 
-def parse_value(text: str) -> Any:
-    """A --set value: a number, true/false, or a string."""
+def parse_value(text: str, what: str = "value") -> Any:
+    """A --set value: a number, true/false, or a string. Text meant as a number that is not a valid
+    one (1e999, nan) is an error rather than a string."""
     s = text.strip()
     low = s.lower()
     if low in ("true", "false"):
         return low == "true"
-    try:
-        return parse_number(s)
-    except SpecError:
-        return s
+    if _NUMBER.fullmatch(s) or low.lstrip("+-") in ("nan", "inf", "infinity"):
+        return parse_number(s, what)
+    return s
+
+
+def _field_kind(key: str) -> str:
+    """'int', 'bool', 'str' or '' (unknown) for a spec field, from its annotation."""
+    field = ModelSpec.model_fields.get(key)
+    if field is None:
+        return ""
+    annotation = field.annotation
+    if annotation is bool or bool in typing.get_args(annotation):  # bias: true/false, or a table
+        return "bool"
+    if annotation is int:
+        return "int"
+    if annotation is str or (
+        typing.get_origin(annotation) is typing.Literal and all(isinstance(a, str) for a in typing.get_args(annotation))
+    ):
+        return "str"
+    return ""
 
 
 def parse_assignments(items: list[str] | None) -> dict[str, Any]:
-    """['d_model=1024', 'bias=false'] -> {'d_model': 1024, 'bias': False}."""
+    """['d_model=1024', 'bias=false'] -> {'d_model': 1024, 'bias': False}. A value is read by its
+    field's type: a whole number for an integer field (never rounded), text for a text field."""
     out: dict[str, Any] = {}
     for item in items or []:
         if "=" not in item:
-            raise SpecError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set d_model=1024")
+            raise SpecError(f"--set {shown(item)}: expected FIELD=VALUE, e.g. --set d_model=1024")
         key, value = item.split("=", 1)
         key = key.strip()
         if not key:
-            raise SpecError(f"--set {item!r}: the field name is empty; expected FIELD=VALUE")
-        out[key] = parse_value(value)
+            raise SpecError(f"--set {shown(item)}: the field name is empty; expected FIELD=VALUE")
+        what = f"--set {clip(key, 40)}"
+        kind = _field_kind(key)
+        if kind == "str":
+            out[key] = value.strip()
+        elif kind == "int" and looks_numeric(value):
+            out[key] = parse_number(value, what, integer=True)
+        else:
+            out[key] = parse_value(value, what)
     return out

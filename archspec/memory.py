@@ -32,7 +32,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from archspec.blocks import Lengths, Part, describe
-from archspec.errors import SpecError
+from archspec.checks import check_args
+from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
 from archspec.params import count_params
 from archspec.spec import ModelSpec
@@ -72,7 +73,7 @@ def canonical_dtype(dtype: str) -> str:
     name = dtype.strip().lower().removeprefix("torch.") if isinstance(dtype, str) else None
     key = DTYPE_ALIASES.get(name, name)
     if key not in DTYPE_BYTES:
-        raise SpecError(f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_BYTES)}")
+        raise SpecError(f"unknown dtype {shown(dtype)}; use one of {', '.join(DTYPE_BYTES)}")
     return key
 
 
@@ -133,6 +134,7 @@ def nbytes(count: int | Fraction, per: Fraction) -> int:
 
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
     """All parameters stored in `dtype`."""
+    check_args("weights_bytes", spec=spec, dtype=dtype)
     return nbytes(count_params(spec).total, dtype_bytes(dtype))
 
 
@@ -146,6 +148,7 @@ def kv_cache_dtype(dtype: str) -> str:
 def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
     """Keys and values cached for `batch` sequences of `seq_len` (and, cross-attention, `src_len`)
     tokens, in kv_cache_dtype(dtype): a sum over the model's cached entries."""
+    check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
     lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
     values = sum(
         part.repeat * batch * lengths.rows(c.rows, part.stack) * c.width for part in describe(spec) for c in part.cached
@@ -267,7 +270,7 @@ def training_bytes_per_param(dtype: str, optimizer: str = "adamw", fp32_grads: b
     key = canonical_dtype(dtype)
     e = dtype_bytes(key)
     if optimizer not in OPTIMIZERS:
-        raise SpecError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
+        raise SpecError(f"unknown optimizer {shown(optimizer)}; use one of {', '.join(OPTIMIZERS)}")
     if optimizer == "none":
         return e, Fraction(0), Fraction(0)
     mixed = key != "fp32"
@@ -292,13 +295,17 @@ def estimate_memory(
     pipeline_parallel: int = 1,
 ) -> MemoryEstimate:
     """Memory of training and inference for `spec`, per device when parallel degrees are given."""
+    check_args("estimate_memory", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, optimizer=optimizer,
+               recompute=recompute, src_len=src_len, fp32_grads=fp32_grads, dropout=dropout, zero_stage=zero_stage,
+               data_parallel=data_parallel, tensor_parallel=tensor_parallel,
+               pipeline_parallel=pipeline_parallel)  # fmt: skip
     lengths = workload_lengths(spec, batch, seq_len, src_len)
     for what, n in (("data_parallel", data_parallel), ("tensor_parallel", tensor_parallel),
                     ("pipeline_parallel", pipeline_parallel)):  # fmt: skip
         if n < 1:
             raise SpecError(f"{what} must be positive, got {n}")
     if recompute not in RECOMPUTE:
-        raise SpecError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE)}")
+        raise SpecError(f"unknown recompute {shown(recompute)}; use one of {', '.join(RECOMPUTE)}")
     if zero_stage not in (0, 1, 2, 3):
         raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
     check_split(spec, tensor_parallel, pipeline_parallel)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from archspec.blocks import COMPONENTS, ROLES, Linear, Part, describe, stack_shapes
+from archspec.checks import check_args
 from archspec.spec import ModelSpec
 
 __all__ = ["COMPONENTS", "EMBEDDING_COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
@@ -97,6 +98,7 @@ def matmul_params(parts: list[Part]) -> int:
 
 def count_params(spec: ModelSpec) -> ParamCount:
     """Exact parameter count of `spec`, by component, role and layer."""
+    check_args("count_params", spec=spec)
     parts = describe(spec)
     components = dict.fromkeys(COMPONENTS, 0)
     roles = dict.fromkeys(ROLES, 0)

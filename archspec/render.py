@@ -7,52 +7,108 @@ from typing import Any
 
 FORMATS = ("table", "markdown", "json", "csv")
 
-_SUFFIXES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K"))
+_SUFFIXES = ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K"))
+_SCI_FROM = 10**15  # beyond 1000T, scientific notation reads better than a long run of digits
+
+# Numbers arrive as exact ints and Fractions (counts, FLOPs, bytes, per-token figures) or as floats
+# (ratios). Exact ones are never converted to a float whole: a float ends at about 1.8e308, and
+# counts can go beyond it. A quotient small enough to be a float is computed exactly, then rounded.
 
 
-def human(n: int | float, digits: int = 1) -> str:
-    """124439808 -> '124.4M', 174604259328 -> '174.6B', 512 -> '512'."""
+def _small(x) -> float:
+    """x as a float, for a value known to be far inside the float range."""
+    return x if isinstance(x, float) else float(x)
+
+
+def human(n, digits: int = 1) -> str:
+    """124439808 -> '124.4M', 174604259328 -> '174.6B', 512 -> '512', 3e21 -> '3.00e+21'."""
+    if abs(n) >= _SCI_FROM:
+        return sci(n, digits + 2)
     for scale, suffix in _SUFFIXES:
         if abs(n) >= scale:
-            return f"{n / scale:.{digits}f}{suffix}"
-    return f"{n:,}" if isinstance(n, int) else f"{n:.{digits}f}"
+            return f"{_small(n / scale):.{digits}f}{suffix}"
+    if isinstance(n, int) or (not isinstance(n, float) and n == int(n)):
+        return f"{int(n):,}"
+    return f"{_small(n):.{digits}f}"
 
 
-def human_sig(n: int | float, sig: int = 4) -> str:
+def human_sig(n, sig: int = 4) -> str:
     """Four significant figures: 1517123584 -> '1.517B', 124439808 -> '124.4M'."""
+    if abs(n) >= _SCI_FROM:
+        return sci(n, sig)
     for scale, suffix in _SUFFIXES:
         if abs(n) >= scale:
-            v = n / scale
+            v = _small(n / scale)
             decimals = max(0, sig - len(str(int(abs(v)))))
             return f"{v:.{decimals}f}{suffix}"
-    return f"{n:,}"
+    return f"{n:,}" if isinstance(n, int) else f"{_small(n):.{sig}g}"
 
 
-def human_bytes(n: int | float) -> str:
-    """Binary units: 1,610,612,736 -> '1.50 GiB'."""
-    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
-    value, i = float(n), 0
-    while abs(value) >= 1024 and i < len(units) - 1:
-        value /= 1024
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
+
+
+def human_bytes(n) -> str:
+    """Binary units: 1,610,612,736 -> '1.50 GiB'; beyond YiB, '1.23e+30 B'."""
+    a, i = abs(n), 0
+    while a >= 1024 ** (i + 1) and i < len(_BINARY) - 1:
         i += 1
-    return f"{value:g} B" if i == 0 else f"{value:.2f} {units[i]}"
+    if i == len(_BINARY) - 1 and a >= 1024 ** (i + 1):
+        return f"{sci(n)} B"
+    value = _small(n / 1024**i) if i else _small(n)
+    return f"{value:g} B" if i == 0 else f"{value:.2f} {_BINARY[i]}"
 
 
-def sci(x: int | float, digits: int = 3) -> str:
-    """3.1428e23 -> '3.14e+23'."""
-    return f"{float(x):.{digits - 1}e}"
+def sci(x, digits: int = 3) -> str:
+    """3.1428e23 -> '3.14e+23', exactly rounded for ints and Fractions of any size."""
+    if isinstance(x, float):
+        return f"{x:.{digits - 1}e}"
+    if not isinstance(x, int):
+        if abs(x) < 10**300:
+            return f"{float(x):.{digits - 1}e}"
+        x = round(x)
+    if x == 0:
+        return f"{0.0:.{digits - 1}e}"
+    sign, n = ("-" if x < 0 else ""), abs(x)
+    from archspec.limits import digits_of
+
+    e = digits_of(n) - 1
+    shift = e - (digits - 1)
+    m = _round_half_even(n, 10**shift) if shift >= 0 else n * 10**-shift
+    if m >= 10**digits:  # rounding carried into a new digit: 9.995e5 -> 1.00e6
+        m, e = m // 10, e + 1
+    text = str(m)
+    mantissa = text[0] + ("." + text[1:] if digits > 1 else "")
+    return f"{sign}{mantissa}e{'+' if e >= 0 else '-'}{abs(e):02d}"
+
+
+def _round_half_even(a: int, b: int) -> int:
+    q, r = divmod(a, b)
+    if 2 * r > b or (2 * r == b and q % 2):
+        q += 1
+    return q
+
+
+def fixed(x, digits: int = 1) -> str:
+    """A number with thousands separators and `digits` decimals ('1,234.5'); scientific beyond 1e15."""
+    if abs(x) >= _SCI_FROM:
+        return sci(x, digits + 3)
+    return f"{_small(x):,.{digits}f}"
 
 
 def exact(n: int) -> str:
     return f"{n:,}"
 
 
-def pct(x: float, digits: int = 1) -> str:
-    return f"{100 * x:.{digits}f}%"
+def pct(x, digits: int = 1) -> str:
+    if abs(x) >= _SCI_FROM:
+        return f"{sci(100 * x)}%"
+    return f"{100 * _small(x):.{digits}f}%"
 
 
-def signed_pct(x: float, digits: int = 2) -> str:
-    return f"{100 * x:+.{digits}f}%"
+def signed_pct(x, digits: int = 2) -> str:
+    if abs(x) >= _SCI_FROM:
+        return f"{'+' if x > 0 else ''}{sci(100 * x)}%"
+    return f"{100 * _small(x):+.{digits}f}%"
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colalign=None) -> str:
@@ -67,9 +123,11 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colal
 
 
 def to_json(objects: list[dict[str, Any]]) -> str:
+    """JSON as the standard defines it: a value that is not a finite number is an error (ValueError),
+    never an Infinity or NaN in the output."""
     import json
 
-    return json.dumps(objects, indent=2)
+    return json.dumps(objects, indent=2, allow_nan=False)
 
 
 def to_csv(objects: list[dict[str, Any]]) -> str:

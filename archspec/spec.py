@@ -78,8 +78,10 @@ class RotaryPosition(_Member):
     """Rotary embedding (Su et al. 2021) of queries and keys, on a fraction of each head."""
 
     kind: Literal["rotary"] = "rotary"
-    base: float = Field(10000.0, gt=0, description="rotary base theta (LLaMA 3: 500000)")
-    fraction: float = Field(1.0, gt=0, le=1, description="fraction of d_head rotated (GPT-NeoX 0.25, Phi-2 0.4)")
+    base: float = Field(10000.0, gt=0, strict=False, description="rotary base theta (LLaMA 3: 500000)")
+    fraction: float = Field(
+        1.0, gt=0, le=1, strict=False, description="fraction of d_head rotated (GPT-NeoX 0.25, Phi-2 0.4)"
+    )
     interleaved: bool = Field(False, description="rotate pairs (x0, x1) as GPT-J does, not the two halves")
 
 
@@ -136,8 +138,12 @@ class StandardAttention(_Member):
 
     kind: Literal["standard"] = "standard"
     qk_norm: bool = Field(False, description="a norm over d_head on queries and keys, shared by the heads")
-    scale: float | None = Field(None, gt=0, description="score scale; default 1/sqrt(d_head) (T5, GPT-Neo: 1)")
-    softcap: float | None = Field(None, gt=0, description="scores soft-capped as c * tanh(s / c) (Gemma 2: 50)")
+    scale: float | None = Field(
+        None, gt=0, strict=False, description="score scale; default 1/sqrt(d_head) (T5, GPT-Neo: 1)"
+    )
+    softcap: float | None = Field(
+        None, gt=0, strict=False, description="scores soft-capped as c * tanh(s / c) (Gemma 2: 50)"
+    )
     sliding_window: int | None = Field(None, ge=1, description="keys within this many positions (Mistral: 4096)")
     sliding_layers: Literal["all", "even", "odd"] = Field(
         "all", description="layers that use the window: all, even (Gemma 2: 0, 2, ...) or odd (GPT-Neo)"
@@ -195,8 +201,12 @@ class LMHead(_Member):
 
     kind: Literal["lm"] = "lm"
     bias: bool = Field(False, description="a bias of vocab_size on the output projection (GPT-J, Phi-2)")
-    scale: float = Field(1.0, gt=0, description="the hidden states are scaled by this first (tied T5: d_model^-0.5)")
-    softcap: float | None = Field(None, gt=0, description="logits soft-capped as c * tanh(x / c) (Gemma 2: 30)")
+    scale: float = Field(
+        1.0, gt=0, strict=False, description="the hidden states are scaled by this first (tied T5: d_model^-0.5)"
+    )
+    softcap: float | None = Field(
+        None, gt=0, strict=False, description="logits soft-capped as c * tanh(x / c) (Gemma 2: 30)"
+    )
 
 
 class MLMHead(_Member):
@@ -312,6 +322,7 @@ class ModelSpec(BaseModel):
     norm_eps: float = Field(
         default_factory=lambda data: NORM_EPS.get(data.get("norm", "layernorm"), 1e-5),
         gt=0,
+        strict=False,  # an integer epsilon (1) is a number too
         description="epsilon of every norm; default 1e-5 for layernorm, 1e-6 for rmsnorm (LLaMA 2/3 use 1e-5)",
     )
     embedding_scale: EmbeddingScale = Field(

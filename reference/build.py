@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
 import torch
 from torch import nn
 
+from archspec.errors import SpecError
 from archspec.params import count_params
 from archspec.reference.model import Head, LearnedPosition, Transformer
 from archspec.spec import ModelSpec
@@ -34,41 +36,115 @@ def resolve_dtype(dtype) -> torch.dtype:
         return dtype
     if isinstance(dtype, str) and dtype.lower().removeprefix("torch.") in DTYPES:
         return DTYPES[dtype.lower().removeprefix("torch.")]
-    raise ValueError(f"unknown dtype {dtype!r}; use one of {', '.join(sorted(set(DTYPES)))} or a torch.dtype")
+    raise SpecError(f"unknown dtype {dtype!r}; use one of {', '.join(sorted(set(DTYPES)))} or a torch.dtype")
+
+
+DEVICES = "'cpu', 'cuda', 'cuda:N', 'mps' or 'meta'"
+# The most parameter tensors build() makes: a spec past it (a million layers) is refused from its
+# description before a single module is built. DeepSeek-V3 has about 2,000.
+MAX_TENSORS = 1_000_000
+INT64_MAX = 2**63 - 1
 
 
 def resolve_device(device) -> torch.device:
     if device is None:
         return torch.device("cpu")
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a string such as 'cpu' or a torch.device, got {type(device).__name__}")
     try:
         dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"unknown device {device!r}; use 'cpu', 'cuda', 'cuda:N', 'mps' or 'meta'") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} asked for, but CUDA is not available on this machine")
-    if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device {device!r} asked for, but MPS is not available on this machine")
-    return dev
+    except (RuntimeError, TypeError, ValueError):
+        raise SpecError(f"unknown device {device!r}; use {DEVICES}") from None
+    if dev.type in ("cpu", "meta"):
+        return dev
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise SpecError(f"device {device!r} asked for, but CUDA is not available on this machine")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise SpecError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+        return dev
+    if dev.type == "mps" and torch.backends.mps.is_available():
+        return dev
+    backend = getattr(torch, dev.type, None)
+    if backend is not None and getattr(backend, "is_available", lambda: False)():
+        return dev
+    raise SpecError(f"device {device!r} is not available on this machine; use {DEVICES}")
+
+
+def _cgroup_free() -> int | None:
+    """Bytes this process's cgroup may still allocate (v2 memory.max, v1 limit_in_bytes), if limited."""
+    v1 = "/sys/fs/cgroup/memory/memory."
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         (v1 + "limit_in_bytes", v1 + "usage_in_bytes")):  # fmt: skip
+        try:
+            with open(limit) as f:
+                text = f.read().strip()
+            if text == "max":
+                continue
+            with open(usage) as f:
+                used = int(f.read().strip())
+            cap = int(text)
+            if cap < 2**60:  # v1 reports "no limit" as a huge number
+                return max(cap - used, 0)
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def available_memory(device: torch.device) -> int | None:
-    """Bytes free for new tensors on `device`, or None where it cannot be told."""
+    """Bytes free for new tensors on `device`, or None where it cannot be told. On the CPU: the
+    least of MemAvailable, the cgroup's remaining limit and the address-space rlimit."""
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return int(free)
-    if device.type == "cpu":
-        try:
-            with open("/proc/meminfo") as f:
-                for line in f:
-                    if line.startswith("MemAvailable:"):
-                        return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        try:
-            return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            return None
-    return None
+    if device.type != "cpu":
+        return None
+    limits = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    limits.append(int(line.split()[1]) * 1024)
+    except OSError:
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            limits.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    cgroup = _cgroup_free()
+    if cgroup is not None:
+        limits.append(cgroup)
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            limits.append(soft)
+    except (ImportError, OSError, ValueError):
+        pass
+    return min(limits) if limits else None
+
+
+def check_buildable(spec: ModelSpec) -> None:
+    """Refuse, from the description and before building anything, a spec whose tensors torch cannot
+    hold (more than 2^63 - 1 elements) or too many of them to build in reasonable time."""
+    from archspec.blocks import describe
+
+    n_tensors = 0
+    for part in describe(spec):
+        for entry in part.entries:
+            for name, shape in entry.tensors():
+                numel = 1
+                for s in shape:
+                    numel *= s
+                if numel > INT64_MAX:
+                    raise SpecError(
+                        f"{spec.name}: tensor {part.path}.{entry.name or name} of shape {shape} has {numel:.3e} "
+                        "elements, more than torch can index (2^63 - 1)"
+                    )
+                n_tensors += part.copies
+    if n_tensors > MAX_TENSORS:
+        raise SpecError(
+            f"{spec.name}: the reference model would hold {n_tensors:,} parameter tensors, more than build() "
+            f"makes ({MAX_TENSORS:,}); count it with archspec.count_params, which needs no model"
+        )
 
 
 def check_fits(spec: ModelSpec, device: torch.device, dtype: torch.dtype) -> None:
@@ -90,7 +166,17 @@ def build(spec: ModelSpec, device=None, dtype=None, *, seed: int = 0, check_memo
     """
     if not isinstance(spec, ModelSpec):
         raise TypeError(f"build() takes a ModelSpec, got {type(spec).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be a whole number, got {type(seed).__name__}")
+    if not 0 <= seed <= INT64_MAX:
+        raise SpecError(f"seed must be between 0 and 2^63 - 1, got {seed}")
     dev, dt = resolve_device(device), resolve_dtype(dtype)
+    if dt.itemsize == 1 and dev.type != "meta":
+        raise SpecError(
+            f"dtype {str(dt).removeprefix('torch.')} holds weights but torch's matmuls do not run in it; "
+            "build it on device='meta' to count, or use bfloat16/float16/float32"
+        )
+    check_buildable(spec)
     with torch.device("meta"):
         model = Transformer(spec).to(dt)
     if dev.type == "meta":
@@ -121,7 +207,7 @@ def init_weights(model: Transformer, seed: int = 0, scheme: str | None = None) -
     spec = model.spec
     scheme = scheme or spec.init
     if scheme not in ("gpt2", "xavier"):
-        raise ValueError(f"unknown init scheme {scheme!r}; use 'gpt2' or 'xavier'")
+        raise SpecError(f"unknown init scheme {scheme!r}; use 'gpt2' or 'xavier'")
     gen = torch.Generator(device="cpu").manual_seed(seed)
     residual_std = 0.02 / math.sqrt(2 * spec.n_layers)
     residual_outputs = set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from archspec.blocks import ROLES
 from archspec.params import COMPONENTS
 
 
@@ -20,27 +21,39 @@ def owners(model: nn.Module) -> dict[str, str]:
     return out
 
 
-def count_by_component(model: nn.Module) -> dict[str, int]:
-    """Unique parameters rolled up by the component tag of the module that holds them.
+def count_by_tag(model: nn.Module, tag: str, keys: tuple[str, ...], default: str | None = None) -> dict[str, int]:
+    """Unique parameters rolled up by a module tag (`component`, `role`), inherited from the nearest
+    tagged ancestor; `default` where no module on the path carries one.
 
     A tied tensor counts once, under the first module that registers it (the token embedding,
-    which the model registers before the output head). A parameter held by no tagged module is an
-    error, not a silent zero.
+    which the model registers before the output head). A parameter with no tag is an error, not a
+    silent zero.
     """
-    counts = dict.fromkeys(COMPONENTS, 0)
+    counts = dict.fromkeys(keys, 0)
     seen: set[int] = set()
-    component: dict[str, str | None] = {}  # module path -> its tag, or its nearest tagged ancestor's
+    tags: dict[str, str | None] = {}  # module path -> its tag, or its nearest tagged ancestor's
     for path, module in model.named_modules():  # parents come before their children
         parent = path.rpartition(".")[0] if path else None
-        component[path] = getattr(module, "component", None) or (component[parent] if parent is not None else None)
+        tags[path] = getattr(module, tag, None) or (tags[parent] if parent is not None else default)
         for name, p in module.named_parameters(recurse=False):
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            if component[path] is None:
-                raise ValueError(f"parameter {path}.{name} belongs to no component")
-            counts[component[path]] += p.numel()
+            if tags[path] is None:
+                raise ValueError(f"parameter {path}.{name} has no {tag}")
+            counts[tags[path]] += p.numel()
     return counts
+
+
+def count_by_component(model: nn.Module) -> dict[str, int]:
+    """Unique parameters by the component tag of the module that holds them (see count_by_tag)."""
+    return count_by_tag(model, "component", COMPONENTS)
+
+
+def count_by_role(model: nn.Module) -> dict[str, int]:
+    """Unique parameters by role: embedding tables, the head, routers, experts, shared experts, and
+    everything else dense (see count_by_tag)."""
+    return count_by_tag(model, "role", ROLES, default="dense")
 
 
 def count_total(model: nn.Module) -> int:
@@ -67,12 +80,20 @@ def measure_flops(model: nn.Module, inputs: tuple, backward: bool = False) -> tu
     """torch's FlopCounterMode over model(*inputs), the pooler where the model has one, and with
     `backward` the backward pass of their sum: total and by component.
 
-    On the meta device scaled_dot_product_attention runs its math decomposition, whose bmm's are
-    counted; on the CPU the fused kernel has no FLOP formula and would count as zero.
+    scaled_dot_product_attention runs its math decomposition, whose bmm's are counted (a fused CPU
+    kernel has no FLOP formula and would count as zero). A mixture of experts really routes its
+    tokens on a real device; on the meta device it spreads the N·k routed rows evenly.
     """
+    import contextlib
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    # On a real device, SDPA's math backend: attention as explicit matmuls, which FlopCounterMode
+    # counts (a fused CPU kernel has no formula). On the meta device the fused op has one, and is faster.
+    on_meta = next(iter(model.parameters())).is_meta
+    backend = contextlib.nullcontext() if on_meta else sdpa_kernel([SDPBackend.MATH])
+    with FlopCounterMode(display=False) as counter, backend:
         if getattr(model, "pooler", None) is not None:  # BertModel's forward pools the first token too
             out, pooled = model(*inputs, pool=True)
             loss = out.float().sum() + pooled.float().sum()

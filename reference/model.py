@@ -213,8 +213,10 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
     fewer K/V heads than query heads are shared by groups (grouped-query attention).
     """
     T, S = q.shape[-2], k.shape[-2]
+    if causal and T == S and not window and bias is None and softcap is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     mask = None
-    if causal or window:
+    if (causal and T > 1) or window:
         qpos = torch.arange(S - T, S, device=q.device)[:, None]  # the queries are the last T positions
         kpos = torch.arange(S, device=q.device)[None, :]
         mask = torch.ones(T, S, dtype=torch.bool, device=q.device)
@@ -237,8 +239,6 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
         if mask is not None:
             bias = bias.masked_fill(~mask, float("-inf"))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale, enable_gqa=gqa)
-    if mask is not None and causal and not window and T == S:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
 
 
@@ -400,7 +400,16 @@ class Experts(nn.Module):
         self.up = StackedLinear(experts, m.d_model, m.d_ff, m.bias)
         self.down = StackedLinear(experts, m.d_ff, m.d_model, m.bias)
 
-    def expert(self, x, e: int):
+    def forward(self, x, e: int | slice):
+        """Expert e on the rows x (N, d) routed to it; or, for a slice of experts, each on its own rows
+        x (E', rows, d) as batched matmuls (the meta device, where only shapes matter)."""
+        if isinstance(e, slice):
+
+            def lin(m, h):  # (E', rows, n_in) @ (E', n_in, n_out)
+                return torch.bmm(h, m.weight[e].transpose(1, 2))
+
+            h = self.act(lin(self.gate, x)) * lin(self.up, x) if self.gate is not None else self.act(lin(self.up, x))
+            return lin(self.down, h)
         h = self.act(self.gate(x, e)) * self.up(x, e) if self.gate is not None else self.act(self.up(x, e))
         return self.down(h, e)
 
@@ -437,6 +446,8 @@ class MoE(nn.Module):
     def forward(self, x):
         B, T, d = x.shape
         flat = x.reshape(B * T, d)  # (N, d)
+        if flat.is_meta:  # shapes only: no values to route by, so spread the N·k routed rows evenly
+            return self._meta_forward(flat).view(B, T, d)
         probs = self.router(flat).float().softmax(dim=-1)  # (N, E)
         weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k)
         if self.normalize:
@@ -445,7 +456,7 @@ class MoE(nn.Module):
         for e in range(self.router.out_features):  # each expert on the tokens routed to it
             rows, slot = (chosen == e).nonzero(as_tuple=True)
             if rows.numel():
-                y = self.experts.expert(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
+                y = self.experts(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
                 out = out.index_add(0, rows, y)
         if self.shared is not None:
             shared = self.shared(flat)
@@ -453,6 +464,22 @@ class MoE(nn.Module):
                 shared = torch.sigmoid(self.shared_gate(flat)) * shared
             out = out + shared
         return out.view(B, T, d)
+
+    def _meta_forward(self, flat):
+        """On the meta device: the same modules on the same number of rows (N·k routed rows in all,
+        which is what the FLOPs depend on), expert e taking N·k // E of them (one more for the first
+        N·k mod E experts)."""
+        E, routed = self.router.out_features, flat.shape[0] * self.top_k
+        self.router(flat)
+        out = torch.zeros_like(flat)
+        q, extra = divmod(routed, E)
+        for rows, experts in ((q + 1, slice(0, extra)), (q, slice(extra, E))):
+            if rows and experts.stop > experts.start:
+                self.experts(flat.new_empty(experts.stop - experts.start, rows, flat.shape[1]), experts)
+        if self.shared is not None:
+            shared = self.shared(flat)
+            out = out + (torch.sigmoid(self.shared_gate(flat)) * shared if self.shared_gate is not None else shared)
+        return out
 
 
 def sliding_window(spec: ModelSpec, index: int) -> int | None:
@@ -657,16 +684,52 @@ class Transformer(nn.Module):
 
     # -- pieces
 
-    def _check_tokens(self, tokens: torch.Tensor, what: str) -> None:
+    def _check_tokens(self, tokens: torch.Tensor, what: str, rows: int | None = None) -> None:
+        """Token ids (B, T) in [0, rows) (default: vocab_size), T >= 1; values are checked off the meta device."""
+        rows = self.spec.vocab_size if rows is None else rows
         if not isinstance(tokens, torch.Tensor):
             raise TypeError(f"{what} must be a tensor of token ids of shape (B, T), got {type(tokens).__name__}")
         if tokens.dim() != 2:
             raise ValueError(f"{what} must have shape (B, T), got {tuple(tokens.shape)}")
-        if tokens.dtype not in (torch.int64, torch.int32):
+        if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
             raise TypeError(f"{what} must hold integer token ids, got dtype {tokens.dtype}")
+        if tokens.shape[1] == 0 or tokens.shape[0] == 0:
+            raise ValueError(f"{what} is empty (shape {tuple(tokens.shape)}); give at least one sequence of one token")
+        if not tokens.is_meta:
+            low, high = int(tokens.min()), int(tokens.max())
+            if low < 0 or high >= rows:
+                raise ValueError(f"{what} holds ids from {low} to {high}; this model's ids run from 0 to {rows - 1}")
+        if tokens.device != self.embed.weight.device and not self.embed.weight.is_meta:
+            raise ValueError(f"{what} is on {tokens.device}, the model on {self.embed.weight.device}")
+
+    def _check_cache(self, cache, batch: int) -> None:
+        """A cache from new_cache() of this model, filled (if at all) for the same batch."""
+        n = self.decoder.n_layers if self.decoder is not None else 0
+        if self.decoder is None:
+            raise ValueError("an encoder-only model has no decoder to cache")
+        if (
+            not isinstance(cache, list)
+            or len(cache) != n
+            or not all(
+                isinstance(c, dict) and set(c) == {"self", "cross"} and all(isinstance(v, dict) for v in c.values())
+                for c in cache
+            )
+        ):
+            raise TypeError(
+                f"cache must come from this model's new_cache(): a list of {n} {{'self': {{}}, 'cross': {{}}}}"
+            )
+        held = [t for part in cache[0].values() for t in part.values()]
+        if held and (not isinstance(held[0], torch.Tensor) or held[0].shape[0] != batch):
+            raise ValueError(f"the cache holds a batch of {held[0].shape[0]} sequences, the input {batch}")
 
     def _embed(self, tokens, embed: nn.Embedding, stack: Stack, token_types=None, first_stack=True, start=0):
         x = embed(tokens) * self.embed_scale if self.embed_scale != 1.0 else embed(tokens)
+        if token_types is not None:
+            if self.token_type is None or not first_stack:
+                raise ValueError("token_types given, but this model has no token-type table (type_vocab_size=0)")
+            self._check_tokens(token_types, "token_types", self.spec.type_vocab_size)
+            if token_types.shape != tokens.shape:
+                raise ValueError(f"token_types has shape {tuple(token_types.shape)}, the tokens {tuple(tokens.shape)}")
         if self.token_type is not None and first_stack:
             if token_types is None:
                 token_types = torch.zeros_like(tokens)
@@ -682,6 +745,10 @@ class Transformer(nn.Module):
     def decode(self, tgt, memory=None, cache=None, token_types=None) -> torch.Tensor:
         """The decoder's output (B, T, d); `cache` (see new_cache) holds keys and values of earlier steps."""
         self._check_tokens(tgt, "tgt" if self.kind == "encoder-decoder" else "tokens")
+        if cache is not None:
+            self._check_cache(cache, tgt.shape[0])
+        if memory is not None and memory.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src has a batch of {memory.shape[0]} sequences, tgt {tgt.shape[0]}")
         embed = self.target_embed if self.target_embed is not None else self.embed
         start = cache_length(cache) if cache is not None else 0
         x = self._embed(tgt, embed, self.decoder, token_types, first_stack=self.encoder is None, start=start)
@@ -693,6 +760,9 @@ class Transformer(nn.Module):
             if len(inputs) != 2:
                 raise TypeError(f"an encoder-decoder model takes model(src, tgt): two token tensors, got {len(inputs)}")
             src, tgt = inputs
+            both = isinstance(src, torch.Tensor) and isinstance(tgt, torch.Tensor) and src.dim() == tgt.dim() == 2
+            if both and src.shape[0] != tgt.shape[0]:
+                raise ValueError(f"src has a batch of {src.shape[0]} sequences, tgt {tgt.shape[0]}")
             return self.decode(tgt, self.encode(src), cache)
         if len(inputs) != 1:
             raise TypeError(f"a {self.kind} model takes model(tokens): one token tensor, got {len(inputs)}")
@@ -703,6 +773,8 @@ class Transformer(nn.Module):
     def pool(self, hidden: torch.Tensor) -> torch.Tensor:
         if self.pooler is None:
             raise ValueError("this spec has no pooler (pooler=false)")
+        if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3 or hidden.shape[1] == 0:
+            raise ValueError("pool() takes hidden states (B, T, d) with at least one position")
         return self.pooler(hidden)
 
     def forward(self, *inputs, token_types=None, cache=None, pool: bool = False):

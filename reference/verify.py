@@ -45,6 +45,7 @@ class VerifyReport:
     name: str
     params: Pair
     components: dict[str, Pair]
+    roles: dict[str, Pair]
     tensor_mismatches: list[str]
     flops: Pair
     flops_components: dict[str, Pair]
@@ -55,7 +56,8 @@ class VerifyReport:
 
     @property
     def params_ok(self) -> bool:
-        return self.params.ok and not self.tensor_mismatches and all(p.ok for p in self.components.values())
+        return (self.params.ok and not self.tensor_mismatches and all(p.ok for p in self.components.values())
+                and all(p.ok for p in self.roles.values()))  # fmt: skip
 
     @property
     def flops_ok(self) -> bool:
@@ -69,6 +71,7 @@ class VerifyReport:
         """One phrase per difference: the tensor, the component, the figure."""
         out = list(self.tensor_mismatches)
         out += [f"params {c} {p.analytic:,} vs {p.measured:,}" for c, p in self.components.items() if not p.ok]
+        out += [f"role {r} {p.analytic:,} vs {p.measured:,}" for r, p in self.roles.items() if not p.ok]
         out += [f"FLOPs {c} {p.analytic:,} vs {p.measured:,}" for c, p in self.flops_components.items() if not p.ok]
         return out
 
@@ -81,6 +84,7 @@ class VerifyReport:
             "params_ok": self.params_ok,
             "components": {c: p.to_dict() for c, p in self.components.items()},
             "mismatched_components": [c for c, p in self.components.items() if not p.ok],
+            "roles": {r: p.to_dict() for r, p in self.roles.items()},
             "tensor_mismatches": list(self.tensor_mismatches),
             "flops_batch": self.batch,
             "flops_seq_len": self.seq_len,
@@ -113,7 +117,13 @@ def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len:
     tensors by path and shape, parameters and forward FLOPs by component (batch × seq_len tokens,
     max_positions by default)."""
     from archspec.reference.build import build
-    from archspec.reference.measure import count_by_component, count_total, example_inputs, measure_flops
+    from archspec.reference.measure import (
+        count_by_component,
+        count_by_role,
+        count_total,
+        example_inputs,
+        measure_flops,
+    )
 
     if not isinstance(spec, ModelSpec):
         raise TypeError(f"verify() takes a ModelSpec (e.g. archspec.preset('gpt2')), got {type(spec).__name__}")
@@ -124,12 +134,14 @@ def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len:
     analytic = count_params(spec)
     model = build(spec, device="meta")
     measured = count_by_component(model)
+    by_role = count_by_role(model)
     T, S = analytic_flops.seq_len, analytic_flops.src_len
     flops_total, flops_by_component = measure_flops(model, example_inputs(spec, batch, T, S))
     return VerifyReport(
         name=spec.name,
         params=Pair(analytic.total, count_total(model)),
         components={c: Pair(analytic.components[c], measured[c]) for c in COMPONENTS},
+        roles={r: Pair(v, by_role[r]) for r, v in analytic.roles.items()},
         tensor_mismatches=compare_tensors(spec, model),
         flops=Pair(analytic_flops.forward, flops_total),
         flops_components={c: Pair(v, flops_by_component.get(c, 0)) for c, v in analytic_flops.components.items()},

@@ -1,0 +1,228 @@
+"""The spec features of 2019-2025 models: for any valid combination, the analytic description equals
+the reference model tensor by tensor and in FLOPs; and each feature does what its family does."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+
+import archspec  # noqa: E402
+from archspec import ModelSpec, count_params  # noqa: E402
+from archspec.flops import count_flops  # noqa: E402
+from archspec.memory import kv_cache_bytes  # noqa: E402
+from archspec.reference import build, cache_bytes, compare_tensors, count_by_component, count_total  # noqa: E402
+from archspec.reference.measure import count_by_role, example_inputs, measure_flops  # noqa: E402
+
+BASE = dict(name="f", vocab_size=53, d_model=32, n_heads=4, max_positions=24, norm="rmsnorm")
+
+
+@st.composite
+def modern_specs(draw) -> ModelSpec:
+    n_kv = draw(st.sampled_from([1, 2, 4]))
+    d_head = draw(st.sampled_from([4, 8, 12]))
+    enc, dec = draw(st.sampled_from([(0, 2), (0, 3), (2, 0), (1, 2)]))
+    kind = draw(st.sampled_from(["learned", "sinusoidal", "rotary", "alibi", "relative", "none"]))
+    position: dict = {"kind": kind}
+    if kind == "learned":
+        position["offset"] = draw(st.integers(0, 2))
+    if kind == "rotary":
+        position.update(fraction=draw(st.sampled_from([1.0, 0.5])), interleaved=draw(st.booleans()))
+    latent = dec and not enc and kind == "rotary" and draw(st.booleans())
+    data = dict(
+        BASE,
+        d_head=d_head,
+        n_kv_heads=4 if latent else n_kv,
+        encoder_layers=enc,
+        decoder_layers=dec,
+        position=position,
+        norm=draw(st.sampled_from(["layernorm", "rmsnorm"])),
+        norm_position=draw(st.sampled_from(["pre", "post", "sandwich"])),
+        activation=draw(st.sampled_from(["gelu", "swiglu"])),
+        bias=draw(
+            st.sampled_from(
+                [True, False, {"qkv": True, "out": False, "mlp": False}, {"qkv": False, "out": True, "mlp": True}]
+            )
+        ),  # fmt: skip
+        tie_embeddings=draw(st.booleans()),
+    )
+    if enc and dec:
+        data["share_embeddings"] = draw(st.booleans())
+    if not (enc and dec) and draw(st.booleans()):
+        data["block"] = {"kind": "parallel", "shared_norm": draw(st.booleans())}
+        data["norm_position"] = "pre"
+    if latent:
+        data["attention"] = {"kind": "latent", "q_rank": draw(st.sampled_from([None, 16])), "kv_rank": 8,
+                             "rope_dims": 4}  # fmt: skip
+        data["d_value"] = draw(st.sampled_from([4, 8]))
+    elif draw(st.booleans()):
+        data["attention"] = {"kind": "standard", "qk_norm": draw(st.booleans()),
+                             "scale": draw(st.sampled_from([None, 1.0])),
+                             "softcap": draw(st.sampled_from([None, 20.0])),
+                             "sliding_window": draw(st.sampled_from([None, 3])),
+                             "sliding_layers": draw(st.sampled_from(["all", "even", "odd"]))}  # fmt: skip
+    if draw(st.booleans()):
+        layers = max(enc, dec)
+        data["mlp"] = {"kind": "moe", "experts": draw(st.integers(2, 4)), "top_k": draw(st.integers(1, 2)),
+                       "d_expert": draw(st.sampled_from([8, 16])), "d_shared": draw(st.sampled_from([0, 12])),
+                       "router_bias": draw(st.booleans()),
+                       "dense_layers": draw(st.integers(0, layers - 1))}  # fmt: skip
+        data["mlp"]["shared_gate"] = bool(data["mlp"]["d_shared"]) and draw(st.booleans())
+    elif enc and not dec and draw(st.booleans()):  # ALBERT: factorised embeddings, one shared block
+        data.update(embedding={"d_embed": 16}, share_layers=draw(st.booleans()), type_vocab_size=2,
+                    embedding_norm=True, head=draw(st.sampled_from(["mlm", "none"])), tie_embeddings=True)  # fmt: skip
+    elif draw(st.booleans()):
+        data["head"] = draw(st.sampled_from([{"kind": "lm", "bias": True, "scale": 0.5, "softcap": 10.0}, "none"]))
+    try:
+        return ModelSpec(**data)
+    except ValidationError:
+        assume(False)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(modern_specs())
+def test_any_modern_spec_analytic_equals_instantiated_tensor_by_tensor(spec):
+    model = build(spec, device="meta")
+    assert compare_tensors(spec, model) == []
+    assert count_by_component(model) == count_params(spec).components
+    assert count_by_role(model) == count_params(spec).roles
+    assert count_total(model) == count_params(spec).total
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(modern_specs(), st.integers(1, 2), st.integers(1, 9))
+def test_any_modern_spec_forward_flops_equal_flopcountermode_on_meta(spec, batch, T):
+    S = 5 if spec.kind == "encoder-decoder" else None
+    total, by_component = measure_flops(build(spec, device="meta"), example_inputs(spec, batch, T, S))
+    analytic = count_flops(spec, batch, T, S)
+    assert analytic.forward == total
+    assert all(by_component.get(c, 0) == v for c, v in analytic.components.items())
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(modern_specs())
+def test_any_modern_spec_runs_on_cpu_and_routes_its_tokens(spec):
+    """Real weights on the CPU: finite outputs, and FLOPs (experts really routing tokens) equal to the
+    analytic count, attention products included (SDPA's math backend)."""
+    model = build(spec, seed=0)
+    inputs = example_inputs(spec, 2, 6, 5 if spec.kind == "encoder-decoder" else None, device="cpu")
+    inputs = tuple(torch.randint(0, spec.vocab_size, x.shape) for x in inputs)
+    out = model(*inputs)
+    assert torch.isfinite(out).all()
+    total, by_component = measure_flops(model, inputs)
+    assert total == count_flops(spec, 2, 6, 5 if spec.kind == "encoder-decoder" else None).forward
+
+
+MOE = ModelSpec(**BASE, decoder_layers=3, n_kv_heads=2, position="rotary", activation="swiglu", bias=False,
+                tie_embeddings=False, mlp={"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 24, "d_shared": 16,
+                                           "shared_gate": True, "dense_layers": 1})  # fmt: skip
+
+
+def test_active_parameters_leave_out_the_experts_a_token_skips():
+    pc = count_params(MOE)
+    expert = 3 * 32 * 24  # gate, up, down of one expert, no biases
+    assert pc.components["experts"] == 2 * 4 * expert  # two MoE layers of four experts
+    assert pc.total - pc.active == 2 * (4 - 2) * expert  # each token uses 2 of the 4
+    assert pc.components["router"] == 2 * 32 * 4 and pc.components["shared_experts"] == 2 * (3 * 32 * 16 + 32)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_moe_flops_on_the_cpu_with_real_routing_equal_the_analytic_count(seed):
+    """Whatever the router picks, N tokens make N·k expert passes: the count is exact."""
+    model = build(MOE, seed=seed)
+    x = torch.randint(0, 53, (3, 7), generator=torch.Generator().manual_seed(seed))
+    total, by_component = measure_flops(model, (x,))
+    f = count_flops(MOE, 3, 7)
+    assert total == f.forward and by_component["experts"] == f.components["experts"] > 0
+
+
+def test_moe_routes_each_token_to_its_top_k_experts():
+    model = build(MOE.replace(mlp={**MOE.mlp.model_dump(), "d_shared": 0, "shared_gate": False}), seed=0).eval()
+    moe = model.decoder.layers[1].mlp
+    x = torch.randn(1, 5, 32)
+    flat = x.reshape(5, 32)
+    probs = moe.router(flat).softmax(-1)
+    w, idx = probs.topk(2, dim=-1)
+    w = w / w.sum(-1, keepdim=True)
+    expected = torch.stack([sum(w[n, j] * moe.experts(flat[n : n + 1], int(idx[n, j]))[0] for j in range(2))
+                            for n in range(5)])  # fmt: skip
+    torch.testing.assert_close(moe(x).reshape(5, 32), expected)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"attention": {"kind": "latent", "q_rank": 16, "kv_rank": 8, "rope_dims": 4}, "d_head": 12, "d_value": 8},
+        {"position": "alibi"},
+        {"position": {"kind": "relative", "buckets": 8, "max_distance": 16}},
+        {"attention": {"kind": "standard", "sliding_window": 4}},
+        {"position": {"kind": "rotary", "fraction": 0.5, "interleaved": True}},
+        {"norm_position": "sandwich", "attention": {"kind": "standard", "softcap": 5.0, "qk_norm": True}},
+        {"block": {"kind": "parallel", "shared_norm": False}},
+    ],
+    ids=[
+        "latent",
+        "alibi",
+        "relative",
+        "sliding",
+        "partial-interleaved-rotary",
+        "sandwich-softcap-qknorm",
+        "parallel",
+    ],  # fmt: skip
+)
+def test_incremental_decoding_with_a_cache_matches_the_full_pass(changes):
+    spec = ModelSpec(**{**BASE, "decoder_layers": 2, "position": "rotary", **changes})
+    model = build(spec, seed=0).eval()
+    x = torch.randint(0, 53, (2, 10))
+    full = model(x)
+    cache = model.new_cache()
+    steps = [model(x[:, :4], cache=cache)] + [model(x[:, t : t + 1], cache=cache) for t in range(4, 10)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)
+    assert cache_bytes(cache) == kv_cache_bytes(spec, 2, 10, "fp32")
+
+
+def test_a_sliding_window_hides_keys_beyond_it():
+    spec = ModelSpec(**BASE, decoder_layers=1, position="rotary", attention={"kind": "standard", "sliding_window": 3})
+    model = build(spec, seed=0).eval()
+    x = torch.randint(0, 53, (1, 8))
+    y = x.clone()
+    y[0, 2] = (y[0, 2] + 1) % 53  # position 2 is outside the window of position 5 (3, 4, 5) with one layer
+    torch.testing.assert_close(model(x)[:, 5:], model(y)[:, 5:])
+    assert not torch.allclose(model(x)[:, 3], model(y)[:, 3])
+
+
+def test_shared_layers_count_once_and_run_every_layer():
+    albert = ModelSpec(**{**BASE, "norm": "layernorm"}, encoder_layers=4, share_layers=True, embedding={"d_embed": 16},
+                       type_vocab_size=2, embedding_norm=True, norm_position="post", head="mlm")  # fmt: skip
+    once = albert.replace(encoder_layers=1)
+    pc, pc1 = count_params(albert), count_params(once)
+    assert pc.total == pc1.total  # the same parameters, one block's worth
+    assert count_flops(albert, 1, 8).components["mlp"] == 4 * count_flops(once, 1, 8).components["mlp"]
+    model = build(albert, device="meta")
+    assert len(model.encoder.layers) == 1 and count_total(model) == pc.total
+    # the factorised embedding: V x 16 table, a 16 -> 32 projection with bias
+    assert pc.components["embed"] == 53 * 16 + 16 * 32 + 32
+
+
+def test_t5_v1_1_shares_source_and_target_tables_with_an_untied_head():
+    t5 = ModelSpec(**BASE, encoder_layers=2, decoder_layers=2, position="relative", bias=False, activation="geglu",
+                   share_embeddings=True, tie_embeddings=False,
+                   attention={"kind": "standard", "scale": 1.0})  # fmt: skip
+    pc = count_params(t5)
+    assert pc.components["embed"] == 53 * 32 and pc.components["head"] == 53 * 32
+    assert pc.components["position"] == 2 * 32 * 4  # one buckets x heads table per stack
+    assert count_params(t5.replace(share_embeddings=False)).components["embed"] == 2 * 53 * 32
+
+
+def test_learned_offset_adds_rows_not_context():
+    opt = ModelSpec(**BASE, decoder_layers=1, position={"kind": "learned", "offset": 2})
+    assert count_params(opt).components["position"] == (24 + 2) * 32
+    with pytest.raises(archspec.SpecError, match="longer than the learned position table"):
+        count_flops(opt, 1, 25)
+
+
+def test_presets_still_verify_with_every_feature_in_place():
+    from archspec.reference import verify
+
+    assert all(verify(archspec.preset(n), seq_len=16).ok for n in ("gpt2", "bert-base", "transformer-base"))
