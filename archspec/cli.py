@@ -285,7 +285,7 @@ def cmd_schema(args) -> int:
     import json
 
     from archspec.render import table
-    from archspec.spec import ModelSpec
+    from archspec.spec import SUBTABLES, TABLES, ModelSpec
 
     schema = ModelSpec.model_json_schema()
     if args.format in ("json", None):
@@ -299,6 +299,13 @@ def cmd_schema(args) -> int:
         if "enum" in info:
             kind = " | ".join(info["enum"])
         default = "required" if name in required else _fmt_value(info.get("default", "derived"))
+        if name in SUBTABLES:  # a kind, or a table with one: its kinds and the default one
+            kind = "table: kind " + " | ".join(SUBTABLES[name])
+            default = ModelSpec.model_fields[name].default_factory().kind
+        elif name in TABLES:
+            fields = ", ".join(TABLES[name].model_fields)
+            kind = f"boolean | table {{{fields}}}" if name == "bias" else f"table {{{fields}}}"
+            default = "true" if name == "bias" else "-"
         rows.append([name, kind, default, info.get("description", "")])
     if args.format == "csv":
         from archspec.render import to_csv

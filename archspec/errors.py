@@ -78,7 +78,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 def describe_validation_error(err: ValidationError, where: str = "") -> str:
     """pydantic's multi-line report as one line: 'where: field: problem (got value)'."""
-    from archspec.spec import ModelSpec
+    from archspec.spec import SUBTABLES, ModelSpec
 
     fields = list(ModelSpec.model_fields)
     parts = []
@@ -92,6 +92,8 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
                                  f"(got {shown(e.get('input'))})")  # fmt: skip
                 continue
             e = {**e, "loc": ("bias", *e["loc"][2:])}  # a field of the table
+        if len(e["loc"]) >= 2 and e["loc"][0] in SUBTABLES and e["loc"][1] in SUBTABLES[e["loc"][0]]:
+            e = {**e, "loc": (e["loc"][0], *e["loc"][2:])}  # 'mlp.moe.experts' -> 'mlp.experts'
         loc = ".".join(clip(str(p)) for p in e["loc"])
         msg = e["msg"]
         if msg.startswith("Value error, "):

@@ -455,9 +455,25 @@ class ModelSpec(BaseModel):
         return cls.model_construct(**data)
 
     def replace(self, **changes: Any) -> ModelSpec:
-        """A new spec with `changes`, validated again; derived defaults are re-derived."""
-        data = {k: getattr(self, k) for k in self.model_fields_set}
-        data.update(changes)
+        """A new spec with `changes`, validated again; derived defaults are re-derived. A dotted key
+        changes one field of a sub-table (`**{"mlp.top_k": 1}`, `**{"position.base": 5e5}`); naming a
+        new kind (`**{"mlp.kind": "moe"}`) starts that kind's table from its defaults."""
+        data: dict[str, Any] = {k: getattr(self, k) for k in self.model_fields_set}
+        for key, value in changes.items():
+            table, dot, field = key.partition(".")
+            if not dot:
+                data[key] = value
+                continue
+            current = data.get(table, getattr(self, table, None))
+            if isinstance(current, _Table):
+                current = {f: getattr(current, f) for f in type(current).model_fields}
+            elif isinstance(current, str):
+                current = {"kind": current}
+            elif not isinstance(current, dict):
+                current = {}  # `bias = true` becomes a table of its own
+            if field == "kind" and current.get("kind") != value:
+                current = {}
+            data[table] = {**current, field: value}
         return type(self).model_validate(data)
 
     def resolved(self) -> dict[str, Any]:

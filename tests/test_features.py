@@ -226,3 +226,14 @@ def test_presets_still_verify_with_every_feature_in_place():
     from archspec.reference import verify
 
     assert all(verify(archspec.preset(n), seq_len=16).ok for n in ("gpt2", "bert-base", "transformer-base"))
+
+
+def test_set_changes_one_field_of_a_sub_table(run_json):
+    (obj,) = run_json("params", "gpt2", "--set", "mlp.kind=moe", "--set", "mlp.experts=8", "--set", "mlp.top_k=2",
+                      "--set", "mlp.d_expert=3072")  # fmt: skip
+    moe = archspec.preset("gpt2").replace(mlp={"kind": "moe", "experts": 8, "top_k": 2, "d_expert": 3072})
+    assert (obj["total"], obj["active"]) == (count_params(moe).total, count_params(moe).active)
+    (obj,) = run_json("params", "gpt2", "--set", "bias.qkv=false")
+    assert obj["total"] == 124_439_808 - 12 * 3 * 768  # twelve layers lose their Q, K and V biases
+    spec = archspec.preset("gpt2").replace(**{"position.kind": "rotary", "position.base": 5e5})
+    assert (spec.position.kind, spec.position.base) == ("rotary", 5e5)

@@ -46,7 +46,7 @@ def ids(*shape, high=11):
         ("dec", lambda m: m(ids(1, 13)), ValueError, "longer than the learned position table"),
         ("encdec", lambda m: m(ids(2, 3), ids(3, 3)), ValueError, "src has a batch of 2 sequences, tgt 3"),
         ("encdec", lambda m: m(ids(2, 3)), TypeError, r"model\(src, tgt\)"),
-        ("bert", lambda m: m(ids(1, 3), token_types=ids(1, 3, high=5)), ValueError, "token_types holds ids"),
+        ("bert", lambda m: m(ids(1, 3), token_types=torch.full((1, 3), 5)), ValueError, "token_types holds ids from 5"),
         ("bert", lambda m: m(ids(1, 3), token_types=ids(1, 4, high=2)), ValueError, "token_types has shape"),
         ("bert", lambda m: m.pool(torch.zeros(1, 0, 16)), ValueError, "at least one position"),
         ("bert", lambda m: m.new_cache(), ValueError, "encoder-only model has no decoder"),
