@@ -28,8 +28,10 @@ from archspec.reference.convert import (
     load_gpt2,
     load_llama,
     load_torch_transformer,
+    load_transformers,
     spec_from_gpt2_config,
     transformers_config,
+    transformers_model,
 )
 from archspec.reference.distributed import RanksReport, measure_ranks
 from archspec.reference.measure import count_by_component, count_total
@@ -62,6 +64,7 @@ __all__ = [
     "load_gpt2",
     "load_llama",
     "load_torch_transformer",
+    "load_transformers",
     "materialize",
     "measure_activations",
     "measure_kv_cache",
@@ -71,4 +74,5 @@ __all__ = [
     "resolve_dtype",
     "spec_from_gpt2_config",
     "transformers_config",
+    "transformers_model",
 ]
