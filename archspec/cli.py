@@ -677,6 +677,8 @@ def cmd_verify(args) -> int:
     from archspec.render import exact, table
 
     reference = _reference()
+    if args.memory or args.ranks:
+        return _verify_memory(args, reference)
     reports = [reference.verify(spec) for spec in _progress(_specs(args, default_all=True), "verify", lambda s: s.name)]
     objects = [r.to_dict() for r in reports]
     rows = [[r.name, exact(r.params.analytic), exact(r.params.measured), exact(r.flops.analytic),
@@ -1022,13 +1024,69 @@ register(
     "archspec validate\n  archspec validate gpt2 transformer-base\n  archspec validate my-claims.toml --format json",
     models="*",
 )
+
+
+def _verify_memory(args, reference) -> int:
+    """verify --memory / --ranks: planned against measured bytes, one row per check."""
+    from archspec.render import exact, table
+
+    specs = _specs(args, default_all=True)
+    reports = []
+    for spec in _progress(specs, "verify", lambda s: s.name):
+        if args.memory:
+            reports.append(reference.verify_memory(spec, recompute=args.recompute))
+        if args.ranks:
+            reports.append(reference.verify_ranks(spec, args.ranks, args.zero, args.tp))
+    objects = [r.to_dict() for r in reports]
+    rows = []
+    for r in reports:
+        what = f"{r.ranks} ranks, ZeRO {r.zero}, tp {r.tp} (largest rank)" if hasattr(r, "ranks") else (
+            f"batch {r.batch} x {r.seq_len}, recompute {r.recompute}")  # fmt: skip
+        for k, p in r.checks.items():
+            rows.append([r.name, what, k, exact(p.analytic), exact(p.measured), "ok" if p.ok else "MISMATCH"])
+        if getattr(r, "skipped", None):
+            rows.append([r.name, what, "activations", "", "", "skipped: " + r.skipped.split(": ", 1)[1]])
+
+    def people() -> str:
+        bad = sum(not r.ok and not getattr(r, "skipped", None) for r in reports)
+        note = ("measured: real fp32 tensors on the CPU (saved tensors through autograd's hooks, each storage once, "
+                "the loss included); ranks: gloo processes, one AdamW step; the optimizer's plan includes torch's "
+                "4-byte step counter per tensor")  # fmt: skip
+        head = ["model", "workload", "quantity", "planned", "measured", "check"]
+        summary = "all planned figures equal the measured ones" if not bad else f"{bad} report(s) differ"
+        return table(rows, head, args.format, colalign=("left", "left", "left", "right", "right", "left")) + (
+            f"\n\n{summary}\n{note}")  # fmt: skip
+
+    _render(args, objects, people)
+    return EXIT_OK if all(r.ok or getattr(r, "skipped", None) for r in reports) else EXIT_MISMATCH
+
+
+def _verify_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="also train one step on the CPU and compare the saved-tensor bytes (flash and eager attention), "
+        "the weights and the KV cache with the plan",
+    )
+    p.add_argument("--recompute", default="none", choices=["none", "selective", "full"],
+                   help="with --memory: the recomputation to measure (default none)")  # fmt: skip
+    p.add_argument("--ranks", type=positive_int, help="run a sharded AdamW step in N local processes and compare "
+                   "each quantity of the largest rank with `archspec memory --gpus N`")  # fmt: skip
+    p.add_argument("--zero", type=int, default=3, choices=[0, 1, 2, 3], help="with --ranks: ZeRO stage (default 3)")
+    p.add_argument("--tp", type=positive_int, default=1, help="with --ranks: tensor-parallel degree (default 1)")
+
+
 register(
     "verify",
     cmd_verify,
-    "build the reference model on the meta device and check analytic == instantiated for parameters and "
-    "forward FLOPs, component by component; all presets when no MODEL is given (needs torch)",
-    "archspec verify\n  archspec verify gpt2 my-model.toml --format json",
+    "build the reference model on the meta device and check analytic == instantiated for every tensor, the "
+    "parameters and forward FLOPs, component by component; --memory and --ranks measure memory too; "
+    "all presets when no MODEL is given (needs torch)",
+    "archspec verify\n  archspec verify gpt2 my-model.toml --format json\n"
+    "  archspec verify gpt2 --memory --recompute selective\n"
+    "  archspec verify gpt2 --set decoder_layers=2 --ranks 2 --zero 3",
     models="*",
+    add_args=_verify_args,
 )
 register(
     "sweep",

@@ -42,7 +42,16 @@ from archspec.reference.memory_measure import (
     measure_weights,
 )
 from archspec.reference.model import Transformer, cache_bytes, cache_length
-from archspec.reference.verify import Pair, VerifyReport, compare_tensors, verify
+from archspec.reference.verify import (
+    MemoryReport,
+    Pair,
+    RanksVerifyReport,
+    VerifyReport,
+    compare_tensors,
+    verify,
+    verify_memory,
+    verify_ranks,
+)
 
 __all__ = [
     "ActivationReport",
@@ -52,6 +61,10 @@ __all__ = [
     "VerifyReport",
     "compare_tensors",
     "verify",
+    "verify_memory",
+    "verify_ranks",
+    "MemoryReport",
+    "RanksVerifyReport",
     "Transformer",
     "available_memory",
     "build",

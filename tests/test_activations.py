@@ -60,3 +60,30 @@ def test_eager_attention_stores_the_probabilities():
     copies = 2 * 2 * 16 * (48 + 48 + 48) * 4  # q, k, v head-major; the fused output is not kept
     fused = 2 * 2 * 16 * (3 * 48) * 4 + 2 * 2 * 16 * 4 * 4  # the fused q/k/v output and the log-sum-exp
     assert eager.activations_bytes - flash.activations_bytes == probabilities + copies - fused
+
+
+def test_verify_memory_renders_planned_against_measured(run_cli):
+    code, out, err = run_cli("verify", "gpt2", "--set", "decoder_layers=1", "--memory", "--recompute", "selective",
+                             "--format", "json")  # fmt: skip
+    import json
+
+    (report,) = json.loads(out)
+    assert code == 0 and report["ok"] and report["recompute"] == "selective"
+    assert set(report["checks"]) == {"weights fp32", "weights bf16", "kv cache fp32", "activations flash",
+                                     "activations eager"}  # fmt: skip
+    assert all(c["planned"] == c["measured"] for c in report["checks"].values())
+
+
+def test_verify_memory_exits_1_when_the_plan_drifts(run_cli, monkeypatch):
+    """A description that forgets one saved tensor (the MLP's input) is caught by the measurement."""
+    import archspec.blocks as blocks
+
+    real = blocks._mlp_saved
+    monkeypatch.setattr(blocks, "_mlp_saved", lambda m, per_token=1: real(m, per_token)[1:])
+    code, out, _ = run_cli("verify", "gpt2", "--set", "decoder_layers=1", "--memory")
+    assert code == 1 and "MISMATCH" in out
+
+
+def test_verify_memory_of_a_model_too_large_to_train_here_says_so(run_cli):
+    code, out, _ = run_cli("verify", "gpt3-175b", "--memory")
+    assert code == 0 and "skipped: gpt3-175b is too large to train on this CPU" in out.replace("\n", " ")
