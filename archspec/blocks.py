@@ -570,6 +570,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool) -> Part:
                        Linear("kv_b", lat.kv_rank, lat.kv_b, False))  # fmt: skip
         rotated = (a.heads + 1) * lat.rope_dims  # every query head and the one shared rotary key
         kv_per_token = lat.kv_per_token
+        out_bias = lat.out_bias
     else:
         a = AttentionShape.of(spec)
         if cross:
@@ -581,10 +582,11 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool) -> Part:
                             Norm("k_norm", a.d_head, spec.norm, per_row=a.k))  # fmt: skip
         rotated = (a.heads + a.kv_heads) * a.rotary_dims
         kv_per_token = a.kv_per_token
+        out_bias = a.out_bias
     entries: tuple[Entry, ...] = (
         *projections,
         Attend("", a, causal=stack.causal and not cross, keys=keys, score_bias=score_bias),
-        Linear("out", a.out_in, d, a.out_bias),
+        Linear("out", a.out_in, d, out_bias),
         Pointwise("residual", "residual", d, "residual_adds"),
     )
     if rotated and not cross:
