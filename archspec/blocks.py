@@ -305,30 +305,40 @@ class Pointwise:
         return iter(())
 
 
-# Which recomputation modes keep a saved tensor (Korthikanti et al. 2022, section 5): selective
-# recomputation drops the tensors that grow with length squared; full recomputation keeps only each
-# layer's input; tensors outside the blocks are kept in every mode.
+# Which recomputation modes keep a saved tensor: selective recomputation (the attention core
+# checkpointed) keeps its inputs and output but not what lies inside it; full recomputation keeps
+# only each layer's input; tensors outside the blocks are kept in every mode.
 LAYER = ("none", "selective")
 SCORES = ("none",)
+SELECTIVE = ("selective",)
 CHECKPOINT = ("full",)
 ALWAYS = ("none", "selective", "full")
+
+# bytes per value of a saved tensor's dtype: the computation's ('act'), or fixed
+FIXED_BYTES = {"fp32": 4, "int64": 8, "mask": 1}
 
 
 @dataclass(frozen=True)
 class Saved:
-    """A tensor autograd keeps for backward: `width` values per row (per query-key pair for
-    rows='pairs'), in the computation's dtype ('act'), as one-byte dropout masks ('mask', only with
-    dropout) or in fp32 ('fp32'). `group` files it in the breakdown; a `shared` tensor (the encoder
-    output that every cross-attention reads) counts once, not once per layer; `kept` lists the
-    recomputation modes that keep it."""
+    """A tensor autograd keeps for backward in one training step of the reference model (what
+    archspec.reference.memory_measure measures, storage by storage): `width` values per row (per
+    query-key pair for rows='pairs'), in the computation's dtype ('act'), in fp32, as int64 token
+    ids, or as one-byte dropout masks ('mask', only with dropout, which the reference model does not
+    run). `group` files it in the breakdown; `kept` lists the recomputation modes that keep it;
+    `attention` limits it to one attention mode ('flash': the fused kernel keeps its inputs, output
+    and log-sum-exp; 'eager': head-major copies and the probabilities); a `shared` tensor (the
+    encoder output every cross-attention reads) counts once; `per_batch` False for tensors that do
+    not grow with the batch (rotary cos/sin)."""
 
     group: str
     width: int
     rows: Rows | Literal["pairs"] = "tokens"
-    dtype: Literal["act", "mask", "fp32"] = "act"
+    dtype: Literal["act", "fp32", "int64", "mask"] = "act"
     kept: tuple[str, ...] = LAYER
     keys: Rows = "tokens"  # for rows='pairs': what the keys run over
     shared: bool = False
+    attention: Literal["flash", "eager"] | None = None
+    per_batch: bool = True
 
 
 @dataclass(frozen=True)
@@ -446,8 +456,11 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
     masked-LM head (dense, activation, LayerNorm, then the tied table with a vocabulary bias)."""
     d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
     tied = "embed" if spec.tie_embeddings else None
-    # the head's input and the logits, kept in fp32 for the loss (Korthikanti et al. 4.3)
-    saved = (Saved("head_input", d, kept=ALWAYS), Saved("logits_fp32", V, dtype="fp32", kept=ALWAYS))
+    # the head's input; the loss (cross-entropy in fp32, as trainers compute it): the log-softmax of
+    # the logits (one storage for both of its users), the int64 targets and a 0-d fp32 weight
+    saved = (Saved("head_input", d, kept=ALWAYS), Saved("loss", V, dtype="fp32", kept=ALWAYS),
+             Saved("loss", 1, dtype="int64", kept=ALWAYS), Saved("loss", 1, rows="first", dtype="fp32", kept=ALWAYS,
+                                                                 per_batch=False))  # fmt: skip
     if spec.head.kind == "mlm":
         m = MLPShape.of(spec)
         entries: tuple[Entry, ...] = (
@@ -480,9 +493,11 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, True),), stack=stack))
     # the stack's input: the dropout mask on the summed embeddings and, after an encoder, its output,
     # which every cross-attention reads and which is therefore kept once for the whole stack
-    saved = (Saved("dropout_mask", d, dtype="mask", kept=ALWAYS),)
-    if stack.cross:
-        saved += (Saved("memory", d, rows="source", kept=ALWAYS, shared=True),)
+    # the stack's input: the token ids the lookup keeps (int64), the token types of the first stack,
+    # and the dropout mask on the summed embeddings (with dropout only)
+    saved = (Saved("ids", 1, dtype="int64", kept=ALWAYS), Saved("dropout_mask", d, dtype="mask", kept=ALWAYS))
+    if spec.type_vocab_size and stack.first:
+        saved += (Saved("ids", 1, dtype="int64", kept=ALWAYS),)
     out.append(Part(at, "embed", "embedding", (), stack=stack, saved=saved))
     m = spec.mlp
     if m.kind == "moe" and m.dense_layers:
@@ -513,8 +528,11 @@ def block_parts(spec: ModelSpec, stack: StackShape, start: int, layers: int, moe
         out += parts
         if spec.norm_position == "sandwich":
             out.append(norm_part(spec, f"{layer}.{name}_post_norm", stack, repeat=layers))
-    # what full recomputation keeps of each layer: its input
-    out[0] = replace(out[0], saved=out[0].saved + (Saved("layer_input", spec.d_model, kept=CHECKPOINT),))
+    # what full recomputation keeps of each layer: its input (and the encoder output it reads)
+    keep = (Saved("layer_input", spec.d_model, kept=CHECKPOINT),)
+    if stack.cross:
+        keep += (Saved("memory", spec.d_model, rows="source", kept=CHECKPOINT, shared=True),)
+    out[0] = replace(out[0], saved=out[0].saved + keep)
     return [replace(p, repeat=layers, start=start, shared=spec.share_layers) for p in out]
 
 
@@ -522,8 +540,11 @@ def norm_part(spec: ModelSpec, path: str, stack: StackShape, repeat: int = 1, wi
     """A norm over d_model (or `width`); autograd keeps its input."""
     w = width or spec.d_model
     kept = LAYER if "{i}" in path else ALWAYS
-    return Part(path, "norm", "dense", (Norm("", w, spec.norm),), repeat=repeat, stack=stack,
-                saved=(Saved("norms", w, kept=kept),))  # fmt: skip
+    if spec.norm == "layernorm":  # the input, and mean and 1/std per row in the input's dtype (CPU)
+        saved = (Saved("norms", w + 2, kept=kept),)
+    else:  # torch's composite RMSNorm: the fp32 input, 1/rms per row and the normalised x, all fp32
+        saved = (Saved("norms", 2 * w + 1, dtype="fp32", kept=kept),)
+    return Part(path, "norm", "dense", (Norm("", w, spec.norm),), repeat=repeat, stack=stack, saved=saved)
 
 
 def attention_part(spec: ModelSpec, stack: StackShape, cross: bool) -> Part:
@@ -549,6 +570,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool) -> Part:
                        Linear("kv_b", lat.kv_rank, lat.kv_b, False))  # fmt: skip
         rotated = (a.heads + 1) * lat.rope_dims  # every query head and the one shared rotary key
         kv_per_token = lat.kv_per_token
+        out_bias = lat.out_bias
     else:
         a = AttentionShape.of(spec)
         if cross:
@@ -560,30 +582,50 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool) -> Part:
                             Norm("k_norm", a.d_head, spec.norm, per_row=a.k))  # fmt: skip
         rotated = (a.heads + a.kv_heads) * a.rotary_dims
         kv_per_token = a.kv_per_token
+        out_bias = a.out_bias
     entries: tuple[Entry, ...] = (
         *projections,
         Attend("", a, causal=stack.causal and not cross, keys=keys, score_bias=score_bias),
-        Linear("out", a.out_in, d, a.out_bias),
+        Linear("out", a.out_in, d, out_bias),
         Pointwise("residual", "residual", d, "residual_adds"),
     )
     if rotated and not cross:
         entries += (Pointwise("rotary", "rotary", rotated, "positions"),)
-    # Korthikanti et al. 2022, section 4, tensor by tensor: the projections' input, Q and K for
-    # the scores, V, the output projection's input, the dropout mask after it; with the score
-    # matrix kept, softmax output, its dropout mask and dropout output (2 + 1 + 2 bytes in 16 bits).
-    saved = (
-        Saved(component, d),
-        Saved(component, a.q),
-        Saved(component, a.k, rows=keys),
-        Saved(component, a.v, rows=keys),
-        Saved(component, a.out_in),
-        Saved(component, d, dtype="mask"),
-        Saved(f"{component}_scores", 2 * a.heads, rows="pairs", keys=keys, kept=SCORES),
-        Saved(f"{component}_scores", a.heads, rows="pairs", keys=keys, dtype="mask", kept=SCORES),
-    )
+    saved = attention_saved(spec, a, component, keys, cross)
     cached = (Cached(kv_per_token, rows=keys),) if stack.name == "decoder" else ()
     return Part(f"{stack.name}.layers.{{i}}.{component}", component, "dense", entries, stack=stack, saved=saved,
                 cached=cached)  # fmt: skip
+
+
+def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Rows, cross: bool) -> tuple[Saved, ...]:
+    """What one attention sublayer keeps for backward, measured storage by storage on the reference
+    model (torch's CPU kernels): always the projection's input and the output projection's input;
+    with the fused kernel ('flash') the fused Q/K/V output (the rotated q and k besides, with rotary)
+    and the fp32 log-sum-exp; with explicit attention ('eager') head-major copies of q, of k and v
+    expanded to every query head, and the probabilities; selective recomputation keeps the core's
+    inputs and output, in either mode. Rotary keeps its cos and sin (per position, not per batch)."""
+    d, nh, dk, dv = spec.d_model, a.heads, a.d_head, a.d_value
+    kv = (a.k + a.v) if cross else (a.q + a.k + a.v)
+    saved = [Saved(component, d), Saved(component, a.out_in), Saved(component, d, dtype="mask")]
+    if cross:  # the query projection's own output (K and V come from the encoder output)
+        saved += [Saved(component, a.q, attention="flash", kept=SCORES), Saved(component, a.q, kept=SELECTIVE),
+                  Saved(component, d, rows="source", kept=LAYER, shared=True)]  # fmt: skip
+    saved += [
+        Saved(component, kv, rows=keys, attention="flash", kept=SCORES),  # the fused projection's output
+        Saved(component, kv, rows=keys, kept=SELECTIVE),
+        Saved(component, nh, dtype="fp32", attention="flash", kept=SCORES),  # log-sum-exp per head
+        Saved(component, nh * dk, attention="eager", kept=SCORES),  # q, head-major
+        Saved(component, nh * (dk + dv), rows=keys, attention="eager", kept=SCORES),  # k and v, every head
+        Saved(f"{component}_scores", nh, rows="pairs", keys=keys, attention="eager", kept=SCORES),  # probabilities
+        Saved(f"{component}_scores", 2 * nh, rows="pairs", keys=keys, dtype="mask", kept=SCORES),  # with dropout
+    ]
+    if a.rotary_dims and not cross:
+        rotated = a.q + a.k  # the rotated q and k: storages of their own
+        saved += [Saved(component, rotated, attention="flash", kept=SCORES), Saved(component, rotated, kept=SELECTIVE),
+                  Saved("positions", 4 * a.rotary_dims, per_batch=False)]  # fmt: skip
+        if a.rotary_dims < dk:  # a partial rotation makes the output head-major: the out projection copies it
+            saved += [Saved(component, a.out_in, attention="flash", kept=SCORES)]
+    return tuple(saved)
 
 
 def _mlp_entries(m: MLPShape, prefix: str = "", copies: int = 1, uses: int | None = None) -> tuple[Entry, ...]:
@@ -600,9 +642,11 @@ def _mlp_entries(m: MLPShape, prefix: str = "", copies: int = 1, uses: int | Non
 
 def _mlp_saved(m: MLPShape, per_token: int = 1) -> tuple[Saved, ...]:
     # the input; per input projection its output and the activation's output (the down projection's
-    # input): 2 · d_ff, or 4 · d_ff gated; the dropout mask after the block
-    per_input = tuple(Saved("mlp", 2 * per_token * m.d_ff) for _ in m.inputs)
-    return (Saved("mlp", m.d_model), *per_input, Saved("mlp", m.d_model, dtype="mask"))
+    # input): 2 · d_ff, 4 · d_ff gated; relu keeps only its output, which the down projection shares;
+    # the dropout mask after the block (with dropout)
+    per_input = 1 if m.pointwise == "relu" and not m.gated else 2
+    kept = tuple(Saved("mlp", per_input * per_token * m.d_ff) for _ in m.inputs)
+    return (Saved("mlp", m.d_model), *kept, Saved("mlp", m.d_model, dtype="mask"))
 
 
 def mlp_part(spec: ModelSpec, stack: StackShape) -> Part:

@@ -524,7 +524,19 @@ def _memory_args(p: argparse.ArgumentParser) -> None:
         help="activation recomputation (Korthikanti et al. 2022): none, selective, full",
     )
     p.add_argument("--fp32-grads", action="store_true", help="keep gradients in fp32 (the 18 bytes/param convention)")
-    p.add_argument("--no-dropout", action="store_true", help="no dropout masks in the activations")
+    p.add_argument(
+        "--attention",
+        default="flash",
+        choices=["flash", "eager"],
+        help="flash: a fused kernel, the score matrix never stored (default, as modern trainers run); "
+        "eager: the attention probabilities stored",
+    )
+    p.add_argument(
+        "--dropout",
+        action="store_true",
+        help="add dropout masks to the activations (Korthikanti et al.; the reference model runs no dropout)",
+    )
+    p.add_argument("--no-dropout", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
     p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage over the data-parallel GPUs")
     p.add_argument("--gpus", type=positive_int, default=1, help="GPUs in all (data parallel = gpus / (tp * pp))")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (with sequence parallelism)")
@@ -542,8 +554,8 @@ def cmd_memory(args) -> int:
     for spec in _specs(args):
         lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
         m = estimate_memory(spec, args.batch, args.seq_len, args.dtype, args.optimizer, args.recompute, args.src_len,
-                            args.fp32_grads, not args.no_dropout, lay.zero_stage, lay.data_parallel,
-                            lay.tensor_parallel, lay.pipeline_parallel)  # fmt: skip
+                            args.fp32_grads, args.dropout and not args.no_dropout, lay.zero_stage, lay.data_parallel,
+                            lay.tensor_parallel, lay.pipeline_parallel, args.attention)  # fmt: skip
         obj = m.to_dict()
         if acc:
             verdict = fits(m, acc.memory_bytes)
@@ -555,7 +567,11 @@ def cmd_memory(args) -> int:
             ["weights", human_bytes(m.weights_bytes), exact(m.weights_bytes)],
             ["gradients", human_bytes(m.gradients_bytes), exact(m.gradients_bytes)],
             ["optimizer states", human_bytes(m.optimizer_bytes), exact(m.optimizer_bytes)],
-            [f"activations (recompute: {m.recompute})", human_bytes(m.activations_bytes), exact(m.activations_bytes)],
+            [
+                f"activations ({m.attention} attention, recompute {m.recompute})",
+                human_bytes(m.activations_bytes),
+                exact(m.activations_bytes),
+            ],
             ["training total", human_bytes(m.training_total_bytes), exact(m.training_total_bytes)],
             [f"KV cache ({m.kv_cache_dtype})", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
             [
@@ -703,6 +719,8 @@ def cmd_verify(args) -> int:
     from archspec.render import exact, table
 
     reference = _reference()
+    if args.memory or args.ranks:
+        return _verify_memory(args, reference)
     reports = [reference.verify(spec) for spec in _progress(_specs(args, default_all=True), "verify", lambda s: s.name)]
     objects = [r.to_dict() for r in reports]
     rows = [[r.name, exact(r.params.analytic), exact(r.params.measured), exact(r.flops.analytic),
@@ -1048,13 +1066,69 @@ register(
     "archspec validate\n  archspec validate gpt2 transformer-base\n  archspec validate my-claims.toml --format json",
     models="*",
 )
+
+
+def _verify_memory(args, reference) -> int:
+    """verify --memory / --ranks: planned against measured bytes, one row per check."""
+    from archspec.render import exact, table
+
+    specs = _specs(args, default_all=True)
+    reports = []
+    for spec in _progress(specs, "verify", lambda s: s.name):
+        if args.memory:
+            reports.append(reference.verify_memory(spec, recompute=args.recompute))
+        if args.ranks:
+            reports.append(reference.verify_ranks(spec, args.ranks, args.zero, args.tp))
+    objects = [r.to_dict() for r in reports]
+    rows = []
+    for r in reports:
+        what = f"{r.ranks} ranks, ZeRO {r.zero}, tp {r.tp} (largest rank)" if hasattr(r, "ranks") else (
+            f"batch {r.batch} x {r.seq_len}, recompute {r.recompute}")  # fmt: skip
+        for k, p in r.checks.items():
+            rows.append([r.name, what, k, exact(p.analytic), exact(p.measured), "ok" if p.ok else "MISMATCH"])
+        if getattr(r, "skipped", None):
+            rows.append([r.name, what, "activations", "", "", "skipped: " + r.skipped.split(": ", 1)[1]])
+
+    def people() -> str:
+        bad = sum(not r.ok and not getattr(r, "skipped", None) for r in reports)
+        note = ("measured: real fp32 tensors on the CPU (saved tensors through autograd's hooks, each storage once, "
+                "the loss included); ranks: gloo processes, one AdamW step; the optimizer's plan includes torch's "
+                "4-byte step counter per tensor")  # fmt: skip
+        head = ["model", "workload", "quantity", "planned", "measured", "check"]
+        summary = "all planned figures equal the measured ones" if not bad else f"{bad} report(s) differ"
+        return table(rows, head, args.format, colalign=("left", "left", "left", "right", "right", "left")) + (
+            f"\n\n{summary}\n{note}")  # fmt: skip
+
+    _render(args, objects, people)
+    return EXIT_OK if all(r.ok or getattr(r, "skipped", None) for r in reports) else EXIT_MISMATCH
+
+
+def _verify_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="also train one step on the CPU and compare the saved-tensor bytes (flash and eager attention), "
+        "the weights and the KV cache with the plan",
+    )
+    p.add_argument("--recompute", default="none", choices=["none", "selective", "full"],
+                   help="with --memory: the recomputation to measure (default none)")  # fmt: skip
+    p.add_argument("--ranks", type=positive_int, help="run a sharded AdamW step in N local processes and compare "
+                   "each quantity of the largest rank with `archspec memory --gpus N`")  # fmt: skip
+    p.add_argument("--zero", type=int, default=3, choices=[0, 1, 2, 3], help="with --ranks: ZeRO stage (default 3)")
+    p.add_argument("--tp", type=positive_int, default=1, help="with --ranks: tensor-parallel degree (default 1)")
+
+
 register(
     "verify",
     cmd_verify,
-    "build the reference model on the meta device and check analytic == instantiated for parameters and "
-    "forward FLOPs, component by component; all presets when no MODEL is given (needs torch)",
-    "archspec verify\n  archspec verify gpt2 my-model.toml --format json",
+    "build the reference model on the meta device and check analytic == instantiated for every tensor, the "
+    "parameters and forward FLOPs, component by component; --memory and --ranks measure memory too; "
+    "all presets when no MODEL is given (needs torch)",
+    "archspec verify\n  archspec verify gpt2 my-model.toml --format json\n"
+    "  archspec verify gpt2 --memory --recompute selective\n"
+    "  archspec verify gpt2 --set decoder_layers=2 --ranks 2 --zero 3",
     models="*",
+    add_args=_verify_args,
 )
 register(
     "sweep",

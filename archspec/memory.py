@@ -161,42 +161,81 @@ def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16") -> int:
     return kv_cache_bytes(spec, 1, 1, dtype, 1 if spec.kind == "encoder-decoder" else None)
 
 
+ATTENTION = ("flash", "eager")
+
+
+def attention_mode(spec: ModelSpec, attention: str) -> str:
+    """The attention that actually runs: 'flash' (a fused kernel: scores never stored) or 'eager'
+    (explicit products: the probabilities stored). Soft-capped scores have no fused kernel, and the
+    CPU's fused kernel needs d_head = d_value, so those run eagerly whatever is asked."""
+    if attention not in ATTENTION:
+        raise SpecError(f"unknown attention {shown(attention)}; use flash (fused, the default) or eager")
+    softcap = spec.attention.kind == "standard" and spec.attention.softcap is not None
+    return "eager" if softcap or spec.d_head != spec.d_value else attention
+
+
 def saved_bytes(
-    parts: list[Part], lengths: Lengths, dtype: str, recompute: str, dropout: bool, layers: bool | None = None
+    parts: list[Part],
+    lengths: Lengths,
+    dtype: str,
+    recompute: str,
+    dropout: bool,
+    layers: bool | None = None,
+    attention: str = "flash",
 ) -> dict[str, int]:
     """Bytes of the tensors autograd saves, summed by '{stack}.{group}' (the head's under 'output.'),
     over the parts given; `layers` True keeps only the blocks' parts, False only the rest."""
     e = dtype_bytes(dtype)
-    per_value = {"act": e, "mask": Fraction(1 if dropout else 0), "fp32": Fraction(4)}
+    per_value = {"act": e, "mask": Fraction(1 if dropout else 0), "fp32": Fraction(4), "int64": Fraction(8)}
     out: dict[str, int] = {}
     for part in parts:
         if not part.saved or (layers is not None and part.layered != layers):
             continue
         where = "output" if part.component == "head" else part.stack.name
         for s in part.saved:
-            if recompute not in s.kept:
+            if recompute not in s.kept or (s.attention is not None and s.attention != attention):
                 continue
             if s.rows == "pairs":
                 rows = lengths.rows("tokens", part.stack) * lengths.rows(s.keys, part.stack)
             else:
                 rows = lengths.rows(s.rows, part.stack)
             copies = 1 if s.shared else part.repeat
+            batch = lengths.batch if s.per_batch else 1
             key = f"{where}.{s.group}"
-            out[key] = out.get(key, 0) + nbytes(copies * lengths.batch * rows * s.width, per_value[s.dtype])
+            out[key] = out.get(key, 0) + nbytes(copies * batch * rows * s.width, per_value[s.dtype])
     return out
 
 
 def activation_bytes_per_layer(
-    spec: ModelSpec, batch: int, seq: int, src: int | None, stack: str, dtype: str, recompute: str, dropout: bool
+    spec: ModelSpec,
+    batch: int,
+    seq: int,
+    src: int | None,
+    stack: str,
+    dtype: str,
+    recompute: str,
+    dropout: bool = False,
+    attention: str = "flash",
 ) -> dict[str, int]:
-    """Bytes saved by one block of `stack` ('encoder' or 'decoder'), by group (Korthikanti et al. 2022,
-    tensor by tensor). `seq` is the stack's own length, `src` the source length for cross-attention."""
-    parts = [p for p in describe(spec) if p.layered and p.stack.name == stack]
+    """Bytes saved by one block of `stack` ('encoder' or 'decoder'), by group. `seq` is the stack's
+    own length, `src` the source length for cross-attention (the encoder output, which every layer
+    reads, is counted with the first)."""
+    parts = [p for p in describe(spec) if p.layered and p.stack.name == stack and p.start == 0]
     if not parts:
         raise SpecError(f"{spec.name} has no {stack}")
     lengths = Lengths(batch, seq, src) if stack == "decoder" else Lengths(batch, seq, seq)
-    per_stack = saved_bytes([replace(p, repeat=1) for p in parts], lengths, dtype, recompute, dropout, layers=True)
+    mode = attention_mode(spec, attention)
+    per_stack = saved_bytes([replace(p, repeat=1) for p in parts], lengths, dtype, recompute, dropout, True, mode)
     return {key.removeprefix(f"{stack}."): v for key, v in per_stack.items()}
+
+
+def korthikanti_bytes_per_layer(spec: ModelSpec, batch: int, seq: int, recompute: str = "none") -> int:
+    """Korthikanti et al. 2022 (section 4) for one GPT block with 16-bit activations and dropout:
+    s·b·h·(34 + 5·a·s/h); 34·s·b·h with selective recomputation; 2·s·b·h with full. A published
+    approximation, shown beside the exact figure (it assumes d_ff = 4h, the attention scores stored,
+    dropout, no fused kernel, no norm statistics, no fp32 upcasts)."""
+    s, b, h, a = seq, batch, spec.d_model, spec.n_heads
+    return {"none": s * b * h * 34 + 5 * a * s * s * b, "selective": 34 * s * b * h, "full": 2 * s * b * h}[recompute]
 
 
 @dataclass(frozen=True)
@@ -208,6 +247,7 @@ class MemoryEstimate:
     dtype: str
     optimizer: str
     recompute: str
+    attention: str
     params: int
     weights_bytes: int
     gradients_bytes: int
@@ -243,6 +283,7 @@ class MemoryEstimate:
             "dtype": self.dtype,
             "optimizer": self.optimizer,
             "recompute": self.recompute,
+            "attention": self.attention,
             "params": self.params,
             "weights_bytes": self.weights_bytes,
             "gradients_bytes": self.gradients_bytes,
@@ -288,13 +329,19 @@ def estimate_memory(
     recompute: str = "none",
     src_len: int | None = None,
     fp32_grads: bool = False,
-    dropout: bool = True,
+    dropout: bool = False,
     zero_stage: int = 0,
     data_parallel: int = 1,
     tensor_parallel: int = 1,
     pipeline_parallel: int = 1,
+    attention: str = "flash",
 ) -> MemoryEstimate:
-    """Memory of training and inference for `spec`, per device when parallel degrees are given."""
+    """Memory of training and inference for `spec`, per device when parallel degrees are given.
+
+    Activations are what autograd saves in one training step of the reference model: `attention`
+    'flash' (a fused kernel, the default of modern trainers: no score matrix) or 'eager' (the
+    probabilities stored); `dropout` adds Korthikanti et al.'s one-byte masks (the reference model
+    runs none, so they are not measured)."""
     check_args("estimate_memory", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, optimizer=optimizer,
                recompute=recompute, src_len=src_len, fp32_grads=fp32_grads, dropout=dropout, zero_stage=zero_stage,
                data_parallel=data_parallel, tensor_parallel=tensor_parallel,
@@ -310,10 +357,10 @@ def estimate_memory(
         raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
     check_split(spec, tensor_parallel, pipeline_parallel)
     key = canonical_dtype(dtype)
+    mode = attention_mode(spec, attention)
     N = count_params(spec).total
     mixed = key != "fp32"
     model_split = tensor_parallel * pipeline_parallel
-    shard = Fraction(1, model_split)
 
     weights_pp, grads_pp, optim_pp = training_bytes_per_param(key, optimizer, fp32_grads)
     states = OPTIMIZERS[optimizer]
@@ -322,13 +369,15 @@ def estimate_memory(
         "gradients": data_parallel if zero_stage >= 2 else 1,
         "optimizer": data_parallel if zero_stage >= 1 else 1,
     }
-    weights = nbytes(N * shard / zero_div["weights"], weights_pp)
-    grads = nbytes(N * shard / zero_div["gradients"], grads_pp)
-    optim = nbytes(N * shard / zero_div["optimizer"], optim_pp)
+    local = {k: rank_elements(spec, div, tensor_parallel) for k, div in zero_div.items()}
+    weights = nbytes(local["weights"] / pipeline_parallel, weights_pp)
+    grads = nbytes(local["gradients"] / pipeline_parallel, grads_pp)
+    optim = nbytes(local["optimizer"] / pipeline_parallel, optim_pp)
 
-    # activations: one micro-batch of `batch` sequences, in the training dtype (16-bit in the paper)
+    # activations: one micro-batch of `batch` sequences, in the dtype of the computation (fp32 keeps
+    # fp32 activations; mixed precision computes in 16 bits)
     act_dtype = "fp32" if key == "fp32" else "bf16"
-    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout)
+    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=mode)
     activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
 
     kv = nbytes(kv_cache_bytes(spec, batch, lengths.target, key, lengths.source), Fraction(1, model_split))
@@ -347,6 +396,7 @@ def estimate_memory(
         dtype=key,
         optimizer=optimizer,
         recompute=recompute,
+        attention=mode,
         params=N,
         weights_bytes=weights,
         gradients_bytes=grads,
@@ -354,7 +404,7 @@ def estimate_memory(
         activations_bytes=activations,
         kv_cache_bytes=kv,
         kv_cache_dtype=kv_cache_dtype(key),
-        inference_weights_bytes=nbytes(N * shard, weights_pp),
+        inference_weights_bytes=nbytes(rank_elements(spec, 1, tensor_parallel) / pipeline_parallel, weights_pp),
         activations_detail=detail,
         bytes_per_param_training=per_param,
         per_param_note=note,
@@ -365,6 +415,37 @@ def estimate_memory(
             "pipeline_parallel": pipeline_parallel,
         },
     )
+
+
+# Tensor parallelism (Megatron-LM): column-parallel maps split their output rows, row-parallel maps
+# their input columns (their biases stay whole); vocabulary tables split their rows; norms, position
+# tables and token types stay whole on every rank.
+COLUMN_PARALLEL = ("qkv", "q", "kv", "gate", "up", "q_a", "q_b", "kv_a", "kv_b", "router")
+ROW_PARALLEL = ("out", "down")
+
+
+def rank_elements(spec: ModelSpec, shards: int, tensor_parallel: int = 1) -> int:
+    """Parameter elements the largest rank holds: each tensor split `tensor_parallel` ways as
+    Megatron-LM splits it, then its dimension 0 split `shards` ways as FSDP2 (ZeRO-3) shards it —
+    ceil(rows / shards) rows on the first rank, which every rank pads to."""
+    from archspec.blocks import tensors
+
+    total = 0
+    for t in tensors(describe(spec)):
+        shape = list(t.shape)
+        *_, module, leaf = ("", *t.path.split("."))
+        if tensor_parallel > 1:
+            if module in ROW_PARALLEL:
+                if leaf == "weight":
+                    shape[-1] = -(-shape[-1] // tensor_parallel)
+            elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
+                shape[0] = -(-shape[0] // tensor_parallel)
+        shape[0] = -(-shape[0] // shards)
+        n = 1
+        for s in shape:
+            n *= s
+        total += n
+    return total
 
 
 def fits(m: MemoryEstimate, capacity_bytes: int) -> dict[str, bool]:

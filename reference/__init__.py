@@ -28,8 +28,10 @@ from archspec.reference.convert import (
     load_gpt2,
     load_llama,
     load_torch_transformer,
+    load_transformers,
     spec_from_gpt2_config,
     transformers_config,
+    transformers_model,
 )
 from archspec.reference.distributed import RanksReport, measure_ranks
 from archspec.reference.measure import count_by_component, count_total
@@ -40,7 +42,16 @@ from archspec.reference.memory_measure import (
     measure_weights,
 )
 from archspec.reference.model import Transformer, cache_bytes, cache_length
-from archspec.reference.verify import Pair, VerifyReport, compare_tensors, verify
+from archspec.reference.verify import (
+    MemoryReport,
+    Pair,
+    RanksVerifyReport,
+    VerifyReport,
+    compare_tensors,
+    verify,
+    verify_memory,
+    verify_ranks,
+)
 
 __all__ = [
     "ActivationReport",
@@ -50,6 +61,10 @@ __all__ = [
     "VerifyReport",
     "compare_tensors",
     "verify",
+    "verify_memory",
+    "verify_ranks",
+    "MemoryReport",
+    "RanksVerifyReport",
     "Transformer",
     "available_memory",
     "build",
@@ -62,6 +77,7 @@ __all__ = [
     "load_gpt2",
     "load_llama",
     "load_torch_transformer",
+    "load_transformers",
     "materialize",
     "measure_activations",
     "measure_kv_cache",
@@ -71,4 +87,5 @@ __all__ = [
     "resolve_dtype",
     "spec_from_gpt2_config",
     "transformers_config",
+    "transformers_model",
 ]

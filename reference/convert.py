@@ -1,14 +1,17 @@
-"""Loading weights from independent implementations into the reference model.
+"""Loading weights from independent implementations into the reference model, and their configs.
 
 Each loader takes the reference model and the other implementation's ``state_dict()`` (so a
-checkpoint file works as well as a live module), copies every tensor into place and checks that
-nothing was left over on either side. Shapes are checked by ``copy_``.
+checkpoint file works as well as a live module) and fills the model by its family's weight map, a
+table (archspec.reference.weights; the tables live in archspec.reference.families), checking that
+every source tensor was used and every parameter written. Shapes are checked on the way.
 
-- ``load_gpt2``: HuggingFace transformers ``GPT2LMHeadModel`` / ``GPT2Model`` (Conv1D weights are
-  stored (in, out) and are transposed here);
-- ``load_llama``: transformers ``LlamaForCausalLM``;
-- ``load_bert``: transformers ``BertModel``;
+- ``load_transformers(model, state_dict, family=None)``: any family of ``FAMILIES`` (GPT-2, LLaMA,
+  BERT, Mixtral, Qwen2, Gemma 2, GPT-NeoX, OPT, T5), by default the one that represents the spec;
+- ``load_gpt2``, ``load_llama``, ``load_bert``: the same for one family each;
 - ``load_torch_transformer``: ``torch.nn.Transformer`` (post-norm, with a final norm per stack).
+
+``transformers_config(spec)`` builds the equivalent transformers config (and ``transformers_model``
+the model) of a spec a family represents, refusing by field name what it cannot.
 """
 
 from __future__ import annotations
@@ -17,83 +20,19 @@ from collections.abc import Mapping
 
 import torch
 
+from archspec.reference.families import FAMILIES, Family, family
 from archspec.reference.model import Transformer
+from archspec.reference.weights import WeightMap, load_weights, row
 from archspec.spec import ModelSpec
 
-# What each transformers family can represent, as data: spec fields with the one value (or the
-# values) the family's config can express. A spec that differs anywhere is refused by name, so a
-# config never silently builds another model.
-_ACT = {"relu": "relu", "gelu": "gelu", "silu": "silu"}  # transformers' ACT2FN names (exact GELU)
-_GATED_ACT = {"swiglu": "silu", "geglu": "gelu"}  # LLaMA's act_fn(gate(x)) * up(x)
-_PLAIN = {
-    "type_vocab_size": (0,),
-    "embedding_norm": (False,),
-    "pooler": (False,),
-    "embedding_scale": ("none",),
-    "block": ("sequential",),
-    "attention": ("standard",),
-    "mlp": ("dense",),
-    "share_layers": (False,),
-}
-FAMILIES: dict[str, dict[str, tuple]] = {
-    "GPT-2": {"kind": ("decoder-only",), "position": ("learned",), "norm": ("layernorm",),
-              "norm_position": ("pre",), "final_norm": (True,), "bias": (True,), "activation": tuple(_ACT),
-              "head": ("lm",), **_PLAIN},
-    "LLaMA": {"kind": ("decoder-only",), "position": ("rotary",), "norm": ("rmsnorm",), "norm_position": ("pre",),
-              "final_norm": (True,), "activation": tuple(_GATED_ACT), "head": ("lm",), **_PLAIN},
-    "BERT": {"kind": ("encoder-only",), "position": ("learned",), "norm": ("layernorm",), "norm_position": ("post",),
-             "final_norm": (False,), "embedding_norm": (True,), "pooler": (True,), "bias": (True,),
-             "activation": tuple(_ACT), "head": ("none",), "embedding_scale": ("none",), "block": ("sequential",),
-             "attention": ("standard",), "mlp": ("dense",), "share_layers": (False,)},
-}  # fmt: skip
+__all__ = ["FAMILIES", "family_of", "load_bert", "load_gpt2", "load_llama", "load_torch_transformer",
+           "load_transformers", "spec_from_gpt2_config", "transformers_config", "transformers_model",
+           "unsupported"]  # fmt: skip
 
 
-def _value(spec: ModelSpec, field: str):
-    """A field as the families compare it: a sub-table by its kind (position) or as written (the
-    others: a member with any non-default field is a table, which no family's value equals)."""
-    if field == "position":
-        return spec.position.kind
-    if field not in type(spec).model_fields:  # a derived view such as kind
-        return getattr(spec, field)
-    return spec.model_dump(include={field})[field]
-
-
-def unsupported(spec: ModelSpec, family: str) -> list[str]:
-    """Why `family` cannot represent `spec`: one phrase per field that differs (empty: it can)."""
-    out = [f"{field}={_value(spec, field)!r} (needs {' or '.join(repr(v) for v in allowed)})"
-           for field, allowed in FAMILIES[family].items() if _value(spec, field) not in allowed]  # fmt: skip
-    if family in ("GPT-2", "BERT"):
-        if spec.n_kv_heads != spec.n_heads:
-            out.append(f"n_kv_heads={spec.n_kv_heads} (needs n_kv_heads = n_heads = {spec.n_heads})")
-        if spec.d_head * spec.n_heads != spec.d_model:
-            out.append(f"d_head={spec.d_head} (needs n_heads * d_head = d_model = {spec.d_model})")
-    if family == "BERT" and spec.type_vocab_size < 1:
-        out.append("type_vocab_size=0 (BertModel always has a token-type table)")
-    if spec.d_value != spec.d_head:
-        out.append(f"d_value={spec.d_value} (needs d_value = d_head = {spec.d_head})")
-    if spec.head.kind == "lm" and spec.head.bias:
-        out.append("head.bias=true (the family's output projection has no bias)")
-    if spec.embedding.d_embed not in (None, spec.d_model):
-        out.append(f"embedding.d_embed={spec.embedding.d_embed} (needs d_model)")
-    if spec.norm_position == "post" and family == "LLaMA":
-        out.append("norm_position='post' (needs 'pre')")
-    p = spec.position
-    if p.kind == "learned" and p.offset:
-        out.append(f"position.offset={p.offset} (needs 0)")
-    if p.kind == "rotary" and (p.fraction != 1 or p.interleaved):
-        out.append("position: partial or interleaved rotary (needs fraction = 1, rotate-half)")
-    b = spec.biases
-    if family == "LLaMA" and b.qkv != b.out:
-        out.append(f"bias qkv={b.qkv}, out={b.out} (LLaMA's attention_bias sets both)")
-    if family in ("GPT-2", "BERT") and not (b.qkv and b.out and b.mlp):
-        out.append("bias=false somewhere (needs biases on every projection)")
-    return out
-
-
-def _check(spec: ModelSpec, family: str) -> None:
-    reasons = unsupported(spec, family)
-    if reasons:
-        raise ValueError(f"{spec.name}: the {family} family cannot represent this spec: {'; '.join(reasons)}")
+def unsupported(spec: ModelSpec, name: str) -> list[str]:
+    """Why the family `name` cannot represent `spec`: one phrase per field that differs (empty: it can)."""
+    return family(name).unsupported(spec)
 
 
 def is_gpt2_shaped(s: ModelSpec) -> bool:
@@ -108,41 +47,72 @@ def is_bert_shaped(s: ModelSpec) -> bool:
     return not unsupported(s, "BERT")
 
 
-def transformers_config(spec: ModelSpec):
-    """The equivalent transformers config for a GPT-2-, LLaMA- or BERT-shaped spec (no dropout, the
-    spec's norm epsilon and activation), so both sides build the same model from random weights.
-    A spec no family represents is refused, naming what differs from the closest family."""
+def family_of(spec: ModelSpec, name: str | None = None) -> Family:
+    """The family `name` (refusing, by field, a spec it cannot represent) or, without a name, the first
+    family that represents `spec` (refusing a spec none does, naming what differs in the closest two)."""
+    if name is not None:
+        f = family(name)
+        reasons = f.unsupported(spec)
+        if reasons:
+            raise ValueError(f"{spec.name}: the {f.name} family cannot represent this spec: {'; '.join(reasons)}")
+        return f
+    ranked = sorted(FAMILIES.values(), key=lambda f: len(f.unsupported(spec)))  # stable: registry order on ties
+    if not ranked[0].unsupported(spec):
+        return ranked[0]
+    closest = "; then ".join(f"{f.name}, which differs in {'; '.join(f.unsupported(spec))}" for f in ranked[:2])
+    raise ValueError(f"{spec.name}: no transformers equivalent ({', '.join(FAMILIES)}); closest is {closest}")
+
+
+def transformers_config(spec: ModelSpec, family: str | None = None):
+    """The transformers config of the family that represents `spec` (or of `family`, by name or
+    model_type), with no dropout and the spec's norm epsilon and activation (exact GELU), so both
+    sides build the same model. A spec the family cannot represent is refused, naming the fields."""
     import transformers
 
-    if is_gpt2_shaped(spec):
-        return transformers.GPT2Config(
-            vocab_size=spec.vocab_size, n_positions=spec.max_positions, n_embd=spec.d_model,
-            n_layer=spec.decoder_layers, n_head=spec.n_heads, n_inner=spec.d_ff,
-            activation_function=_ACT[spec.activation], layer_norm_epsilon=spec.norm_eps,
-            tie_word_embeddings=spec.tie_embeddings, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
-        )  # fmt: skip
-    if is_llama_shaped(spec):
-        return transformers.LlamaConfig(
-            vocab_size=spec.vocab_size, hidden_size=spec.d_model, intermediate_size=spec.d_ff,
-            num_hidden_layers=spec.decoder_layers, num_attention_heads=spec.n_heads,
-            num_key_value_heads=spec.n_kv_heads, head_dim=spec.d_head, max_position_embeddings=spec.max_positions,
-            rms_norm_eps=spec.norm_eps, attention_bias=spec.biases.qkv, mlp_bias=spec.biases.mlp,
-            rope_theta=spec.position.base,
-            hidden_act=_GATED_ACT[spec.activation], tie_word_embeddings=spec.tie_embeddings,
-        )  # fmt: skip
-    if is_bert_shaped(spec):
-        return transformers.BertConfig(
-            vocab_size=spec.vocab_size, hidden_size=spec.d_model, num_hidden_layers=spec.encoder_layers,
-            num_attention_heads=spec.n_heads, intermediate_size=spec.d_ff,
-            max_position_embeddings=spec.max_positions, type_vocab_size=spec.type_vocab_size,
-            layer_norm_eps=spec.norm_eps, hidden_act=_ACT[spec.activation], hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0,
-        )  # fmt: skip
-    closest = min(FAMILIES, key=lambda f: len(unsupported(spec, f)))
-    raise ValueError(
-        f"{spec.name}: no transformers equivalent (GPT-2, LLaMA or BERT shaped); closest is {closest}, "
-        f"which differs in {'; '.join(unsupported(spec, closest))}"
-    )
+    f = family_of(spec, family)
+    config = getattr(transformers, f.config_class)(**{k: get(spec) for k, get in f.config.items() if get})
+    for key, get in f.after.items():
+        setattr(config, key, get(spec))
+    return config
+
+
+def transformers_model(spec: ModelSpec, family: str | None = None, attn_implementation: str = "eager"):
+    """The transformers model of `spec` (its family's class, from transformers_config), randomly
+    initialised, in eval mode; eager attention by default: explicit products, as the reference computes."""
+    import transformers
+
+    f = family_of(spec, family)
+    config = transformers_config(spec, f.name)
+    config._attn_implementation = attn_implementation
+    model = getattr(transformers, f.model_class)(config)
+    if f.untie and not spec.tie_embeddings:  # a head of its own, as a checkpoint with one gets on load
+        head = model.get_submodule(f.untie)
+        with torch.no_grad():
+            head.weight = torch.nn.Parameter(torch.randn_like(head.weight) * spec.d_model**-0.5)
+    return model.eval()
+
+
+def load_transformers(model: Transformer, state_dict: Mapping[str, torch.Tensor], family: str | None = None):
+    """Load a transformers state dict of `family` (default: the family that represents the model's
+    spec) into `model`, by the family's weight map; every source tensor used, every parameter written."""
+    f = family_of(model.spec, family)
+    return load_weights(model, state_dict, f.weights)
+
+
+def load_gpt2(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
+    """Load a transformers GPT-2 state dict (GPT2LMHeadModel or GPT2Model) into `model`.
+    GPT-2's Conv1D layers store weights (in, out): they are transposed."""
+    return load_transformers(model, state_dict, "GPT-2")
+
+
+def load_llama(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
+    """Load a transformers LlamaForCausalLM state dict into `model` (RMSNorm, SwiGLU, rotary, GQA)."""
+    return load_transformers(model, state_dict, "LLaMA")
+
+
+def load_bert(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
+    """Load a transformers BertModel state dict into `model` (encoder-only, post-norm, pooler)."""
+    return load_transformers(model, state_dict, "BERT")
 
 
 def spec_from_gpt2_config(config, name: str = "gpt2-hf") -> ModelSpec:
@@ -157,139 +127,6 @@ def spec_from_gpt2_config(config, name: str = "gpt2-hf") -> ModelSpec:
         max_positions=config.n_positions,
         tie_embeddings=bool(getattr(config, "tie_word_embeddings", True)),
     )
-
-
-class _Copier:
-    """Copies named source tensors into target tensors and reports what was not used."""
-
-    def __init__(self, source: Mapping[str, torch.Tensor], what: str):
-        self.source = {k: v for k, v in source.items() if not _is_buffer_key(k)}
-        self.used: set[str] = set()
-        self.written: set[int] = set()  # ids of the target tensors filled
-        self.what = what
-
-    def get(self, key: str) -> torch.Tensor:
-        if key not in self.source:
-            raise KeyError(f"{self.what} state dict has no {key!r}")
-        self.used.add(key)
-        return self.source[key]
-
-    @torch.no_grad()
-    def copy(self, target: torch.Tensor, key: str | torch.Tensor, transpose: bool = False) -> None:
-        src = self.get(key) if isinstance(key, str) else key
-        src = src.t() if transpose else src
-        if tuple(src.shape) != tuple(target.shape):
-            raise ValueError(
-                f"{self.what}: {key if isinstance(key, str) else 'tensor'} has shape "
-                f"{tuple(src.shape)}, the reference model expects {tuple(target.shape)}"
-            )
-        target.copy_(src)
-        self.written.add(id(target))
-
-    def module(self, target: torch.nn.Module, prefix: str, transpose: bool = False) -> None:
-        """`prefix`.weight (and `prefix`.bias where the target has one) into a linear or norm layer."""
-        self.copy(target.weight, prefix + ".weight", transpose)
-        if getattr(target, "bias", None) is not None:
-            self.copy(target.bias, prefix + ".bias")
-
-    def cat(self, prefix: str, names: tuple[str, ...], suffix: str) -> torch.Tensor:
-        """Separate projections (q, k, v) fused the way the reference model stores them."""
-        return torch.cat([self.get(f"{prefix}{n}{suffix}") for n in names], dim=0)
-
-    def finish(self, model: torch.nn.Module, optional: tuple[str, ...] = (), keep: tuple[str, ...] = ()) -> None:
-        """Both directions: every source tensor was used (but `optional` keys), and every parameter of
-        `model` was written (but those under the module paths in `keep`, which keep their own weights)."""
-        left = sorted(k for k in set(self.source) - self.used if k not in optional)
-        if left:
-            raise ValueError(f"{self.what}: {len(left)} tensors were not loaded, e.g. {left[:3]}")
-        unwritten = [name for name, p in model.named_parameters()
-                     if id(p) not in self.written and not name.startswith(keep)]  # fmt: skip
-        if unwritten:
-            raise ValueError(f"{self.what}: {len(unwritten)} parameters were not written, e.g. {unwritten[:3]}")
-
-
-def _is_buffer_key(key: str) -> bool:
-    return key.endswith((".attn.bias", ".attn.masked_bias", "position_ids", "rotary_emb.inv_freq"))
-
-
-def _strip(sd: Mapping[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
-    """Drop a leading `prefix` (e.g. 'transformer.') where every key has it."""
-    keys = [k for k in sd if not k.startswith("lm_head.")]
-    if keys and all(k.startswith(prefix) for k in keys):
-        return {k.removeprefix(prefix): v for k, v in sd.items()}
-    return dict(sd)
-
-
-def _head(model: Transformer, c: _Copier) -> None:
-    """An untied head loads `lm_head.weight`; a tied one is the embedding (the key may be there too)."""
-    if not model.spec.tie_embeddings:
-        c.copy(model.head.weight, "lm_head.weight")
-    c.finish(model, optional=("lm_head.weight",))
-
-
-def load_gpt2(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
-    """Load a transformers GPT-2 state dict (GPT2LMHeadModel or GPT2Model) into `model`.
-    GPT-2's Conv1D layers store weights (in, out): they are transposed."""
-    _check(model.spec, "GPT-2")
-    c = _Copier(_strip(state_dict, "transformer."), "GPT-2")
-    c.copy(model.embed.weight, "wte.weight")
-    c.copy(model.decoder.position.weight, "wpe.weight")
-    for i, layer in enumerate(model.decoder.layers):
-        p = f"h.{i}."
-        c.module(layer.attention_norm, p + "ln_1")
-        c.module(layer.attention.qkv, p + "attn.c_attn", transpose=True)
-        c.module(layer.attention.out, p + "attn.c_proj", transpose=True)
-        c.module(layer.mlp_norm, p + "ln_2")
-        c.module(layer.mlp.up, p + "mlp.c_fc", transpose=True)
-        c.module(layer.mlp.down, p + "mlp.c_proj", transpose=True)
-    c.module(model.decoder.final_norm, "ln_f")
-    _head(model, c)
-    return model
-
-
-def load_llama(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
-    """Load a transformers LlamaForCausalLM state dict into `model` (RMSNorm, SwiGLU, rotary, GQA)."""
-    _check(model.spec, "LLaMA")
-    c = _Copier(_strip(state_dict, "model."), "LLaMA")
-    c.copy(model.embed.weight, "embed_tokens.weight")
-    for i, layer in enumerate(model.decoder.layers):
-        p = f"layers.{i}."
-        c.module(layer.attention_norm, p + "input_layernorm")
-        c.copy(layer.attention.qkv.weight, c.cat(p + "self_attn.", ("q", "k", "v"), "_proj.weight"))
-        if model.spec.biases.qkv:
-            c.copy(layer.attention.qkv.bias, c.cat(p + "self_attn.", ("q", "k", "v"), "_proj.bias"))
-        c.module(layer.attention.out, p + "self_attn.o_proj")
-        c.module(layer.mlp_norm, p + "post_attention_layernorm")
-        c.module(layer.mlp.gate, p + "mlp.gate_proj")
-        c.module(layer.mlp.up, p + "mlp.up_proj")
-        c.module(layer.mlp.down, p + "mlp.down_proj")
-    c.module(model.decoder.final_norm, "norm")
-    _head(model, c)
-    return model
-
-
-def load_bert(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
-    """Load a transformers BertModel state dict into `model` (encoder-only, post-norm, pooler)."""
-    _check(model.spec, "BERT")
-    c = _Copier(_strip(state_dict, "bert."), "BERT")
-    enc = model.encoder
-    c.copy(model.embed.weight, "embeddings.word_embeddings.weight")
-    c.copy(enc.position.weight, "embeddings.position_embeddings.weight")
-    c.copy(model.token_type.weight, "embeddings.token_type_embeddings.weight")
-    c.module(enc.embedding_norm, "embeddings.LayerNorm")
-    for i, layer in enumerate(enc.layers):
-        p = f"encoder.layer.{i}."
-        qkv = ("query", "key", "value")
-        c.copy(layer.attention.qkv.weight, c.cat(p + "attention.self.", qkv, ".weight"))
-        c.copy(layer.attention.qkv.bias, c.cat(p + "attention.self.", qkv, ".bias"))
-        c.module(layer.attention.out, p + "attention.output.dense")
-        c.module(layer.attention_norm, p + "attention.output.LayerNorm")
-        c.module(layer.mlp.up, p + "intermediate.dense")
-        c.module(layer.mlp.down, p + "output.dense")
-        c.module(layer.mlp_norm, p + "output.LayerNorm")
-    c.module(model.pooler.dense, "pooler.dense")
-    c.finish(model)
-    return model
 
 
 def load_torch_transformer(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
@@ -311,36 +148,28 @@ def load_torch_transformer(model: Transformer, state_dict: Mapping[str, torch.Te
     ) if not ok]  # fmt: skip
     if reasons:
         raise ValueError(f"{s.name}: torch.nn.Transformer cannot represent this spec: {'; '.join(reasons)}")
-    c = _Copier(state_dict, "torch.nn.Transformer")
+    return load_weights(model, state_dict, TORCH_TRANSFORMER_WEIGHTS, keep=("embed", "target_embed", "token_type",
+                        "encoder.position", "decoder.position", "head", "pooler"))  # fmt: skip
 
-    def self_attention_and_mlp(layer, p: str) -> None:
-        c.copy(layer.attention.qkv.weight, p + "self_attn.in_proj_weight")
-        c.copy(layer.attention.qkv.bias, p + "self_attn.in_proj_bias")
-        c.module(layer.attention.out, p + "self_attn.out_proj")
-        c.module(layer.mlp.up, p + "linear1")
-        c.module(layer.mlp.down, p + "linear2")
 
-    for i, layer in enumerate(model.encoder.layers):
-        p = f"encoder.layers.{i}."
-        self_attention_and_mlp(layer, p)
-        c.module(layer.attention_norm, p + "norm1")
-        c.module(layer.mlp_norm, p + "norm2")
-    d = s.d_model
-    for i, layer in enumerate(model.decoder.layers):
-        p = f"decoder.layers.{i}."
-        self_attention_and_mlp(layer, p)
-        w, b = c.get(p + "multihead_attn.in_proj_weight"), c.get(p + "multihead_attn.in_proj_bias")
-        c.copy(layer.cross_attention.q.weight, w[:d])  # in_proj stacks q, k, v: q first, then k and v
-        c.copy(layer.cross_attention.q.bias, b[:d])
-        c.copy(layer.cross_attention.kv.weight, w[d:])
-        c.copy(layer.cross_attention.kv.bias, b[d:])
-        c.module(layer.cross_attention.out, p + "multihead_attn.out_proj")
-        c.module(layer.attention_norm, p + "norm1")
-        c.module(layer.cross_attention_norm, p + "norm2")
-        c.module(layer.mlp_norm, p + "norm3")
-    c.module(model.encoder.final_norm, "encoder.norm")
-    c.module(model.decoder.final_norm, "decoder.norm")
-    # nn.Transformer has no embeddings, positions or output head: those keep their own weights
-    c.finish(model, keep=("embed", "target_embed", "token_type", "encoder.position", "decoder.position", "head",
-                          "pooler"))  # fmt: skip
-    return model
+def _torch_block(stack: str) -> tuple:
+    at = stack + ".layers.{}."  # the same paths on both sides
+    return (
+        row(at + "self_attn.in_proj_{w}", at + "attention.qkv.{w}"),
+        row(at + "self_attn.out_proj.{w}", at + "attention.out.{w}"),
+        row(at + "linear1.{w}", at + "mlp.up.{w}"),
+        row(at + "linear2.{w}", at + "mlp.down.{w}"),
+        row(at + "norm1.{w}", at + "attention_norm.{w}"),
+        row(at + ("norm3.{w}" if stack == "decoder" else "norm2.{w}"), at + "mlp_norm.{w}"),
+        row(stack + ".norm.{w}", stack + ".final_norm.{w}"),
+    )
+
+
+# nn.Transformer has no embeddings, positions or output head: those keep their own weights
+TORCH_TRANSFORMER_WEIGHTS = WeightMap("torch.nn.Transformer", _torch_block("encoder") + _torch_block("decoder") + (
+    row("decoder.layers.{}.norm2.{w}", "decoder.layers.{}.cross_attention_norm.{w}"),
+    # in_proj stacks q, k and v: q first, then k and v, the reference's kv
+    row("decoder.layers.{}.multihead_attn.in_proj_{w}",
+        ("decoder.layers.{}.cross_attention.q.{w}", "decoder.layers.{}.cross_attention.kv.{w}"), "split"),
+    row("decoder.layers.{}.multihead_attn.out_proj.{w}", "decoder.layers.{}.cross_attention.out.{w}"),
+))  # fmt: skip

@@ -524,6 +524,16 @@ class MoE(nn.Module):
         return out
 
 
+def sliding_window(spec: ModelSpec, index: int) -> int | None:
+    """The window of layer `index`'s self-attention (None: it sees every earlier key): every layer, the
+    even ones (Gemma 2: 0, 2, ...) or the odd ones (GPT-Neo), as attention.sliding_layers says."""
+    att = spec.attention
+    if att.kind != "standard" or not att.sliding_window:
+        return None
+    layers = att.sliding_layers
+    return att.sliding_window if layers == "all" or (layers == "even") == (index % 2 == 0) else None
+
+
 class Block(nn.Module):
     """Self-attention, cross-attention (decoder with an encoder), MLP, each with a residual and its
     norm(s): pre x + f(N(x)), post N(x + f(x)), sandwich x + N2(f(N1(x))); or, in a parallel block,
@@ -540,11 +550,7 @@ class Block(nn.Module):
         self.norm_position = spec.norm_position
         self.parallel = spec.block.kind == "parallel"
         att = spec.attention
-        window = None
-        if att.kind == "standard" and att.sliding_window:
-            layers = att.sliding_layers
-            if layers == "all" or (layers == "even") == (index % 2 == 0):
-                window = att.sliding_window
+        window = sliding_window(spec, index)
         self.attention_norm = make_norm(spec)
         if att.kind == "latent":
             self.attention = LatentAttention(spec, LatentShape.of(spec))
@@ -740,11 +746,17 @@ class Transformer(nn.Module):
         self.attention_mode, self.recompute = attention, recompute
         return self
 
+    def tied(self) -> dict[str, str]:
+        """Parameters that are another module's tensor, as the spec ties them: {path: owner's path}.
+        With tie_embeddings, the output head's weight is the token embedding."""
+        return {"head.weight": "embed.weight"} if self.spec.tie_embeddings and self.head is not None else {}
+
     def tie_weights(self) -> None:
-        """With tie_embeddings, the output head uses the token embedding's tensor. Moving a model off
-        the meta device (`to_empty`) gives every module a tensor of its own, so materialize() ties again."""
-        if self.spec.tie_embeddings and self.head is not None:
-            self.head.weight = self.embed.weight
+        """Tie what `tied` names. Moving a model off the meta device (`to_empty`) gives every module a
+        tensor of its own, so materialize() ties again."""
+        for path, owner in self.tied().items():
+            module, _, name = path.rpartition(".")
+            setattr(self.get_submodule(module), name, self.get_parameter(owner))
 
     # -- pieces
 

@@ -149,3 +149,127 @@ def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len:
         seq_len=T,
         src_len=S,
     )
+
+
+# ---------------------------------------------------------------- memory and ranks
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Planned against measured memory for one spec: saved-tensor bytes for both attention modes (at
+    one recomputation mode), weights in fp32 and bf16, the KV cache — or why it was not measured."""
+
+    name: str
+    batch: int
+    seq_len: int
+    recompute: str
+    checks: dict[str, Pair]
+    measured_components: dict[str, dict[str, int]]
+    skipped: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.skipped is None and all(p.ok for p in self.checks.values())
+
+    def mismatches(self) -> list[str]:
+        return [f"{k} planned {p.analytic:,} vs measured {p.measured:,}" for k, p in self.checks.items() if not p.ok]
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "batch": self.batch,
+            "seq_len": self.seq_len,
+            "recompute": self.recompute,
+            **({"skipped": self.skipped} if self.skipped else {}),
+            "checks": {k: {"planned": p.analytic, "measured": p.measured, "ok": p.ok} for k, p in self.checks.items()},
+            "measured_activations_by_component": self.measured_components,
+        }
+
+
+# the largest model whose fp32 weights verify_memory builds for real (a GPT-2 XL fits)
+MEASURE_LIMIT_PARAMS = 2_000_000_000
+
+
+def verify_memory(spec: ModelSpec, batch: int = 2, seq_len: int | None = None, recompute: str = "none") -> MemoryReport:
+    """Build the reference model with real fp32 weights on the CPU, run one training step in each
+    attention mode and compare the bytes autograd saves with estimate_memory's activations; also the
+    weights (fp32 and bf16, on the meta device) and the KV cache against the tensors a prompt fills."""
+    from archspec.memory import estimate_memory, kv_cache_bytes, weights_bytes
+    from archspec.reference.build import build
+    from archspec.reference.memory_measure import measure_activations, measure_kv_cache, measure_weights
+
+    if not isinstance(spec, ModelSpec):
+        raise TypeError(f"verify_memory() takes a ModelSpec, got {type(spec).__name__}")
+    T = min(spec.max_positions, 32) if seq_len is None else seq_len
+    S = T if spec.kind == "encoder-decoder" else None
+    checks: dict[str, Pair] = {}
+    for dtype in ("fp32", "bf16"):
+        measured = sum(measure_weights(build(spec, device="meta", dtype=dtype)).values())
+        checks[f"weights {dtype}"] = Pair(weights_bytes(spec, dtype), measured)
+    if spec.decoder_layers:
+        checks["kv cache fp32"] = Pair(kv_cache_bytes(spec, batch, T, "fp32", S),
+                                       measure_kv_cache(spec, batch, T, "fp32", S, device="meta"))  # fmt: skip
+    if count_params(spec).total > MEASURE_LIMIT_PARAMS:
+        return MemoryReport(spec.name, batch, T, recompute, checks, {},
+                            skipped=f"activations not measured: {spec.name} is too large to train on this CPU "
+                            "(verify a shallower copy, e.g. --set decoder_layers=2)")  # fmt: skip
+    components = {}
+    model = build(spec, device="cpu", dtype="fp32")
+    for attention in ("flash", "eager"):
+        m = measure_activations(spec, batch, T, "fp32", attention, recompute, src_len=S, model=model)
+        planned = estimate_memory(spec, batch, T, "fp32", recompute=recompute, src_len=S, attention=attention)
+        checks[f"activations {attention}"] = Pair(planned.activations_bytes, m.total_bytes)
+        components[attention] = dict(m.by_component)
+    return MemoryReport(spec.name, batch, T, recompute, checks, components)
+
+
+@dataclass(frozen=True)
+class RanksVerifyReport:
+    """The planner's per-GPU bytes against the largest rank of a real sharded AdamW step."""
+
+    name: str
+    ranks: int
+    zero: int
+    tp: int
+    checks: dict[str, Pair]
+    step_counters: int  # torch's AdamW keeps a 4-byte step per tensor, which the planner leaves out
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.checks.values())
+
+    def mismatches(self) -> list[str]:
+        return [f"{k} planned {p.analytic:,} vs measured {p.measured:,}" for k, p in self.checks.items() if not p.ok]
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "ranks": self.ranks,
+            "zero": self.zero,
+            "tp": self.tp,
+            "figure": "largest rank",
+            "checks": {k: {"planned": p.analytic, "measured": p.measured, "ok": p.ok} for k, p in self.checks.items()},
+            "optimizer_step_counters_bytes": self.step_counters,
+        }
+
+
+def verify_ranks(spec: ModelSpec, ranks: int = 2, zero: int = 3, tp: int = 1) -> RanksVerifyReport:
+    """Run one fp32 AdamW step of the reference model sharded over `ranks` local processes (FSDP2 for
+    ZeRO, DTensor for tensor parallelism; gloo on the CPU) and compare each quantity of the largest
+    rank with `archspec memory --gpus ranks --zero zero --tp tp`. The optimizer figure is compared
+    with torch's per-tensor step counters (4 bytes each) added to the plan."""
+    from archspec.memory import estimate_memory, parallel_layout
+    from archspec.reference.distributed import measure_ranks
+
+    lay = parallel_layout(spec, ranks, tp, 1, zero)
+    plan = estimate_memory(spec, 2, min(spec.max_positions, 16), "fp32", zero_stage=zero,
+                           data_parallel=lay.data_parallel, tensor_parallel=tp)  # fmt: skip
+    largest = measure_ranks(spec, ranks, zero, tp).largest
+    steps = 4 * sum(1 for _ in tensors(describe(spec)))
+    return RanksVerifyReport(spec.name, ranks, zero, tp, {
+        "weights": Pair(plan.weights_bytes, largest["params_bytes"]),
+        "gradients": Pair(plan.gradients_bytes, largest["grads_bytes"]),
+        "optimizer": Pair(plan.optimizer_bytes + steps, largest["optimizer_bytes"]),
+    }, steps)  # fmt: skip

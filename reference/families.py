@@ -1,0 +1,564 @@
+"""The transformers families the reference model is checked against, each one entry of data.
+
+A family says what it can represent (``needs``: spec fields with the values its config can express,
+and relations between fields, each refusal naming its field), how its transformers config is built
+from a spec (``config``: one transformers key per line, from the spec), and how its state dict fills
+the reference model (``weights``: weight maps as tables, one per checkpoint layout, transformers 5's
+first; see archspec.reference.weights).
+
+Where a family's default computation differs from what a spec can say, the config asks for the
+spec's: exact GELU where GPT-2, Gemma 2 and T5 v1.1 default to its tanh approximation, no dropout.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from archspec.reference.model import sliding_window
+from archspec.reference.weights import WeightMap, each, row
+from archspec.spec import ModelSpec
+
+# ---------------------------------------------------------------- what a family can represent
+
+_ABSENT = object()
+NON_GATED = ("relu", "gelu", "silu")
+GATED = ("swiglu", "geglu")
+ACT = {"relu": "relu", "gelu": "gelu", "silu": "silu", "swiglu": "silu", "geglu": "gelu"}  # ACT2FN names (exact GELU)
+
+
+def _get(spec: ModelSpec, name: str):
+    """A field as families compare it: a flat field as written (a sub-table by its shorthand), or a
+    dotted path into a sub-table ('attention.qk_norm', 'bias.qkv'); absent where the member has none."""
+    if "." not in name:
+        if name not in type(spec).model_fields:  # a derived view such as kind
+            return getattr(spec, name)
+        return spec.model_dump(include={name})[name]
+    first, *rest = name.split(".")
+    value = spec.biases if first == "bias" else getattr(spec, first)
+    for part in rest:
+        if not hasattr(value, part):
+            return _ABSENT
+        value = getattr(value, part)
+    return value
+
+
+def _show(name: str, value) -> str:
+    """A flat field or a member's kind as Python writes it; a sub-table's field as the spec file does."""
+    if "." not in name or name.endswith(".kind"):
+        return repr(value)
+    return "absent" if value is None else json.dumps(value)
+
+
+@dataclass(frozen=True)
+class Need:
+    """A spec field (or a dotted path into a sub-table) and the values a family can express (or a
+    function of the spec giving them). A member's kind is named by its field: 'head', not 'head.kind'."""
+
+    name: str
+    allowed: tuple | Callable[[ModelSpec], tuple]
+    why: str = ""
+
+    def problem(self, spec: ModelSpec) -> str | None:
+        value = _get(spec, self.name)
+        allowed = self.allowed(spec) if callable(self.allowed) else self.allowed
+        if value is _ABSENT or value in allowed:
+            return None
+        why = self.why or "needs " + " or ".join(_show(self.name, a) for a in allowed)
+        return f"{self.name.removesuffix('.kind')}={_show(self.name, value)} ({why})"
+
+
+def _needs(fields: Mapping[str, tuple | Callable | None], *relations: Callable) -> tuple:
+    """Field needs (a None value drops a need of the base it extends) and relation checks."""
+    return tuple(Need(k, v) for k, v in fields.items() if v is not None) + relations
+
+
+# Relations between fields: each returns why the family cannot represent the spec, or None.
+
+
+def mha(s: ModelSpec) -> str | None:
+    ok = s.n_kv_heads == s.n_heads
+    return None if ok else f"n_kv_heads={s.n_kv_heads} (needs n_kv_heads = n_heads = {s.n_heads})"
+
+
+def heads_span_d_model(s: ModelSpec) -> str | None:
+    ok = s.d_head * s.n_heads == s.d_model
+    return None if ok else f"d_head={s.d_head} (needs n_heads * d_head = d_model = {s.d_model})"
+
+
+def d_value_is_d_head(s: ModelSpec) -> str | None:
+    return None if s.d_value == s.d_head else f"d_value={s.d_value} (needs d_value = d_head = {s.d_head})"
+
+
+def embedding_is_d_model(s: ModelSpec) -> str | None:
+    d = s.embedding.d_embed
+    return None if d in (None, s.d_model) else f"embedding.d_embed={d} (needs d_model)"
+
+
+def one_attention_bias(s: ModelSpec) -> str | None:
+    b = s.biases
+    return None if b.qkv == b.out else f"bias qkv={b.qkv}, out={b.out} (one attention_bias sets both)"
+
+
+def one_bias(s: ModelSpec) -> str | None:
+    b = s.biases
+    ok = b.qkv == b.out == b.mlp
+    return None if ok else f"bias qkv={b.qkv}, out={b.out}, mlp={b.mlp} (one enable_bias sets all three)"
+
+
+def _scale(s: ModelSpec) -> float:
+    """The score scale the spec computes with (1/sqrt(d_head) unless attention.scale says otherwise)."""
+    scale = getattr(s.attention, "scale", None)
+    return s.d_head**-0.5 if scale is None else scale
+
+
+def default_scale(s: ModelSpec) -> str | None:
+    ok = abs(_scale(s) - s.d_head**-0.5) <= 1e-12 * _scale(s)
+    return None if ok else f"attention.scale={_scale(s)!r} (needs 1/sqrt(d_head))"
+
+
+def unscaled(s: ModelSpec) -> str | None:
+    return None if _scale(s) == 1.0 else f"attention.scale={_scale(s)!r} (needs 1.0: T5 does not scale scores)"
+
+
+def query_pre_attn_scalar(s: ModelSpec) -> int:
+    """Gemma 2 scales scores by query_pre_attn_scalar^-0.5, an integer."""
+    return round(_scale(s) ** -2)
+
+
+def integer_query_scalar(s: ModelSpec) -> str | None:
+    ok = abs(query_pre_attn_scalar(s) ** -0.5 - _scale(s)) <= 1e-12 * _scale(s)
+    return None if ok else f"attention.scale={_scale(s)!r} (needs n^-0.5 for an integer query_pre_attn_scalar n)"
+
+
+def window_on_every_layer(s: ModelSpec) -> str | None:
+    att = s.attention
+    ok = att.kind != "standard" or not att.sliding_window or att.sliding_layers == "all"
+    return None if ok else f"attention.sliding_layers={att.sliding_layers!r} (needs 'all': one window for every layer)"
+
+
+def final_norm_with_pre(s: ModelSpec) -> str | None:
+    ok = s.final_norm == (s.norm_position == "pre")
+    return None if ok else f"final_norm={s.final_norm} (needs a final norm with pre-norm, none with post-norm)"
+
+
+def token_types(s: ModelSpec) -> str | None:
+    return None if s.type_vocab_size else "type_vocab_size=0 (BertModel always has a token-type table)"
+
+
+# A transformers decoder-only language model; each family changes what it has
+BASE: dict[str, tuple | Callable | None] = {
+    "kind": ("decoder-only",),
+    "type_vocab_size": (0,),
+    "embedding_norm": (False,),
+    "pooler": (False,),
+    "embedding_scale": ("none",),
+    "share_layers": (False,),
+    "norm_position": ("pre",),
+    "final_norm": (True,),
+    "block.kind": ("sequential",),
+    "attention.kind": ("standard",),
+    "attention.qk_norm": (False,),
+    "attention.softcap": (None,),
+    "attention.sliding_window": (None,),
+    "mlp.kind": ("dense",),
+    "head.kind": ("lm",),
+    "head.bias": (False,),
+    "head.scale": (1.0,),
+    "head.softcap": (None,),
+}
+LEARNED = {"position.kind": ("learned",), "position.offset": (0,)}
+ROTARY = {"position.kind": ("rotary",), "position.fraction": (1.0,), "position.interleaved": (False,)}
+ALL_BIASES = {"bias.qkv": (True,), "bias.out": (True,), "bias.mlp": (True,)}
+NO_BIASES = {"bias.qkv": (False,), "bias.out": (False,), "bias.mlp": (False,)}
+LLAMA_LIKE = {**BASE, **ROTARY, "norm": ("rmsnorm",), "activation": GATED}
+
+# ---------------------------------------------------------------- config keys from a spec
+
+
+def _layer_types(s: ModelSpec) -> list[str]:
+    return ["sliding_attention" if sliding_window(s, i) else "full_attention" for i in range(s.decoder_layers)]
+
+
+def _window(s: ModelSpec) -> int | None:
+    return getattr(s.attention, "sliding_window", None)
+
+
+LLAMA_CONFIG: dict[str, Callable[[ModelSpec], Any]] = {
+    "vocab_size": lambda s: s.vocab_size,
+    "hidden_size": lambda s: s.d_model,
+    "intermediate_size": lambda s: s.d_ff,
+    "num_hidden_layers": lambda s: s.decoder_layers,
+    "num_attention_heads": lambda s: s.n_heads,
+    "num_key_value_heads": lambda s: s.n_kv_heads,
+    "head_dim": lambda s: s.d_head,
+    "max_position_embeddings": lambda s: s.max_positions,
+    "rms_norm_eps": lambda s: s.norm_eps,
+    "rope_theta": lambda s: s.position.base,
+    "hidden_act": lambda s: ACT[s.activation],
+    "tie_word_embeddings": lambda s: s.tie_embeddings,
+    "attention_dropout": lambda s: 0.0,
+}
+
+# ---------------------------------------------------------------- weight maps
+
+DEC, ENC = "decoder.layers.{}.", "encoder.layers.{}."
+
+GPT2_WEIGHTS = WeightMap("GPT-2", strip=("transformer.",), ignore=(r"h\.\d+\.attn\.(masked_)?bias",), rows=(
+    row("wte.weight", "embed.weight"),
+    row("wpe.weight", "decoder.position.weight"),
+    row("h.{}.ln_1.{w}", DEC + "attention_norm.{w}"),
+    row("h.{}.attn.c_attn.{w}", DEC + "attention.qkv.{w}", "transpose"),  # Conv1D: (in, out)
+    row("h.{}.attn.c_proj.{w}", DEC + "attention.out.{w}", "transpose"),
+    row("h.{}.ln_2.{w}", DEC + "mlp_norm.{w}"),
+    row("h.{}.mlp.c_fc.{w}", DEC + "mlp.up.{w}", "transpose"),
+    row("h.{}.mlp.c_proj.{w}", DEC + "mlp.down.{w}", "transpose"),
+    row("ln_f.{w}", "decoder.final_norm.{w}"),
+    row("lm_head.weight", "head.weight"),
+))  # fmt: skip
+
+LLAMA_ATTENTION = (
+    row("embed_tokens.weight", "embed.weight"),
+    row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight"),
+    row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
+    row("layers.{}.self_attn.o_proj.{w}", DEC + "attention.out.{w}"),
+    row("layers.{}.post_attention_layernorm.weight", DEC + "mlp_norm.weight"),
+    row("norm.weight", "decoder.final_norm.weight"),
+    row("lm_head.weight", "head.weight"),
+)
+LLAMA_MLP = (
+    row("layers.{}.mlp.gate_proj.{w}", DEC + "mlp.gate.{w}"),
+    row("layers.{}.mlp.up_proj.{w}", DEC + "mlp.up.{w}"),
+    row("layers.{}.mlp.down_proj.{w}", DEC + "mlp.down.{w}"),
+)
+ROTARY_BUFFERS = (r"layers\.\d+\.self_attn\.rotary_emb\.inv_freq",)  # kept by older checkpoints
+LLAMA_WEIGHTS = WeightMap("LLaMA", LLAMA_ATTENTION + LLAMA_MLP, strip=("model.",), ignore=ROTARY_BUFFERS)
+
+MIXTRAL_WEIGHTS = (
+    WeightMap("Mixtral", LLAMA_ATTENTION + (
+        row("layers.{}.mlp.gate.weight", DEC + "mlp.router.weight"),
+        # transformers 5 keeps the experts stacked, gate and up fused: (E, 2 * d_expert, d_model)
+        row("layers.{}.mlp.experts.gate_up_proj", (DEC + "mlp.experts.gate.weight", DEC + "mlp.experts.up.weight"),
+            "split"),
+        row("layers.{}.mlp.experts.down_proj", DEC + "mlp.experts.down.weight"),
+    ), strip=("model.",)),
+    # the published checkpoints: one w1 (gate), w3 (up), w2 (down) per expert
+    WeightMap("Mixtral (per-expert checkpoint)", LLAMA_ATTENTION + (
+        row("layers.{}.block_sparse_moe.gate.weight", DEC + "mlp.router.weight"),
+        row("layers.{}.block_sparse_moe.experts.{e}.w1.weight", DEC + "mlp.experts.gate.weight", "stack"),
+        row("layers.{}.block_sparse_moe.experts.{e}.w3.weight", DEC + "mlp.experts.up.weight", "stack"),
+        row("layers.{}.block_sparse_moe.experts.{e}.w2.weight", DEC + "mlp.experts.down.weight", "stack"),
+    ), strip=("model.",), ignore=ROTARY_BUFFERS),
+)  # fmt: skip
+
+GEMMA2_WEIGHTS = WeightMap("Gemma 2", strip=("model.",), rows=(
+    row("embed_tokens.weight", "embed.weight"),
+    # Gemma's RMSNorm stores w and scales by 1 + w
+    row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight", "plus_one"),
+    row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
+    row("layers.{}.self_attn.o_proj.{w}", DEC + "attention.out.{w}"),
+    row("layers.{}.post_attention_layernorm.weight", DEC + "attention_post_norm.weight", "plus_one"),
+    row("layers.{}.pre_feedforward_layernorm.weight", DEC + "mlp_norm.weight", "plus_one"),
+    *LLAMA_MLP,
+    row("layers.{}.post_feedforward_layernorm.weight", DEC + "mlp_post_norm.weight", "plus_one"),
+    row("norm.weight", "decoder.final_norm.weight", "plus_one"),
+    row("lm_head.weight", "head.weight"),
+))  # fmt: skip
+
+NEOX_ROWS = (
+    row("embed_in.weight", "embed.weight"),
+    row("layers.{}.input_layernorm.{w}", DEC + "attention_norm.{w}"),
+    row("layers.{}.attention.query_key_value.{w}", DEC + "attention.qkv.{w}", "heads"),  # per head: q, k, v
+    row("layers.{}.attention.dense.{w}", DEC + "attention.out.{w}"),
+    row("layers.{}.post_attention_layernorm.{w}", DEC + "mlp_norm.{w}"),
+    row("layers.{}.mlp.dense_h_to_4h.{w}", DEC + "mlp.up.{w}"),
+    row("layers.{}.mlp.dense_4h_to_h.{w}", DEC + "mlp.down.{w}"),
+    row("final_layer_norm.{w}", "decoder.final_norm.{w}"),
+)
+GPT_NEOX_WEIGHTS = (
+    WeightMap("GPT-NeoX", NEOX_ROWS + (row("lm_head.weight", "head.weight"),), strip=("gpt_neox.",)),
+    # transformers 4 and the Pythia checkpoints: the head is embed_out; masks and frequencies are buffers
+    WeightMap("GPT-NeoX (embed_out checkpoint)", NEOX_ROWS + (row("embed_out.weight", "head.weight"),),
+              strip=("gpt_neox.",),
+              ignore=(r"layers\.\d+\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)",)),
+)  # fmt: skip
+
+OPT_WEIGHTS = WeightMap("OPT", strip=("model.decoder.", "decoder."), rows=(
+    row("embed_tokens.weight", "embed.weight"),
+    row("embed_positions.weight", "decoder.position.weight"),  # 2 rows in front: position p reads row p + 2
+    row("layers.{}.self_attn_layer_norm.{w}", DEC + "attention_norm.{w}"),
+    row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
+    row("layers.{}.self_attn.out_proj.{w}", DEC + "attention.out.{w}"),
+    row("layers.{}.final_layer_norm.{w}", DEC + "mlp_norm.{w}"),
+    row("layers.{}.fc1.{w}", DEC + "mlp.up.{w}"),
+    row("layers.{}.fc2.{w}", DEC + "mlp.down.{w}"),
+    row("final_layer_norm.{w}", "decoder.final_norm.{w}"),
+    row("lm_head.weight", "head.weight"),
+))  # fmt: skip
+
+
+def _t5_rows(gated: bool) -> tuple:
+    """T5's encoder and decoder blocks: layer.0 self-attention, (decoder) layer.1 cross-attention, then
+    the feed-forward layer; the relative bias table lives in block 0 and serves the whole stack."""
+    gated_ff = ((".DenseReluDense.wi_0.weight", "mlp.gate.weight"), (".DenseReluDense.wi_1.weight", "mlp.up.weight"))
+    ff = gated_ff if gated else ((".DenseReluDense.wi.weight", "mlp.up.weight"),)
+    rows = [
+        row("shared.weight", "embed.weight"),
+        row("encoder.embed_tokens.weight", "embed.weight", "tied"),
+        row("decoder.embed_tokens.weight", "embed.weight", "tied"),
+    ]
+    for stack in ("encoder", "decoder"):
+        block, layer, ff_at = stack + ".block.{}.layer.", stack + ".layers.{}.", "2" if stack == "decoder" else "1"
+        rows += [
+            row(stack + ".block.0.layer.0.SelfAttention.relative_attention_bias.weight", stack + ".position.weight"),
+            row(block + "0.layer_norm.weight", layer + "attention_norm.weight"),
+            row(each(block + "0.SelfAttention.{x}.weight", "q", "k", "v"), layer + "attention.qkv.weight", "cat"),
+            row(block + "0.SelfAttention.o.weight", layer + "attention.out.weight"),
+            row(block + ff_at + ".layer_norm.weight", layer + "mlp_norm.weight"),
+            *(row(block + ff_at + src, layer + dst) for src, dst in ff),
+            row(block + ff_at + ".DenseReluDense.wo.weight", layer + "mlp.down.weight"),
+            row(stack + ".final_layer_norm.weight", stack + ".final_norm.weight"),
+        ]
+    rows += [
+        row("decoder.block.{}.layer.1.layer_norm.weight", DEC + "cross_attention_norm.weight"),
+        row("decoder.block.{}.layer.1.EncDecAttention.q.weight", DEC + "cross_attention.q.weight"),
+        row(each("decoder.block.{}.layer.1.EncDecAttention.{x}.weight", "k", "v"), DEC + "cross_attention.kv.weight",
+            "cat"),
+        row("decoder.block.{}.layer.1.EncDecAttention.o.weight", DEC + "cross_attention.out.weight"),
+        row("lm_head.weight", "head.weight"),
+    ]  # fmt: skip
+    return tuple(rows)
+
+
+# a table some old checkpoints carry and T5 never reads
+T5_UNUSED = (r"decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight",)
+T5_WEIGHTS = (
+    WeightMap("T5 (gated feed-forward)", _t5_rows(gated=True), ignore=T5_UNUSED),
+    WeightMap("T5", _t5_rows(gated=False), ignore=T5_UNUSED),
+)
+
+BERT_WEIGHTS = WeightMap("BERT", strip=("bert.",), ignore=(r"embeddings\.(position_ids|token_type_ids)",), rows=(
+    row("embeddings.word_embeddings.weight", "embed.weight"),
+    row("embeddings.position_embeddings.weight", "encoder.position.weight"),
+    row("embeddings.token_type_embeddings.weight", "token_type.weight"),
+    row("embeddings.LayerNorm.{w}", "encoder.embedding_norm.{w}"),
+    row(each("encoder.layer.{}.attention.self.{x}.{w}", "query", "key", "value"), ENC + "attention.qkv.{w}", "cat"),
+    row("encoder.layer.{}.attention.output.dense.{w}", ENC + "attention.out.{w}"),
+    row("encoder.layer.{}.attention.output.LayerNorm.{w}", ENC + "attention_norm.{w}"),
+    row("encoder.layer.{}.intermediate.dense.{w}", ENC + "mlp.up.{w}"),
+    row("encoder.layer.{}.output.dense.{w}", ENC + "mlp.down.{w}"),
+    row("encoder.layer.{}.output.LayerNorm.{w}", ENC + "mlp_norm.{w}"),
+    row("pooler.dense.{w}", "pooler.dense.{w}"),
+))  # fmt: skip
+
+# ---------------------------------------------------------------- the families
+
+
+@dataclass(frozen=True)
+class Family:
+    """One transformers family: what it represents, its config from a spec, its weight maps.
+
+    `after`: config attributes set after construction, where the config class overrides what it was
+    given (T5 turns gated-gelu into the tanh approximation). `untie`: a head transformers 5 ties
+    whatever the config says (T5); a checkpoint with a head of its own unties it on load, and so
+    does `transformers_model`."""
+
+    name: str
+    model_type: str
+    model_class: str
+    config_class: str
+    needs: tuple
+    config: Mapping[str, Callable[[ModelSpec], Any]]
+    weights: tuple[WeightMap, ...]
+    after: Mapping[str, Callable[[ModelSpec], Any]] = field(default_factory=dict)
+    untie: str | None = None
+
+    def unsupported(self, spec: ModelSpec) -> list[str]:
+        """Why this family cannot represent `spec`: one phrase per field (empty: it can)."""
+        out = []
+        for need in self.needs:
+            why = need.problem(spec) if isinstance(need, Need) else need(spec)
+            if why:
+                out.append(why)
+        return out
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family(
+        "GPT-2", "gpt2", "GPT2LMHeadModel", "GPT2Config",
+        _needs({**BASE, **LEARNED, **ALL_BIASES, "norm": ("layernorm",), "activation": NON_GATED},
+               mha, heads_span_d_model, d_value_is_d_head, embedding_is_d_model),
+        {
+            "vocab_size": lambda s: s.vocab_size,
+            "n_positions": lambda s: s.max_positions,
+            "n_embd": lambda s: s.d_model,
+            "n_layer": lambda s: s.decoder_layers,
+            "n_head": lambda s: s.n_heads,
+            "n_inner": lambda s: s.d_ff,
+            "activation_function": lambda s: ACT[s.activation],  # GPT-2's own default is gelu_new (tanh)
+            "layer_norm_epsilon": lambda s: s.norm_eps,
+            "tie_word_embeddings": lambda s: s.tie_embeddings,
+            "resid_pdrop": lambda s: 0.0, "embd_pdrop": lambda s: 0.0, "attn_pdrop": lambda s: 0.0,
+        },
+        (GPT2_WEIGHTS,),
+    ),
+    Family(
+        "LLaMA", "llama", "LlamaForCausalLM", "LlamaConfig",
+        _needs(LLAMA_LIKE, one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),
+        {**LLAMA_CONFIG, "attention_bias": lambda s: s.biases.qkv, "mlp_bias": lambda s: s.biases.mlp},
+        (LLAMA_WEIGHTS,),
+    ),
+    Family(
+        "BERT", "bert", "BertModel", "BertConfig",
+        _needs({**BASE, **LEARNED, **ALL_BIASES, "kind": ("encoder-only",), "norm": ("layernorm",),
+                "norm_position": ("post",), "final_norm": (False,), "embedding_norm": (True,), "pooler": (True,),
+                "type_vocab_size": None, "head.kind": ("none",), "activation": NON_GATED},
+               token_types, mha, heads_span_d_model, d_value_is_d_head, default_scale, embedding_is_d_model),
+        {
+            "vocab_size": lambda s: s.vocab_size,
+            "hidden_size": lambda s: s.d_model,
+            "num_hidden_layers": lambda s: s.encoder_layers,
+            "num_attention_heads": lambda s: s.n_heads,
+            "intermediate_size": lambda s: s.d_ff,
+            "max_position_embeddings": lambda s: s.max_positions,
+            "type_vocab_size": lambda s: s.type_vocab_size,
+            "layer_norm_eps": lambda s: s.norm_eps,
+            "hidden_act": lambda s: ACT[s.activation],
+            "hidden_dropout_prob": lambda s: 0.0, "attention_probs_dropout_prob": lambda s: 0.0,
+        },
+        (BERT_WEIGHTS,),
+    ),
+    Family(
+        "Mixtral", "mixtral", "MixtralForCausalLM", "MixtralConfig",
+        _needs({**LLAMA_LIKE, **NO_BIASES, "attention.sliding_window": None, "mlp.kind": ("moe",),
+                "mlp.d_shared": (0,), "mlp.shared_gate": (False,), "mlp.router_bias": (False,),
+                "mlp.normalize": (True,), "mlp.dense_layers": (0,)},
+               window_on_every_layer, d_value_is_d_head, default_scale, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "intermediate_size": lambda s: s.mlp.d_expert,  # every layer is a mixture of experts
+            "num_local_experts": lambda s: s.mlp.experts,
+            "num_experts_per_tok": lambda s: s.mlp.top_k,
+            "sliding_window": _window,
+            "router_jitter_noise": lambda s: 0.0,
+        },
+        MIXTRAL_WEIGHTS,
+    ),
+    Family(
+        "Qwen2", "qwen2", "Qwen2ForCausalLM", "Qwen2Config",
+        _needs({**LLAMA_LIKE, "bias.qkv": (True,), "bias.out": (False,), "bias.mlp": (False,),
+                "attention.sliding_window": None},
+               d_value_is_d_head, default_scale, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "use_sliding_window": lambda s: _window(s) is not None,
+            "sliding_window": _window,
+            "layer_types": _layer_types,
+        },
+        (WeightMap("Qwen2", LLAMA_WEIGHTS.rows, strip=("model.",)),),
+    ),
+    Family(
+        "Gemma 2", "gemma2", "Gemma2ForCausalLM", "Gemma2Config",
+        _needs({**LLAMA_LIKE, "norm_position": ("sandwich",), "embedding_scale": ("sqrt_d_model",),
+                "bias.mlp": (False,), "attention.softcap": None, "attention.sliding_window": None,
+                "head.softcap": None},
+               one_attention_bias, integer_query_scalar, d_value_is_d_head, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "hidden_activation": lambda s: ACT[s.activation],  # Gemma's own default is gelu_pytorch_tanh
+            "hidden_act": None,
+            "attention_bias": lambda s: s.biases.qkv,
+            "query_pre_attn_scalar": query_pre_attn_scalar,
+            "attn_logit_softcapping": lambda s: s.attention.softcap,
+            "final_logit_softcapping": lambda s: s.head.softcap,
+            "sliding_window": _window,
+            "layer_types": _layer_types,
+        },
+        (GEMMA2_WEIGHTS,),
+    ),
+    Family(
+        "GPT-NeoX", "gpt_neox", "GPTNeoXForCausalLM", "GPTNeoXConfig",
+        _needs({**BASE, **ROTARY, "position.fraction": None, "norm": ("layernorm",),
+                "block.kind": ("sequential", "parallel"), "block.shared_norm": (False,), "bias.mlp": (True,),
+                "activation": NON_GATED},
+               one_attention_bias, mha, heads_span_d_model, d_value_is_d_head, default_scale),
+        {
+            "vocab_size": lambda s: s.vocab_size,
+            "hidden_size": lambda s: s.d_model,
+            "num_hidden_layers": lambda s: s.decoder_layers,
+            "num_attention_heads": lambda s: s.n_heads,
+            "intermediate_size": lambda s: s.d_ff,
+            "hidden_act": lambda s: ACT[s.activation],
+            "rotary_pct": lambda s: s.position.fraction,  # transformers 5 folds both into rope_parameters
+            "rotary_emb_base": lambda s: s.position.base,
+            "max_position_embeddings": lambda s: s.max_positions,
+            "layer_norm_eps": lambda s: s.norm_eps,
+            "use_parallel_residual": lambda s: s.block.kind == "parallel",
+            "attention_bias": lambda s: s.biases.qkv,
+            "tie_word_embeddings": lambda s: s.tie_embeddings,
+            "hidden_dropout": lambda s: 0.0, "attention_dropout": lambda s: 0.0,
+        },
+        GPT_NEOX_WEIGHTS,
+    ),
+    Family(
+        "OPT", "opt", "OPTForCausalLM", "OPTConfig",
+        _needs({**BASE, "position.kind": ("learned",), "position.offset": (2,), "norm": ("layernorm",),
+                "norm_eps": (1e-5,), "norm_position": ("pre", "post"), "final_norm": None, "activation": NON_GATED},
+               final_norm_with_pre, one_bias, mha, heads_span_d_model, d_value_is_d_head, default_scale,
+               embedding_is_d_model),
+        {
+            "vocab_size": lambda s: s.vocab_size,
+            "hidden_size": lambda s: s.d_model,
+            "word_embed_proj_dim": lambda s: s.d_model,
+            "num_hidden_layers": lambda s: s.decoder_layers,
+            "num_attention_heads": lambda s: s.n_heads,
+            "ffn_dim": lambda s: s.d_ff,
+            "max_position_embeddings": lambda s: s.max_positions,
+            "do_layer_norm_before": lambda s: s.norm_position == "pre",
+            "enable_bias": lambda s: s.biases.qkv,
+            "activation_function": lambda s: ACT[s.activation],
+            "tie_word_embeddings": lambda s: s.tie_embeddings,
+            "dropout": lambda s: 0.0, "attention_dropout": lambda s: 0.0, "layerdrop": lambda s: 0.0,
+        },
+        (OPT_WEIGHTS,),
+    ),
+    Family(
+        "T5", "t5", "T5ForConditionalGeneration", "T5Config",
+        _needs({**BASE, **NO_BIASES, "kind": ("encoder-decoder",), "position.kind": ("relative",),
+                "norm": ("rmsnorm",), "share_embeddings": (True,), "activation": NON_GATED + GATED,
+                "head.scale": lambda s: (1.0, s.d_model**-0.5)},
+               unscaled, mha, d_value_is_d_head, embedding_is_d_model),
+        {
+            "vocab_size": lambda s: s.vocab_size,
+            "d_model": lambda s: s.d_model,
+            "d_kv": lambda s: s.d_head,
+            "d_ff": lambda s: s.d_ff,
+            "num_layers": lambda s: s.encoder_layers,
+            "num_decoder_layers": lambda s: s.decoder_layers,
+            "num_heads": lambda s: s.n_heads,
+            "relative_attention_num_buckets": lambda s: s.position.buckets,
+            "relative_attention_max_distance": lambda s: s.position.max_distance,
+            "layer_norm_epsilon": lambda s: s.norm_eps,
+            "feed_forward_proj": lambda s: ("gated-" if s.gated else "") + ACT[s.activation],
+            "tie_word_embeddings": lambda s: s.tie_embeddings,
+            "dropout_rate": lambda s: 0.0,
+        },
+        T5_WEIGHTS,
+        after={
+            "dense_act_fn": lambda s: ACT[s.activation],  # gated-gelu means the tanh approximation to T5
+            "scale_decoder_outputs": lambda s: s.head.scale != 1.0,  # the head's input times d_model^-0.5
+        },
+        untie="lm_head",
+    ),
+)}  # fmt: skip
+
+
+def family(name: str) -> Family:
+    """A family by its name ('GPT-2') or transformers model_type ('gpt2')."""
+    for f in FAMILIES.values():
+        if name in (f.name, f.model_type):
+            return f
+    known = ", ".join(f"{f.name} ({f.model_type})" for f in FAMILIES.values())
+    raise ValueError(f"unknown family {name!r}; use one of {known}")

@@ -1,0 +1,296 @@
+"""Numerical parity with transformers' 2019-2025 families, given the same weights (float32).
+
+Each toy is a small model of its family (2-3 layers, a vocabulary of about 100) in which the family's
+own computation shows: Mixtral routes tokens, Qwen2 has biases on q/k/v only, Gemma 2 has sandwich
+norms stored as (1 + w), soft-caps, a score scale of its own and a window on alternate layers, GPT-NeoX
+rotates a quarter of each head and fuses q/k/v per head, OPT reads its positions 2 rows in, T5 buckets
+relative positions and does not scale scores. Every transformers parameter is drawn anew before the
+comparison (biases and norm weights too, which transformers initialises to constants), so a tensor
+loaded into the wrong place cannot pass. The weights travel by the families' weight maps (tables).
+"""
+
+import re
+from dataclasses import dataclass, field
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from archspec import ModelSpec, count_params  # noqa: E402
+from archspec.reference import build  # noqa: E402
+from archspec.reference.convert import (  # noqa: E402
+    family_of,
+    load_transformers,
+    transformers_config,
+    transformers_model,
+)
+from archspec.reference.families import family  # noqa: E402
+from archspec.reference.weights import load_weights  # noqa: E402
+
+ATOL = 1e-5
+
+MIXTRAL = ModelSpec(name="mixtral-toy", vocab_size=101, d_model=64, decoder_layers=2, n_heads=8, n_kv_heads=2,
+                    max_positions=64, position={"kind": "rotary", "base": 1e6}, norm="rmsnorm", norm_eps=1e-5,
+                    activation="swiglu", bias=False, tie_embeddings=False,
+                    mlp={"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 48})  # fmt: skip
+QWEN2 = ModelSpec(name="qwen2-toy", vocab_size=103, d_model=64, decoder_layers=2, n_heads=4, n_kv_heads=2, d_ff=112,
+                  max_positions=64, position={"kind": "rotary", "base": 1e6}, norm="rmsnorm", activation="swiglu",
+                  bias={"qkv": True, "out": False, "mlp": False}, tie_embeddings=False)  # fmt: skip
+# soft-caps small enough to bite at toy scale (the 2B model's 50 and 30 leave random toy scores untouched)
+GEMMA2_ATTENTION = {"kind": "standard", "scale": 20**-0.5, "softcap": 0.5, "sliding_window": 8,
+                    "sliding_layers": "even"}  # fmt: skip
+GEMMA2 = ModelSpec(name="gemma2-toy", vocab_size=97, d_model=64, decoder_layers=2, n_heads=4, n_kv_heads=2, d_head=24,
+                   d_ff=128, max_positions=64, position="rotary", norm="rmsnorm", norm_position="sandwich",
+                   activation="geglu", bias=False, embedding_scale="sqrt_d_model", attention=GEMMA2_ATTENTION,
+                   head={"kind": "lm", "softcap": 0.5})  # fmt: skip
+NEOX = ModelSpec(name="neox-toy", vocab_size=89, d_model=64, decoder_layers=2, n_heads=4, d_ff=256, max_positions=64,
+                 position={"kind": "rotary", "fraction": 0.25}, block={"kind": "parallel", "shared_norm": False},
+                 tie_embeddings=False)  # fmt: skip
+OPT = ModelSpec(name="opt-toy", vocab_size=91, d_model=64, decoder_layers=2, n_heads=4, d_ff=128, max_positions=40,
+                position={"kind": "learned", "offset": 2}, activation="relu")  # fmt: skip
+T5_RELATIVE = {"kind": "relative", "buckets": 8, "max_distance": 20}  # sequences longer than max_distance
+# T5 v1.1 / Flan-T5: gated GELU, one table for source and target, a head of its own, unscaled
+T5_V1_1 = ModelSpec(name="t5-v1-1-toy", vocab_size=99, d_model=64, encoder_layers=2, decoder_layers=2, n_heads=4,
+                    d_head=16, d_ff=96, max_positions=64, position=T5_RELATIVE, norm="rmsnorm", bias=False,
+                    activation="geglu", attention={"kind": "standard", "scale": 1.0}, embedding_scale="none",
+                    share_embeddings=True, tie_embeddings=False)  # fmt: skip
+# the original T5: ReLU, every table tied, the head's input scaled by d_model^-0.5; n_heads * d_head < d_model
+T5 = T5_V1_1.replace(name="t5-toy", decoder_layers=3, d_head=8, activation="relu", tie_embeddings=True,
+                     head={"kind": "lm", "scale": 64**-0.5})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Case:
+    spec: ModelSpec
+    family: str
+    nudge: str  # the reference parameter whose nudge must show
+    # changes of the spec that keep every shape but change the computation: the same weights no longer match
+    features: dict = field(default_factory=dict)
+
+
+CASES = {
+    "mixtral": Case(MIXTRAL, "Mixtral", "decoder.layers.1.mlp.experts.down.weight", {
+        "no-renormalised-top-k": {"mlp": {**MIXTRAL.mlp.model_dump(), "normalize": False}},
+        "top-1": {"mlp": {**MIXTRAL.mlp.model_dump(), "top_k": 1}},
+    }),
+    "mixtral-sliding-window": Case(
+        MIXTRAL.replace(attention={"kind": "standard", "sliding_window": 8}), "Mixtral",
+        "decoder.layers.0.mlp.router.weight", {"no-window": {"attention": "standard"}}),
+    "qwen2": Case(QWEN2, "Qwen2", "decoder.layers.0.attention.qkv.bias", {
+        "rotary-base": {"position": "rotary"},
+    }),
+    "qwen2-tied-window-odd": Case(
+        QWEN2.replace(tie_embeddings=True,
+                      attention={"kind": "standard", "sliding_window": 6, "sliding_layers": "odd"}),
+        "Qwen2", "decoder.layers.1.attention.out.weight", {"no-window": {"attention": "standard"}}),
+    "gemma2": Case(GEMMA2, "Gemma 2", "decoder.layers.1.mlp_post_norm.weight", {
+        "no-score-softcap": {"attention": {**GEMMA2_ATTENTION, "softcap": None}},
+        "no-logit-softcap": {"head": "lm"},
+        "window-on-odd-layers": {"attention": {**GEMMA2_ATTENTION, "sliding_layers": "odd"}},
+        "default-scale": {"attention": {**GEMMA2_ATTENTION, "scale": None}},
+        "unscaled-embeddings": {"embedding_scale": "none"},
+    }),
+    "gpt-neox": Case(NEOX, "GPT-NeoX", "decoder.layers.1.attention.qkv.weight", {
+        "half-rotary": {"position": {"kind": "rotary", "fraction": 0.5}},
+        "interleaved-rotary": {"position": {"kind": "rotary", "fraction": 0.25, "interleaved": True}},
+        "sequential": {"block": "sequential"},
+    }),
+    "gpt-neox-sequential-no-attention-bias": Case(
+        NEOX.replace(block="sequential", bias={"qkv": False, "out": False, "mlp": True}, tie_embeddings=True),
+        "GPT-NeoX", "decoder.layers.0.mlp_norm.bias",
+        {"parallel": {"block": {"kind": "parallel", "shared_norm": False}}}),
+    "opt": Case(OPT, "OPT", "decoder.position.weight", {"gelu": {"activation": "gelu"}}),
+    "opt-post-norm-untied": Case(OPT.replace(norm_position="post", tie_embeddings=False), "OPT",
+                                 "decoder.layers.1.mlp_norm.weight", {"gelu": {"activation": "gelu"}}),
+    "t5-v1.1": Case(T5_V1_1, "T5", "decoder.position.weight", {
+        "max-distance": {"position": {**T5_RELATIVE, "max_distance": 40}},
+        "scaled-scores": {"attention": "standard"},
+        "swiglu": {"activation": "swiglu"},
+    }),
+    "t5": Case(T5, "T5", "encoder.position.weight", {"unscaled-head": {"head": "lm"}}),
+}  # fmt: skip
+
+
+def randomize(model, std: float = 0.02):
+    """Every parameter moved off its initial value (biases off 0, norm weights off 1 or 0)."""
+    gen = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * std)
+    return model
+
+
+@pytest.fixture(scope="module")
+def hf_models():
+    """One transformers model per case (built once), its inputs and its logits."""
+    cache = {}
+
+    def get(key: str):
+        if key not in cache:
+            spec = CASES[key].spec
+            torch.manual_seed(0)
+            hf = randomize(transformers_model(spec))
+            gen = torch.Generator().manual_seed(1)
+            if spec.kind == "encoder-decoder":
+                inputs = (torch.randint(0, spec.vocab_size, (2, 29), generator=gen),
+                          torch.randint(0, spec.vocab_size, (2, 23), generator=gen))  # fmt: skip
+                with torch.no_grad():
+                    logits = hf(input_ids=inputs[0], decoder_input_ids=inputs[1]).logits
+            else:
+                inputs = (torch.randint(0, spec.vocab_size, (2, 33), generator=gen),)
+                with torch.no_grad():
+                    logits = hf(inputs[0]).logits
+            cache[key] = hf, inputs, logits
+        return cache[key]
+
+    return get
+
+
+def max_diff(a, b) -> float:
+    return (a - b).abs().max().item()
+
+
+@pytest.mark.parametrize("key", list(CASES))
+def test_family_matches_transformers_given_the_same_weights(key, hf_models):
+    case = CASES[key]
+    hf, inputs, expected = hf_models(key)
+    # a seed of its own: a table that missed a tensor cannot pass on identically drawn initial weights
+    model = load_transformers(build(case.spec, seed=1234), hf.state_dict()).eval()
+    with torch.no_grad():
+        assert max_diff(model(*inputs), expected) <= ATOL
+        # the comparison can fail: nudging one weight moves the output away from transformers'
+        model.get_parameter(case.nudge).add_(1e-2 * torch.randn_like(model.get_parameter(case.nudge)))
+        assert max_diff(model(*inputs), expected) > ATOL
+
+
+FEATURES = [pytest.param(k, f, id=f"{k}-{f}") for k, c in CASES.items() for f in c.features]
+
+
+@pytest.mark.parametrize("key, feature", FEATURES)
+def test_parity_depends_on_each_feature_of_the_family(key, feature, hf_models):
+    """The toys exercise what makes the family: a spec without the feature (same shapes, the same
+    weights) computes something else, beyond the tolerance."""
+    case = CASES[key]
+    hf, inputs, expected = hf_models(key)
+    other = case.spec.replace(**case.features[feature])
+    model = load_weights(build(other, seed=1234), hf.state_dict(), family(case.family).weights).eval()
+    with torch.no_grad():
+        assert max_diff(model(*inputs), expected) > 10 * ATOL
+
+
+@pytest.mark.parametrize("key", list(CASES))
+def test_spec_builds_its_family_and_counts_what_transformers_builds(key, hf_models):
+    case = CASES[key]
+    hf, _, _ = hf_models(key)
+    assert family_of(case.spec).name == case.family
+    assert type(hf).__name__ == family(case.family).model_class
+    assert count_params(case.spec).total == sum(p.numel() for p in hf.parameters())
+
+
+def test_mixtral_toy_really_routes_tokens(hf_models):
+    """Every expert gets tokens and tokens differ in the experts they get: the parity covers routing."""
+    hf, (x,), _ = hf_models("mixtral")
+    model = load_transformers(build(MIXTRAL, seed=1), hf.state_dict()).eval()
+    chosen = []
+    hook = model.decoder.layers[1].mlp.router.register_forward_hook(
+        lambda m, args, out: chosen.append(out.topk(MIXTRAL.mlp.top_k, dim=-1).indices)
+    )
+    with torch.no_grad():
+        model(x)
+    hook.remove()
+    pairs = {tuple(sorted(p.tolist())) for p in chosen[0]}
+    assert {e for p in pairs for e in p} == set(range(MIXTRAL.mlp.experts))
+    assert len(pairs) > 1
+
+
+def _per_expert_layout(state_dict):
+    """transformers 5's stacked Mixtral experts as the published checkpoints hold them (w1, w3, w2 per expert)."""
+    out = {}
+    for k, v in state_dict.items():
+        if ".mlp.experts.gate_up_proj" in k:
+            layer = k.split(".mlp.")[0]
+            for e, (gate, up) in enumerate(zip(*v.chunk(2, dim=1), strict=True)):
+                out[f"{layer}.block_sparse_moe.experts.{e}.w1.weight"] = gate
+                out[f"{layer}.block_sparse_moe.experts.{e}.w3.weight"] = up
+        elif ".mlp.experts.down_proj" in k:
+            layer = k.split(".mlp.")[0]
+            for e, down in enumerate(v):
+                out[f"{layer}.block_sparse_moe.experts.{e}.w2.weight"] = down
+        else:
+            out[k.replace(".mlp.gate.", ".block_sparse_moe.gate.")] = v
+    return out
+
+
+@pytest.mark.parametrize(
+    "key, convert",
+    [
+        ("mixtral", _per_expert_layout),
+        ("gpt-neox", lambda sd: {k.replace("lm_head.", "embed_out."): v for k, v in sd.items()}),
+    ],
+    ids=["mixtral-per-expert-checkpoint", "gpt-neox-embed-out-checkpoint"],
+)
+def test_older_checkpoint_layouts_load_by_their_own_table(key, convert, hf_models):
+    hf, inputs, expected = hf_models(key)
+    model = load_transformers(build(CASES[key].spec, seed=1234), convert(hf.state_dict())).eval()
+    with torch.no_grad():
+        assert max_diff(model(*inputs), expected) <= ATOL
+
+
+def test_weight_map_names_a_missing_key(hf_models):
+    hf, _, _ = hf_models("mixtral")
+    sd = {k: v for k, v in hf.state_dict().items() if k != "model.layers.1.mlp.experts.down_proj"}
+    with pytest.raises(ValueError, match=r"has no 'layers\.1\.mlp\.experts\.down_proj' \(for decoder\.layers\.1\."):
+        load_transformers(build(MIXTRAL), sd)
+
+
+def test_weight_map_names_a_key_left_over(hf_models):
+    hf, _, _ = hf_models("qwen2")
+    sd = {**hf.state_dict(), "model.layers.0.self_attn.o_proj.bias": torch.zeros(64)}  # Qwen2 has none
+    with pytest.raises(ValueError, match=r"1 tensors were not loaded, e\.g\. \['layers\.0\.self_attn\.o_proj\.bias'\]"):
+        load_transformers(build(QWEN2), sd)
+
+
+def test_weight_map_refuses_a_tied_source_that_differs(hf_models):
+    """T5 ties its encoder's and decoder's tables to `shared`; a checkpoint where they differ is not this spec."""
+    hf, _, _ = hf_models("t5")
+    sd = dict(hf.state_dict())
+    sd["decoder.embed_tokens.weight"] = sd["shared.weight"] + 1
+    with pytest.raises(ValueError, match=r"decoder\.embed_tokens\.weight differs from embed\.weight"):
+        load_transformers(build(T5), sd)
+
+
+def test_weight_map_refuses_a_fused_tensor_of_another_width(hf_models):
+    """Mixtral's fused gate_up_proj (E, 2 * 48, d) cannot split into experts 32 wide."""
+    hf, _, _ = hf_models("mixtral")
+    narrow = MIXTRAL.replace(mlp={**MIXTRAL.mlp.model_dump(), "d_expert": 32})
+    with pytest.raises(ValueError, match=r"layers\.0\.mlp\.experts\.gate_up_proj has shape \(4, 96, 64\)"):
+        load_transformers(build(narrow), hf.state_dict())
+
+
+@pytest.mark.parametrize(
+    "spec, name, field",
+    [
+        (MIXTRAL.replace(mlp={**MIXTRAL.mlp.model_dump(), "d_shared": 32}), "mixtral", "mlp.d_shared=32"),
+        (MIXTRAL.replace(attention={"kind": "standard", "sliding_window": 8, "sliding_layers": "even"}), "mixtral",
+         "attention.sliding_layers='even'"),
+        (QWEN2.replace(attention={"kind": "standard", "qk_norm": True}), "qwen2", "attention.qk_norm=true"),
+        (QWEN2.replace(bias=True), "qwen2", "bias.out=true"),
+        (GEMMA2.replace(attention={**GEMMA2_ATTENTION, "scale": 0.3}), "gemma2", "attention.scale=0.3"),
+        (GEMMA2.replace(norm_position="pre"), "gemma2", "norm_position='pre'"),
+        (NEOX.replace(position={"kind": "rotary", "interleaved": True}), "gpt_neox", "position.interleaved=true"),
+        (NEOX.replace(block="parallel"), "gpt_neox", "block.shared_norm=true"),
+        (OPT.replace(position="learned"), "opt", "position.offset=0"),
+        (OPT.replace(norm_eps=1e-6), "opt", "norm_eps=1e-06"),
+        (T5.replace(share_embeddings=False), "t5", "share_embeddings=False"),
+        (T5.replace(head={"kind": "lm", "scale": 0.5}), "t5", "head.scale=0.5"),
+        (T5.replace(attention="standard"), "t5", "attention.scale=0.3535"),
+        (QWEN2, "mixtral", "mlp='dense'"),
+    ],
+    ids=["mixtral-shared-expert", "mixtral-window-pattern", "qwen2-qk-norm", "qwen2-out-bias", "gemma2-scale",
+         "gemma2-pre-norm", "neox-interleaved", "neox-shared-norm", "opt-offset", "opt-eps", "t5-two-tables",
+         "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral"],
+)  # fmt: skip
+def test_what_a_family_cannot_represent_is_refused_by_field(spec, name, field):
+    with pytest.raises(ValueError, match=f"cannot represent this spec: .*{re.escape(field)}"):
+        transformers_config(spec, name)
