@@ -363,6 +363,8 @@ def _latent(cfg: Config, where: str) -> dict[str, Any]:
         moe["dense_layers"] = cfg["first_k_dense_replace"]
     interleaved = cfg.get("rope_interleave", True)
     return {
+        # attention_bias: on q_a (or none on a full q projection), kv_a and o_proj, as bias.qkv and bias.out
+        "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
         "d_head": cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"],
         "d_value": cfg["v_head_dim"],
         "attention": attention,
@@ -420,6 +422,19 @@ def _encoder_decoder(cfg: Config, where: str) -> dict[str, Any]:
 def _same(a: str, b: str) -> Refusal:
     why = f"the spec has one value for both stacks: {a}"
     return Refusal(b, lambda cfg: cfg.get(b) is None or cfg[b] == cfg[a], why)
+
+
+# transformers 5 ties the encoder's and decoder's token tables to `shared` only when the head is tied too
+_UNTIED_SHARED = "untied, transformers builds an unused shared table beside the encoder's and decoder's"
+
+
+def _distilbert_notes(cfg: Config, data: dict[str, Any]) -> list[str]:
+    if not cfg["sinusoidal_pos_embds"]:
+        return []
+    return [
+        "sinusoidal_pos_embds: transformers 5 fills the position table with sinusoids but keeps it a trainable "
+        'nn.Embedding, so this spec counts a learned table (position = "sinusoidal" would count none)'
+    ]
 
 
 def _marian(cfg: Config, where: str) -> dict[str, Any]:
@@ -668,6 +683,8 @@ _FAMILIES = [
                 "dense layers other than the first ones are not represented",
             ),
             Refusal("num_experts", lambda c: bool(c["num_experts"]), "a model without experts is a qwen2 model"),
+            Refusal("shared_expert_intermediate_size", lambda c: bool(c["shared_expert_intermediate_size"]),
+                    "transformers keeps the shared expert's gate without a shared expert"),
         ),
         derive=combine(gated_mlp(), kv_heads, _qwen2_moe),
     ),
@@ -746,7 +763,6 @@ _FAMILIES = [
             fixed={**_LLAMA_FIXED, "bias": False},
             aliases=aliases,
             refuse=(
-                must_be_falsy("attention_bias", "biases on the latent projections are not represented"),
                 must_be_falsy("mlp_bias", "biases on the MLPs of a mixture of experts are not represented"),
                 Refusal("n_routed_experts", lambda c: bool(c.get("n_routed_experts")), "a model without experts"),
                 Refusal(
@@ -822,6 +838,7 @@ _FAMILIES = [
         refuse=(
             _same("encoder_attention_heads", "decoder_attention_heads"),
             _same("encoder_ffn_dim", "decoder_ffn_dim"),
+            Refusal("tie_word_embeddings", lambda c: c["tie_word_embeddings"] is not False, _UNTIED_SHARED),
         ),
         derive=combine(plain_mlp("activation_function"), _encoder_decoder),
     ),
@@ -846,6 +863,9 @@ _FAMILIES = [
             _same("encoder_attention_heads", "decoder_attention_heads"),
             _same("encoder_ffn_dim", "decoder_ffn_dim"),
             _same("vocab_size", "decoder_vocab_size"),
+            Refusal("tie_word_embeddings",
+                    lambda c: c["tie_word_embeddings"] is not False or not c["share_encoder_decoder_embeddings"],
+                    _UNTIED_SHARED),
         ),
         derive=combine(plain_mlp("activation_function"), _marian),
     ),
@@ -898,10 +918,8 @@ _FAMILIES = [
         fixed={**_BERT_FIXED, "norm_eps": 1e-12},
         aliases={"hidden_size": "dim", "num_attention_heads": "n_heads", "num_hidden_layers": "n_layers"},
         refuse=(_BERT_REFUSE[-1],),
-        derive=combine(
-            plain_mlp("activation"),
-            lambda cfg, where: {"position": "sinusoidal"} if cfg["sinusoidal_pos_embds"] else {},
-        ),
+        derive=plain_mlp("activation"),
+        notes=_distilbert_notes,  # sinusoidal_pos_embds: a trainable table in transformers 5, counted as learned
     ),
     Family(
         "albert",

@@ -236,6 +236,80 @@ def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type
     assert count_params(spec).total == expected
 
 
+# Keys whose non-default values no real file of the test set has, at toy sizes: every branch of an adapter
+SMALL_DECODER = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+                 "num_attention_heads": 4, "max_position_embeddings": 32}  # fmt: skip
+VARIANTS = {
+    "llama-biases-tied-head-dim": {"model_type": "llama", "architectures": ["LlamaForCausalLM"], **SMALL_DECODER,
+                                   "num_key_value_heads": 2, "attention_bias": True, "mlp_bias": True,
+                                   "tie_word_embeddings": True, "head_dim": 32},
+    "gemma-attention-bias": {"model_type": "gemma", "architectures": ["GemmaForCausalLM"], **SMALL_DECODER,
+                             "num_key_value_heads": 1, "head_dim": 16, "attention_bias": True},
+    "gpt2-unscaled": {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 100, "n_embd": 64,
+                      "n_layer": 2, "n_head": 4, "n_positions": 32, "n_inner": 96, "scale_attn_weights": False},
+    "gpt-neo-all-global": {"model_type": "gpt_neo", "architectures": ["GPTNeoForCausalLM"], **SMALL_DECODER,
+                           "num_layers": 2, "num_heads": 4, "attention_types": [[["global"], 2]]},
+    "gpt-neo-local-first": {"model_type": "gpt_neo", "architectures": ["GPTNeoForCausalLM"], **SMALL_DECODER,
+                            "num_layers": 2, "num_heads": 4, "attention_types": [[["local", "global"], 1]]},
+    "gpt-neox-sequential": {"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"], **SMALL_DECODER,
+                            "use_parallel_residual": False, "attention_bias": False, "tie_word_embeddings": True},
+    "opt-post-norm": {"model_type": "opt", "architectures": ["OPTForCausalLM"], **SMALL_DECODER, "ffn_dim": 96,
+                      "do_layer_norm_before": False, "word_embed_proj_dim": 64, "enable_bias": False},
+    "falcon-alibi-sequential": {"model_type": "falcon", "architectures": ["FalconForCausalLM"], **SMALL_DECODER,
+                                "alibi": True, "parallel_attn": False, "multi_query": False, "bias": True},
+    "falcon-new-one-norm": {"model_type": "falcon", "architectures": ["FalconForCausalLM"], **SMALL_DECODER,
+                            "new_decoder_architecture": True, "num_kv_heads": 2, "num_ln_in_parallel_attn": 1,
+                            "ffn_hidden_size": 96},
+    "phi-qk-layernorm": {"model_type": "phi", "architectures": ["PhiForCausalLM"], **SMALL_DECODER,
+                         "num_key_value_heads": 2, "qk_layernorm": True, "partial_rotary_factor": 0.5},
+    "starcoder2-no-bias": {"model_type": "starcoder2", "architectures": ["Starcoder2ForCausalLM"], **SMALL_DECODER,
+                           "num_key_value_heads": 2, "use_bias": False},
+    "qwen2-moe-dense-first": {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], **SMALL_DECODER,
+                              "num_key_value_heads": 4, "num_experts": 4, "num_experts_per_tok": 2,
+                              "moe_intermediate_size": 32,
+                              "shared_expert_intermediate_size": 48, "mlp_only_layers": [0], "norm_topk_prob": True},
+    "deepseek-v2-biases-full-q": {"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"],
+                                  **SMALL_DECODER, "attention_bias": True, "q_lora_rank": None, "kv_lora_rank": 16,
+                                  "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+                                  "n_routed_experts": 4, "n_shared_experts": 1, "moe_intermediate_size": 32,
+                                  "first_k_dense_replace": 1, "num_experts_per_tok": 2},
+    "deepseek-v3-biases": {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], **SMALL_DECODER,
+                           "attention_bias": True, "q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 16,
+                           "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4, "n_shared_experts": 2,
+                           "moe_intermediate_size": 32, "first_k_dense_replace": 0, "num_experts_per_tok": 2,
+                           "n_group": 1, "topk_group": 1},
+    "t5-gated-silu-uneven": {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 100,
+                             "d_model": 64, "d_kv": 16, "d_ff": 96, "num_layers": 2, "num_decoder_layers": 1,
+                             "num_heads": 4, "feed_forward_proj": "gated-silu"},
+    "marian-separate-tables": {"model_type": "marian", "architectures": ["MarianMTModel"], "vocab_size": 100,
+                               "d_model": 64, "encoder_layers": 2, "decoder_layers": 1, "encoder_attention_heads": 4,
+                               "decoder_attention_heads": 4, "encoder_ffn_dim": 96, "decoder_ffn_dim": 96,
+                               "max_position_embeddings": 32, "share_encoder_decoder_embeddings": False,
+                               "pad_token_id": 0},
+    "bart-scaled": {"model_type": "bart", "architectures": ["BartForConditionalGeneration"], "vocab_size": 100,
+                           "d_model": 64, "encoder_layers": 2, "decoder_layers": 1, "encoder_attention_heads": 4,
+                           "decoder_attention_heads": 4, "encoder_ffn_dim": 96, "decoder_ffn_dim": 96,
+                           "max_position_embeddings": 32, "scale_embedding": True},
+    "distilbert-sinusoidal": {"model_type": "distilbert", "architectures": ["DistilBertForMaskedLM"],
+                              "vocab_size": 100, "dim": 64, "hidden_dim": 96, "n_layers": 2, "n_heads": 4,
+                              "max_position_embeddings": 32, "sinusoidal_pos_embds": True},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_adapter_variants_count_what_transformers_builds(variant):
+    """Each non-default branch of an adapter, at toy size: archspec's components equal those of transformers'
+    model of the same config (DistilBERT's sinusoidal table is a trainable parameter in transformers 5)."""
+    raw = VARIANTS[variant]
+    model = build_transformers(raw)
+    expected: dict[str, int] = {}
+    for pname, p in model.named_parameters():
+        if p.requires_grad:
+            expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
+    assert {k: v for k, v in count_params(spec).components.items() if v} == expected
+
+
 # ---------------------------------------------------------------- heads by class
 
 
@@ -378,6 +452,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "gpt2", "activation_function": "relu2"}, "activation_function='relu2' is not supported"),
         ({"model_type": "t5", "feed_forward_proj": "gated-tanh"}, "feed_forward_proj='gated-tanh' is not supported"),
         ({"model_type": "bart", "decoder_ffn_dim": 1}, "bart key decoder_ffn_dim=1 is not supported"),
+        ({"model_type": "bart", "tie_word_embeddings": False}, "bart key tie_word_embeddings=False is not supported"),
         ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "qwen2_moe key mlp_only_layers=[3] is not supported"),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
@@ -387,8 +462,9 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ("[1, 2]", "not list"),
     ],
     ids=str.split(
-        "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn qwen-moe-layers "
-        "type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object"
+        "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
+        "qwen-moe-layers type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
+        "malformed not-an-object"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
