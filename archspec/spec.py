@@ -34,7 +34,8 @@ NORM_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}  # GPT-2 and nn.Transformer; LLa
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # defer_build: each validator is built on first use, not at import (see ModelSpec)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
 
 class _Member(_Table):
