@@ -2,7 +2,7 @@
 
 A claim lives with its preset (``[[models.NAME.claims]]`` in a family file)::
 
-    quantity = "params"            # or "training_flops", "pf_days"
+    quantity = "params"            # or "active_params", "non_embedding_params", "training_flops", "pf_days"
     printed = "117M"               # as the source prints it: 117M, 1.3B, 12,850M, 3.14E+23, 2.60
     source = "Radford et al. 2019, Table 2"
     explanation = "..."            # optional: why it deviates; required for `off` claims to pass
@@ -46,6 +46,9 @@ METHOD_FIELDS = {  # the fields each method reads, besides quantity and printed
 }
 
 
+COUNTS = ("params", "active_params", "non_embedding_params")  # parameter counts: no method, no workload
+
+
 class Claim(BaseModel):
     """One published figure about a model, with its source. Checked as data when it is read: a
     figure that is not a finite positive number, a field the claim's method does not read, or a
@@ -53,7 +56,7 @@ class Claim(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    quantity: Literal["params", "training_flops", "pf_days"]
+    quantity: Literal["params", "active_params", "non_embedding_params", "training_flops", "pf_days"]
     printed: str = Field(min_length=1, max_length=64)
     source: str = Field(min_length=1)
     explanation: str | None = None
@@ -101,7 +104,7 @@ class Claim(BaseModel):
     def model_post_init(self, _context: Any) -> None:
         claimed, _ = parse_printed(self.printed)  # fails early on a figure that is not a number
         given = {k for k in type(self).model_fields if getattr(self, k) is not None}
-        if self.quantity == "params":
+        if self.quantity in COUNTS:
             extra = [k for k in COMPUTE_ONLY if k in given]
             if extra:
                 raise ValueError(f"{', '.join(extra)}: only compute claims (training_flops, pf_days) read them")
@@ -243,8 +246,12 @@ def compute(spec: ModelSpec, claim: Claim) -> tuple[int | float, str]:
     number: an int, or a float for PF-days)."""
     from archspec.params import count_params
 
-    if claim.quantity == "params":
-        return count_params(spec).total, "exact parameter count"
+    if claim.quantity in COUNTS:
+        pc = count_params(spec)
+        return {"params": (pc.total, "exact parameter count"),
+                "active_params": (pc.active, "exact parameters one token uses (the top-k routed experts)"),
+                "non_embedding_params": (pc.non_embedding, "exact count without embedding tables and head")}[
+            claim.quantity]  # fmt: skip
     if claim.method == "hardware":
         flops = Fraction(claim.gpus) * _fraction(claim.tflops) * 10**12 * _fraction(claim.hours) * 3600
         gpu = clip(claim.gpu or "accelerator", 40)
@@ -322,7 +329,7 @@ def assess(spec: ModelSpec, claim: Claim) -> Assessment:
     except ValueError as exc:  # a planning function's bad-input error, named with the claim
         raise SpecError(f"{_label(spec, claim)}: {exc}") from None
     status, deviation = status_of(computed, claimed, precision)
-    if claim.solve_for and claim.quantity == "params":
+    if claim.solve_for and claim.quantity in COUNTS:
         implied = implied_range(spec, claim.solve_for, claimed, precision)
     if claim.using_params and claim.method == "6nd":
         n_printed, _ = parse_printed(claim.using_params, "using_params")

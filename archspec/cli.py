@@ -617,7 +617,7 @@ def cmd_memory(args) -> int:
 def _fmt_quantity(quantity: str, value) -> str:
     from archspec.render import human_sig, sci
 
-    if quantity == "params":
+    if quantity in ("params", "active_params", "non_embedding_params"):
         return f"{human_sig(value)} ({value:,})"
     if quantity == "pf_days":
         return f"{value:,.4g}" if abs(value) < 10**15 else sci(value, 4)

@@ -237,3 +237,22 @@ def test_set_changes_one_field_of_a_sub_table(run_json):
     assert obj["total"] == 124_439_808 - 12 * 3 * 768  # twelve layers lose their Q, K and V biases
     spec = archspec.preset("gpt2").replace(**{"position.kind": "rotary", "position.base": 5e5})
     assert (spec.position.kind, spec.position.base) == ("rotary", 5e5)
+
+
+@pytest.mark.parametrize(
+    "name, total, active",
+    [("mixtral-8x7b", "46.7B", "12.9B"), ("mixtral-8x22b", "141B", "39B")],
+)
+def test_published_total_and_active_pairs_are_reproduced(name, total, active):
+    from archspec.claims import parse_printed
+
+    pc = count_params(archspec.preset(name))
+    for value, printed in ((pc.total, total), (pc.active, active)):
+        claimed, precision = parse_printed(printed)
+        assert abs(value - claimed) <= precision / 2, (name, value, printed)
+
+
+def test_deepseek_v3_is_671b_with_37b_active_less_the_input_table():
+    pc = count_params(archspec.preset("deepseek-v3"))
+    assert round(pc.total / 1e9) == 671
+    assert round((pc.active - pc.components["embed"]) / 1e9) == 37  # the lookup multiplies nothing
