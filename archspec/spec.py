@@ -284,7 +284,7 @@ class ModelSpec(BaseModel):
         description="MLP hidden width (for gated activations, each input projection's width); default 4 * d_model",
     )
     max_positions: int = Field(ge=1, description="context length: rows of a learned position table")
-    position: Position = Field(default_factory=LearnedPosition, description="position information")
+    position: Position = Field(default_factory=LearnedPosition.model_construct, description="position information")
     norm: Norm = Field("layernorm", description="LayerNorm (weight and bias) or RMSNorm (weight)")
     norm_position: NormPosition = Field(
         "pre", description="pre: x + f(N(x)); post: N(x + f(x)); sandwich: x + N2(f(N1(x))) (Gemma 2)"
@@ -309,16 +309,21 @@ class ModelSpec(BaseModel):
     embedding_norm: bool = Field(False, description="a norm right after the summed embeddings (BERT)")
     pooler: bool = Field(False, description="a d_model x d_model dense layer with bias over the first token (BERT)")
     head: Head = Field(
-        default_factory=LMHead,
+        default_factory=LMHead.model_construct,
         description='the output head: "lm" (d_model -> vocab_size, tied or not), "mlm" (BERT\'s masked-LM head) '
         'or "none" (hidden states out)',
     )
-    block: Block = Field(default_factory=SequentialBlock, description="sequential, or parallel attention and MLP")
-    attention: Attention = Field(
-        default_factory=StandardAttention, description="standard (multi-head, grouped-query) or latent (DeepSeek)"
+    block: Block = Field(
+        default_factory=SequentialBlock.model_construct, description="sequential, or parallel attention and MLP"
     )
-    mlp: MLP = Field(default_factory=DenseMLP, description="dense, or a mixture of experts")
-    embedding: Embedding = Field(default_factory=Embedding, description="factorised embeddings (ALBERT: d_embed)")
+    attention: Attention = Field(
+        default_factory=StandardAttention.model_construct,
+        description="standard (multi-head, grouped-query) or latent (DeepSeek)",
+    )
+    mlp: MLP = Field(default_factory=DenseMLP.model_construct, description="dense, or a mixture of experts")
+    embedding: Embedding = Field(
+        default_factory=Embedding.model_construct, description="factorised embeddings (ALBERT: d_embed)"
+    )
     share_layers: bool = Field(False, description="one block's parameters serve every layer of a stack (ALBERT)")
     norm_eps: float = Field(
         default_factory=lambda data: NORM_EPS.get(data.get("norm", "layernorm"), 1e-5),
@@ -427,7 +432,9 @@ class ModelSpec(BaseModel):
     @property
     def biases(self) -> Biases:
         """The biases per projection, from `bias = true/false` or its table."""
-        return self.bias if isinstance(self.bias, Biases) else Biases(qkv=self.bias, out=self.bias, mlp=self.bias)
+        if isinstance(self.bias, Biases):
+            return self.bias
+        return Biases.model_construct(qkv=self.bias, out=self.bias, mlp=self.bias)  # valid by construction
 
     @property
     def rotary_dims(self) -> int:
