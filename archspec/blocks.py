@@ -31,8 +31,7 @@ Widths are written in exactly one place each:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from archspec.spec import ModelSpec
 
@@ -49,8 +48,7 @@ ROLES = ("embedding", "dense", "head", "router", "expert", "shared_expert")
 # ---------------------------------------------------------------- shapes (each width written once)
 
 
-@dataclass(frozen=True)
-class AttentionShape:
+class AttentionShape(NamedTuple):
     """Projection widths of one attention sublayer (grouped-query aware, d_head and d_value apart)."""
 
     d_model: int
@@ -94,8 +92,7 @@ class AttentionShape:
         return self.k + self.v
 
 
-@dataclass(frozen=True)
-class LatentShape:
+class LatentShape(NamedTuple):
     """Multi-head latent attention (DeepSeek-V2/V3): the query path d -> q_rank -> heads · d_head (or
     d -> heads · d_head without q_rank); keys and values d -> kv_rank + rope_dims, then kv_rank ->
     heads · (d_head - rope_dims + d_value); the cache keeps the latent and the shared rotary key."""
@@ -145,8 +142,7 @@ class LatentShape:
                               self.rope_dims)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class MLPShape:
+class MLPShape(NamedTuple):
     """d_model -> d_ff (two input projections, gate and up, for gated activations) -> d_model."""
 
     d_model: int
@@ -171,8 +167,7 @@ class MLPShape:
         return {"swiglu": "silu", "geglu": "gelu"}.get(self.activation, self.activation)
 
 
-@dataclass(frozen=True)
-class StackShape:
+class StackShape(NamedTuple):
     """One stack of blocks: its name, depth, masking, cross-attention and the input it reads."""
 
     name: Literal["encoder", "decoder"]
@@ -195,8 +190,7 @@ def stack_shapes(spec: ModelSpec) -> list[StackShape]:
     return out
 
 
-@dataclass(frozen=True)
-class Lengths:
+class Lengths(NamedTuple):
     """A workload: batch B, target (or only) length T, source length S (encoder-decoder only)."""
 
     batch: int
@@ -221,8 +215,7 @@ class Lengths:
 # ---------------------------------------------------------------- entries
 
 
-@dataclass(frozen=True)
-class Linear:
+class Linear(NamedTuple):
     """y = x Wᵀ + b: weight (n_out, n_in), bias (n_out,). A tied one multiplies by `tied` (the path
     of another part's table) and owns no parameters."""
 
@@ -248,8 +241,7 @@ class Linear:
             yield "bias", (*stacked, self.n_out)
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     """A learned lookup table of `rows` vectors of `width`: weight (rows, width)."""
 
     name: str
@@ -260,8 +252,7 @@ class Table:
         yield "weight", (self.rows, self.width)
 
 
-@dataclass(frozen=True)
-class Norm:
+class Norm(NamedTuple):
     """LayerNorm: weight and bias of `width`; RMSNorm: weight only."""
 
     name: str
@@ -275,8 +266,7 @@ class Norm:
             yield "bias", (self.width,)
 
 
-@dataclass(frozen=True)
-class Attend:
+class Attend(NamedTuple):
     """softmax(Q·Kᵀ / √d_head)·V for `heads` query heads over keys of `keys` rows: the score product
     (d_head per pair and head) and the value product (d_value per pair and head)."""
 
@@ -290,8 +280,7 @@ class Attend:
         return iter(())
 
 
-@dataclass(frozen=True)
-class Pointwise:
+class Pointwise(NamedTuple):
     """Element-wise work on `width` values per row, `cost` a key of archspec.flops.NON_MATMUL_COST,
     filed under `category` of the non-matmul estimate."""
 
@@ -318,8 +307,7 @@ ALWAYS = ("none", "selective", "full")
 FIXED_BYTES = {"fp32": 4, "int64": 8, "mask": 1}
 
 
-@dataclass(frozen=True)
-class Saved:
+class Saved(NamedTuple):
     """A tensor autograd keeps for backward in one training step of the reference model (what
     archspec.reference.memory_measure measures, storage by storage): `width` values per row (per
     query-key pair for rows='pairs'), in the computation's dtype ('act'), in fp32, as int64 token
@@ -341,8 +329,7 @@ class Saved:
     per_batch: bool = True
 
 
-@dataclass(frozen=True)
-class Cached:
+class Cached(NamedTuple):
     """Keys and values kept per token for incremental decoding."""
 
     width: int
@@ -352,8 +339,7 @@ class Cached:
 Entry = Linear | Table | Norm | Attend | Pointwise
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):
     """One component at one place in the model: `path` is the reference module's path, with `{i}`
     standing for the layer index when `repeat` layers each hold one."""
 
@@ -410,8 +396,7 @@ def _join(*names: str) -> str:
     return ".".join(n for n in names if n)
 
 
-@dataclass(frozen=True)
-class Tensor:
+class Tensor(NamedTuple):
     """One parameter tensor of the model: its full module path, shape, component and role."""
 
     path: str
@@ -532,8 +517,8 @@ def block_parts(spec: ModelSpec, stack: StackShape, start: int, layers: int, moe
     keep = (Saved("layer_input", spec.d_model, kept=CHECKPOINT),)
     if stack.cross:
         keep += (Saved("memory", spec.d_model, rows="source", kept=CHECKPOINT, shared=True),)
-    out[0] = replace(out[0], saved=out[0].saved + keep)
-    return [replace(p, repeat=layers, start=start, shared=spec.share_layers) for p in out]
+    out[0] = out[0]._replace(saved=out[0].saved + keep)
+    return [p._replace(repeat=layers, start=start, shared=spec.share_layers) for p in out]
 
 
 def norm_part(spec: ModelSpec, path: str, stack: StackShape, repeat: int = 1, width: int | None = None) -> Part:

@@ -1205,8 +1205,8 @@ register(
 
 
 def build_parser(command: str | None = None) -> Parser:
-    """The argument parser. With `command`, only that subcommand gets its own options (the others
-    are listed for --help but never parsed), which keeps start-up to what the command needs."""
+    """The argument parser. With `command` (the first argument), only that subcommand is built: a
+    command starts with the parser it needs; `archspec --help` and a bad command build them all."""
     parser = Parser(
         prog="archspec",
         description=(
@@ -1223,6 +1223,8 @@ def build_parser(command: str | None = None) -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name, c in COMMANDS.items():
+        if command is not None and name != command:
+            continue
         p = sub.add_parser(
             name,
             help=c["help"],
@@ -1232,7 +1234,7 @@ def build_parser(command: str | None = None) -> Parser:
         )
         _common(p, c["models"])
         p.set_defaults(format=c["default_format"])
-        if c["add_args"] and (command is None or command == name):
+        if c["add_args"]:
             c["add_args"](p)
         p.set_defaults(run=c["run"])
     return parser
@@ -1240,7 +1242,7 @@ def build_parser(command: str | None = None) -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(next((a for a in argv if a in COMMANDS), None))
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

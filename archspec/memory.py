@@ -28,7 +28,7 @@ Conventions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 from archspec.blocks import Lengths, Part, describe
@@ -225,7 +225,7 @@ def activation_bytes_per_layer(
         raise SpecError(f"{spec.name} has no {stack}")
     lengths = Lengths(batch, seq, src) if stack == "decoder" else Lengths(batch, seq, seq)
     mode = attention_mode(spec, attention)
-    per_stack = saved_bytes([replace(p, repeat=1) for p in parts], lengths, dtype, recompute, dropout, True, mode)
+    per_stack = saved_bytes([p._replace(repeat=1) for p in parts], lengths, dtype, recompute, dropout, True, mode)
     return {key.removeprefix(f"{stack}."): v for key, v in per_stack.items()}
 
 

@@ -144,7 +144,6 @@ def test_verify_exits_1_and_names_the_tensor_and_component_on_a_mismatch(run_cli
     """A description that drifts from the builder (here: the MLP's down projection described without
     its bias) is caught tensor by tensor and component by component."""
     pytest.importorskip("torch")
-    import dataclasses
 
     import archspec.blocks as blocks
 
@@ -152,8 +151,8 @@ def test_verify_exits_1_and_names_the_tensor_and_component_on_a_mismatch(run_cli
 
     def down_without_bias(spec, stack):
         part = real(spec, stack)
-        entries = tuple(dataclasses.replace(e, bias=False) if e.name == "down" else e for e in part.entries)
-        return dataclasses.replace(part, entries=entries)
+        entries = tuple(e._replace(bias=False) if e.name == "down" else e for e in part.entries)
+        return part._replace(entries=entries)
 
     monkeypatch.setattr(blocks, "mlp_part", down_without_bias)
     code, out, _ = run_cli("verify", "gpt2")
