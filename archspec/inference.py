@@ -155,7 +155,7 @@ def estimate_inference(
     `mfu` scales the peak FLOP/s for prefill, `mbu` the peak bandwidth for decode; both in (0, 1].
     """
     from archspec.flops import count_flops
-    from archspec.memory import DTYPE_ALIASES, dtype_bytes, weights_bytes
+    from archspec.memory import canonical_dtype, kv_cache_dtype, weights_bytes
 
     acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
     if spec.kind != "decoder-only":
@@ -166,13 +166,8 @@ def estimate_inference(
     for what, x in (("mfu", mfu), ("mbu", mbu)):
         if not 0 < x <= 1:
             raise SpecError(f"{what} must be in (0, 1], got {x}")
-    key = DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
-    kv_key = DTYPE_ALIASES.get(kv_dtype.lower(), kv_dtype.lower()) if kv_dtype else ("bf16" if key == "int4" else key)
-    for d in (key, kv_key):
-        try:
-            dtype_bytes(d)
-        except ValueError as exc:
-            raise SpecError(str(exc)) from None
+    key = canonical_dtype(dtype)
+    kv_key = kv_cache_dtype(kv_dtype or key)  # the one KV-cache policy: int4 is weight-only
     context = prompt_len + gen_len
     if spec.position.kind == "learned" and context > spec.max_positions:
         raise SpecError(
