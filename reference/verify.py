@@ -261,12 +261,15 @@ def verify_ranks(spec: ModelSpec, ranks: int = 2, zero: int = 3, tp: int = 1) ->
     rank with `archspec memory --gpus ranks --zero zero --tp tp`. The optimizer figure is compared
     with torch's per-tensor step counters (4 bytes each) added to the plan."""
     from archspec.memory import estimate_memory, parallel_layout
-    from archspec.reference.distributed import measure_ranks
+    from archspec.reference.distributed import DistributedUnavailable, measure_ranks
 
     lay = parallel_layout(spec, ranks, tp, 1, zero)
     plan = estimate_memory(spec, 2, min(spec.max_positions, 16), "fp32", zero_stage=zero,
                            data_parallel=lay.data_parallel, tensor_parallel=tp)  # fmt: skip
-    largest = measure_ranks(spec, ranks, zero, tp).largest
+    try:
+        largest = measure_ranks(spec, ranks, zero, tp).largest
+    except DistributedUnavailable as exc:
+        raise SpecError(f"cannot run {ranks} local processes for --ranks here: {exc}") from None
     steps = 4 * sum(1 for _ in tensors(describe(spec)))
     return RanksVerifyReport(spec.name, ranks, zero, tp, {
         "weights": Pair(plan.weights_bytes, largest["params_bytes"]),

@@ -199,3 +199,27 @@ def test_the_planner_equals_the_largest_rank_of_a_real_run(reports, plan):
     assert planned.gradients_bytes == measured["grads_bytes"]
     assert planned.optimizer_bytes + STEP * len(named) == measured["optimizer_bytes"]
     assert abs(planned.optimizer_bytes - measured["optimizer_bytes"]) / measured["optimizer_bytes"] < 1e-3
+
+
+def test_verify_ranks_without_processes_is_one_line(run_cli, monkeypatch):
+    import archspec.reference.distributed as distributed
+
+    def unavailable(*args, **kwargs):
+        raise DistributedUnavailable("this build of torch has no gloo backend for CPU processes")
+
+    monkeypatch.setattr(distributed, "measure_ranks", unavailable)
+    code, out, err = run_cli("verify", "gpt2", "--set", "decoder_layers=2", "--ranks", "2")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no gloo backend" in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--ranks", "3", "--tp", "2"], "gpus=3 is not divisible by tensor_parallel=2"),
+        (["--ranks", "2", "--zero", "5"], "invalid choice: 5"),
+        (["--ranks", "0"], "a positive whole number"),
+    ],
+)
+def test_verify_ranks_refuses_impossible_plans_before_starting(run_cli, argv, message):
+    code, out, err = run_cli("verify", "gpt2", "--set", "decoder_layers=2", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
