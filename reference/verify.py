@@ -154,8 +154,21 @@ def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len:
 # ---------------------------------------------------------------- memory and ranks
 
 
+class PlannedChecks:
+    """What the memory reports share: planned figures against measured ones, by quantity."""
+
+    checks: dict[str, Pair]
+
+    def mismatches(self) -> list[str]:
+        return [f"{k} planned {p.analytic:,} vs measured {p.measured:,}" for k, p in self.checks.items() if not p.ok]
+
+
+def checks_dict(checks: dict[str, Pair]) -> dict[str, dict]:
+    return {k: {"planned": p.analytic, "measured": p.measured, "ok": p.ok} for k, p in checks.items()}
+
+
 @dataclass(frozen=True)
-class MemoryReport:
+class MemoryReport(PlannedChecks):
     """Planned against measured memory for one spec: saved-tensor bytes for both attention modes (at
     one recomputation mode), weights in fp32 and bf16, the KV cache — or why it was not measured."""
 
@@ -171,9 +184,6 @@ class MemoryReport:
     def ok(self) -> bool:
         return self.skipped is None and all(p.ok for p in self.checks.values())
 
-    def mismatches(self) -> list[str]:
-        return [f"{k} planned {p.analytic:,} vs measured {p.measured:,}" for k, p in self.checks.items() if not p.ok]
-
     def to_dict(self) -> dict:
         return {
             "name": self.name,
@@ -182,7 +192,7 @@ class MemoryReport:
             "seq_len": self.seq_len,
             "recompute": self.recompute,
             **({"skipped": self.skipped} if self.skipped else {}),
-            "checks": {k: {"planned": p.analytic, "measured": p.measured, "ok": p.ok} for k, p in self.checks.items()},
+            "checks": checks_dict(self.checks),
             "measured_activations_by_component": self.measured_components,
         }
 
@@ -225,7 +235,7 @@ def verify_memory(spec: ModelSpec, batch: int = 2, seq_len: int | None = None, r
 
 
 @dataclass(frozen=True)
-class RanksVerifyReport:
+class RanksVerifyReport(PlannedChecks):
     """The planner's per-GPU bytes against the largest rank of a real sharded AdamW step."""
 
     name: str
@@ -239,9 +249,6 @@ class RanksVerifyReport:
     def ok(self) -> bool:
         return all(p.ok for p in self.checks.values())
 
-    def mismatches(self) -> list[str]:
-        return [f"{k} planned {p.analytic:,} vs measured {p.measured:,}" for k, p in self.checks.items() if not p.ok]
-
     def to_dict(self) -> dict:
         return {
             "name": self.name,
@@ -250,7 +257,7 @@ class RanksVerifyReport:
             "zero": self.zero,
             "tp": self.tp,
             "figure": "largest rank",
-            "checks": {k: {"planned": p.analytic, "measured": p.measured, "ok": p.ok} for k, p in self.checks.items()},
+            "checks": checks_dict(self.checks),
             "optimizer_step_counters_bytes": self.step_counters,
         }
 
