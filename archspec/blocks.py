@@ -33,15 +33,37 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
-from archspec.spec import ModelSpec
+from archspec.entries import (
+    ALWAYS,
+    CHECKPOINT,
+    LAYER,
+    SCORES,
+    SELECTIVE,
+    Attend,
+    Cached,
+    Conv,
+    Entry,
+    Lengths,
+    Linear,
+    Norm,
+    Param,
+    Pointwise,
+    Rows,
+    Saved,
+    StackShape,
+    Table,
+    Work,
+)
+from archspec.layers import LayerGroup, layer_groups
+from archspec.spec import MIXERS, ModelSpec
 
-# What an entry runs over, per sequence: the stack's own tokens, the source (the encoder output
-# that cross-attention reads), or the first token only (the pooler).
-Rows = Literal["tokens", "source", "first"]
+__all__ = ["Attend", "Cached", "Conv", "Lengths", "Linear", "Norm", "Param", "Part", "Pointwise", "Saved",
+           "StackShape", "Table", "Work", "describe", "stack_shapes", "tensors"]  # fmt: skip
+
 Role = Literal["embedding", "dense", "head", "router", "expert", "shared_expert"]
 
-COMPONENTS = ("embed", "position", "token_type", "attention", "cross_attention", "mlp", "router", "experts",
-              "shared_experts", "norm", "pooler", "head")  # fmt: skip
+COMPONENTS = ("embed", "position", "token_type", "attention", "cross_attention", "mixer", "mlp", "router",
+              "experts", "shared_experts", "norm", "pooler", "head", "mtp")  # fmt: skip
 ROLES = ("embedding", "dense", "head", "router", "expert", "shared_expert")
 
 
@@ -59,12 +81,20 @@ class AttentionShape(NamedTuple):
     qkv_bias: bool
     out_bias: bool
     rotary_dims: int = 0  # per head, of queries and keys
+    gated: bool = False  # the query projection also emits an output gate (heads · d_value)
+    shared_kv: bool = False  # the keys serve as values: no value projection
 
     @classmethod
     def of(cls, spec: ModelSpec) -> AttentionShape:
-        b = spec.biases
+        b, att = spec.biases, spec.attention
+        gated, shared = (att.gate, att.shared_kv) if att.kind == "standard" else (False, False)
         return cls(spec.d_model, spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value, b.qkv, b.out,
-                   spec.rotary_dims)  # fmt: skip
+                   spec.rotary_dims, gated, shared)  # fmt: skip
+
+    @property
+    def gate(self) -> int:
+        """Width of the output gate the query projection emits: heads · d_value, or 0."""
+        return self.heads * self.d_value if self.gated else 0
 
     @property
     def q(self) -> int:
@@ -78,8 +108,8 @@ class AttentionShape(NamedTuple):
 
     @property
     def v(self) -> int:
-        """Width of all value heads: kv_heads · d_value."""
-        return self.kv_heads * self.d_value
+        """Width of the value projection: kv_heads · d_value, or 0 when the keys serve as values."""
+        return 0 if self.shared_kv else self.kv_heads * self.d_value
 
     @property
     def out_in(self) -> int:
@@ -88,7 +118,8 @@ class AttentionShape(NamedTuple):
 
     @property
     def kv_per_token(self) -> int:
-        """Values cached per token: keys and values of every key/value head."""
+        """Values cached per token: keys and values of every key/value head (the keys once when they
+        serve as values)."""
         return self.k + self.v
 
 
@@ -167,17 +198,6 @@ class MLPShape(NamedTuple):
         return {"swiglu": "silu", "geglu": "gelu"}.get(self.activation, self.activation)
 
 
-class StackShape(NamedTuple):
-    """One stack of blocks: its name, depth, masking, cross-attention and the input it reads."""
-
-    name: Literal["encoder", "decoder"]
-    layers: int
-    causal: bool
-    cross: bool  # a decoder with an encoder before it attends to the encoder output
-    reads: Literal["source", "target"]  # which token sequence is this stack's input
-    first: bool  # the first stack takes the token-type table
-
-
 def stack_shapes(spec: ModelSpec) -> list[StackShape]:
     """The stacks present, in data-flow order. An encoder reads the source (the only input of an
     encoder-only model); a decoder reads the target and, after an encoder, cross-attends to it."""
@@ -190,153 +210,7 @@ def stack_shapes(spec: ModelSpec) -> list[StackShape]:
     return out
 
 
-class Lengths(NamedTuple):
-    """A workload: batch B, target (or only) length T, source length S (encoder-decoder only)."""
-
-    batch: int
-    target: int
-    source: int | None = None
-
-    def of_stack(self, stack: StackShape) -> int:
-        """Tokens per sequence that a stack runs over."""
-        if stack.reads == "source" and self.source is not None:
-            return self.source
-        return self.target
-
-    def rows(self, rows: Rows, stack: StackShape | None) -> int:
-        """Rows per sequence of an entry: its stack's tokens, the source, or the first token."""
-        if rows == "first":
-            return 1
-        if rows == "source":
-            return self.source if self.source is not None else self.target
-        return self.of_stack(stack) if stack is not None else self.target
-
-
-# ---------------------------------------------------------------- entries
-
-
-class Linear(NamedTuple):
-    """y = x Wᵀ + b: weight (n_out, n_in), bias (n_out,). A tied one multiplies by `tied` (the path
-    of another part's table) and owns no parameters."""
-
-    name: str
-    n_in: int
-    n_out: int
-    bias: bool
-    rows: Rows = "tokens"
-    tied: str | None = None
-    copies: int = 1  # experts: `copies` maps stacked as (copies, n_out, n_in)
-    uses: int | None = None  # how many of the copies each row passes through (experts: top_k)
-
-    @property
-    def per_row(self) -> int:
-        """Copies each row passes through."""
-        return self.copies if self.uses is None else self.uses
-
-    def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
-        stacked = (self.copies,) if self.copies > 1 else ()
-        if self.tied is None:
-            yield "weight", (*stacked, self.n_out, self.n_in)
-        if self.bias:
-            yield "bias", (*stacked, self.n_out)
-
-
-class Table(NamedTuple):
-    """A learned lookup table of `rows` vectors of `width`: weight (rows, width)."""
-
-    name: str
-    rows: int
-    width: int
-
-    def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
-        yield "weight", (self.rows, self.width)
-
-
-class Norm(NamedTuple):
-    """LayerNorm: weight and bias of `width`; RMSNorm: weight only."""
-
-    name: str
-    width: int
-    kind: Literal["layernorm", "rmsnorm"]
-    per_row: int | None = None  # values normalised per row, when more than one width (per-head norms)
-
-    def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
-        yield "weight", (self.width,)
-        if self.kind == "layernorm":
-            yield "bias", (self.width,)
-
-
-class Attend(NamedTuple):
-    """softmax(Q·Kᵀ / √d_head)·V for `heads` query heads over keys of `keys` rows: the score product
-    (d_head per pair and head) and the value product (d_value per pair and head)."""
-
-    name: str
-    shape: AttentionShape
-    causal: bool
-    keys: Rows = "tokens"
-    score_bias: bool = False  # ALiBi or T5's relative bias, added to every score
-
-    def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
-        return iter(())
-
-
-class Pointwise(NamedTuple):
-    """Element-wise work on `width` values per row, `cost` a key of archspec.flops.NON_MATMUL_COST,
-    filed under `category` of the non-matmul estimate."""
-
-    name: str
-    cost: str
-    width: int
-    category: str
-    rows: Rows = "tokens"
-
-    def tensors(self) -> Iterator[tuple[str, tuple[int, ...]]]:
-        return iter(())
-
-
-# Which recomputation modes keep a saved tensor: selective recomputation (the attention core
-# checkpointed) keeps its inputs and output but not what lies inside it; full recomputation keeps
-# only each layer's input; tensors outside the blocks are kept in every mode.
-LAYER = ("none", "selective")
-SCORES = ("none",)
-SELECTIVE = ("selective",)
-CHECKPOINT = ("full",)
-ALWAYS = ("none", "selective", "full")
-
-# bytes per value of a saved tensor's dtype: the computation's ('act'), or fixed
-FIXED_BYTES = {"fp32": 4, "int64": 8, "mask": 1}
-
-
-class Saved(NamedTuple):
-    """A tensor autograd keeps for backward in one training step of the reference model (what
-    archspec.reference.memory_measure measures, storage by storage): `width` values per row (per
-    query-key pair for rows='pairs'), in the computation's dtype ('act'), in fp32, as int64 token
-    ids, or as one-byte dropout masks ('mask', only with dropout, which the reference model does not
-    run). `group` files it in the breakdown; `kept` lists the recomputation modes that keep it;
-    `attention` limits it to one attention mode ('flash': the fused kernel keeps its inputs, output
-    and log-sum-exp; 'eager': head-major copies and the probabilities); a `shared` tensor (the
-    encoder output every cross-attention reads) counts once; `per_batch` False for tensors that do
-    not grow with the batch (rotary cos/sin)."""
-
-    group: str
-    width: int
-    rows: Rows | Literal["pairs"] = "tokens"
-    dtype: Literal["act", "fp32", "int64", "mask"] = "act"
-    kept: tuple[str, ...] = LAYER
-    keys: Rows = "tokens"  # for rows='pairs': what the keys run over
-    shared: bool = False
-    attention: Literal["flash", "eager"] | None = None
-    per_batch: bool = True
-
-
-class Cached(NamedTuple):
-    """Keys and values kept per token for incremental decoding."""
-
-    width: int
-    rows: Rows = "tokens"
-
-
-Entry = Linear | Table | Norm | Attend | Pointwise
+# ---------------------------------------------------------------- parts
 
 
 class Part(NamedTuple):
@@ -351,16 +225,24 @@ class Part(NamedTuple):
     stack: StackShape | None = None
     saved: tuple[Saved, ...] = ()
     cached: tuple[Cached, ...] = ()
-    start: int = 0  # index of its first layer
+    group: LayerGroup | None = None  # the layers that hold it: their kind, spec and indices
     shared: bool = False  # one copy of the parameters serves every layer (ALBERT)
+    holds: bool = True  # False: its parameters are another kind's (shared layers of kinds that differ in no tensor)
 
     @property
     def layered(self) -> bool:
         return "{i}" in self.path
 
     @property
+    def kind(self) -> str | None:
+        """The layer kind of a layered part (DeepSeek-V3: 'dense' or 'moe')."""
+        return self.group.kind if self.group is not None else None
+
+    @property
     def copies(self) -> int:
         """Copies of its parameters: one per layer, or one for all when shared."""
+        if not self.holds:
+            return 0
         return 1 if self.shared else self.repeat
 
     def params(self) -> int:
@@ -369,20 +251,19 @@ class Part(NamedTuple):
 
     def inactive(self) -> int:
         """Parameters of one copy that a token does not use: the experts it is not routed to."""
-        out = 0
-        for e in self.entries:
-            if isinstance(e, Linear) and e.copies > e.per_row:
-                per_copy = e.n_in * e.n_out * (e.tied is None) + e.n_out * e.bias
-                out += (e.copies - e.per_row) * per_copy
-        return out
+        return sum(e.inactive() for e in self.entries)
 
     def paths(self) -> Iterator[str]:
-        """The module path of every copy."""
-        if self.layered:
-            for i in range(self.start, self.start + self.copies):
-                yield self.path.format(i=i)
-        else:
+        """The module path of every copy (walks the layers: for checking tensor by tensor, not counting)."""
+        if not self.holds:
+            return
+        if not self.layered:
             yield self.path
+        elif self.shared:
+            yield self.path.format(i=0)
+        else:
+            for i in self.group.indices():
+                yield self.path.format(i=i)
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -417,8 +298,9 @@ def tensors(parts: list[Part]) -> Iterator[Tensor]:
 # ---------------------------------------------------------------- the model, part by part
 
 
-def describe(spec: ModelSpec) -> list[Part]:
-    """The whole model as parts, in data-flow order."""
+def describe(spec: ModelSpec, mtp: bool = False) -> list[Part]:
+    """The whole model as parts, in data-flow order; with `mtp`, the multi-token-prediction modules
+    after the head (only when asked: transformers does not build them)."""
     d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
     stacks = stack_shapes(spec)
     first = stacks[0]
@@ -433,7 +315,36 @@ def describe(spec: ModelSpec) -> list[Part]:
         parts.append(Part("pooler", "pooler", "dense", (Linear("dense", d, d, True, rows="first"),)))
     if spec.head.kind != "none":
         parts.append(head_part(spec, stacks[-1] if stacks else first))
+    if mtp and spec.mtp is not None:
+        parts += mtp_parts(spec, stacks[-1])
     return parts
+
+
+def mtp_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
+    """DeepSeek-V3's multi-token-prediction modules (section 2.2): per module, norms of the hidden
+    state and of the next token's embedding, a projection of the two (2 d_model -> d_model), one
+    block of the module's kind, a final norm and, in released checkpoints, the module's own copies
+    of the token table and output head. Every part is filed under the component 'mtp'."""
+    from archspec.layers import Placement
+
+    d, V = spec.d_model, spec.vocab_size
+    m = spec.mtp
+    if m.kind is not None:
+        kind, kind_spec = m.kind, spec.kind_spec(m.kind)
+    else:  # the last layer's kind
+        last = layer_groups(spec, stack.layers)
+        kind, kind_spec = max(((g.kind, g.spec, max(g.indices())) for g in last), key=lambda t: t[2])[:2]
+    group = LayerGroup(kind, kind_spec, Placement((), (kind,), m.modules))
+    at = "mtp.{i}"
+    norm = Norm("", d, spec.norm, affine=spec.norm_affine)
+    own: list[Part] = [Part(f"{at}.{n}", "mtp", "dense", (norm,), stack=stack) for n in ("embed_norm", "hidden_norm")]
+    own += [Part(f"{at}.proj", "mtp", "dense", (Linear("", 2 * d, d, False),), stack=stack),
+            Part(f"{at}.final_norm", "mtp", "dense", (norm,), stack=stack)]  # fmt: skip
+    if m.own_tables:
+        own += [Part(f"{at}.embed", "mtp", "embedding", (Table("", V, d),), stack=stack),
+                Part(f"{at}.head", "mtp", "head", (Linear("", d, V, False),), stack=stack)]  # fmt: skip
+    blocks = block_parts(kind_spec, stack, group, layer=f"{at}.block")
+    return [p._replace(repeat=m.modules, group=group) for p in own] + [p._replace(component="mtp") for p in blocks]
 
 
 def head_part(spec: ModelSpec, last: StackShape) -> Part:
@@ -460,7 +371,8 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
 
 
 def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
-    """Positions, the embedding norm, the blocks and the final norm of one stack."""
+    """Positions, the embedding norm, the blocks (one set of parts per layer kind) and the final norm
+    of one stack."""
     d, e = spec.d_model, spec.d_embed
     out: list[Part] = []
     at = stack.name
@@ -476,52 +388,62 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=e))
     if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model
         out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, True),), stack=stack))
-    # the stack's input: the dropout mask on the summed embeddings and, after an encoder, its output,
-    # which every cross-attention reads and which is therefore kept once for the whole stack
     # the stack's input: the token ids the lookup keeps (int64), the token types of the first stack,
     # and the dropout mask on the summed embeddings (with dropout only)
     saved = (Saved("ids", 1, dtype="int64", kept=ALWAYS), Saved("dropout_mask", d, dtype="mask", kept=ALWAYS))
     if spec.type_vocab_size and stack.first:
         saved += (Saved("ids", 1, dtype="int64", kept=ALWAYS),)
     out.append(Part(at, "embed", "embedding", (), stack=stack, saved=saved))
-    m = spec.mlp
-    if m.kind == "moe" and m.dense_layers:
-        out += block_parts(spec, stack, 0, m.dense_layers, moe=False)
-        out += block_parts(spec, stack, m.dense_layers, stack.layers - m.dense_layers, moe=True)
-    else:
-        out += block_parts(spec, stack, 0, stack.layers, moe=m.kind == "moe")
+    for n, group in enumerate(layer_groups(spec, stack.layers)):
+        parts = block_parts(group.spec, stack, group, shared=spec.share_layers)
+        out += [p._replace(holds=False) for p in parts] if spec.share_layers and n else parts
     if spec.final_norm:
         out.append(norm_part(spec, f"{at}.final_norm", stack))
     return out
 
 
-def block_parts(spec: ModelSpec, stack: StackShape, start: int, layers: int, moe: bool) -> list[Part]:
-    """Layers start .. start + layers - 1 of a stack: each sublayer with its norm(s) and residual add.
+def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: bool = False,
+                layer: str | None = None) -> list[Part]:  # fmt: skip
+    """The layers of one kind in a stack (`spec` is the spec that kind sees): each sub-layer with its
+    norm(s) and residual add; a kind without a mixer or without an MLP has that sub-layer left out.
 
     pre/post: one norm per sublayer; sandwich: a norm before and after each sublayer (Gemma 2);
-    parallel: attention and MLP read the same input, through one shared norm or one each."""
-    layer = f"{stack.name}.layers.{{i}}"
-    sublayers: list[tuple[str, list[Part]]] = [("attention", [attention_part(spec, stack, cross=False)])]
+    post_sublayer: a norm after each sublayer only (OLMo 2); parallel: attention and MLP read the same
+    input, through one shared norm or one each."""
+    layer = layer or f"{stack.name}.layers.{{i}}"
+    sublayers: list[tuple[str, list[Part]]] = []
+    mixer = spec.attention.kind
+    if mixer in MIXERS:
+        sublayers.append(("mixer", [MIXER_PARTS[mixer](spec, stack, layer)]))
+    elif mixer != "none":
+        sublayers.append(("attention", [attention_part(spec, stack, cross=False, layer=layer)]))
     if stack.cross:
-        sublayers.append(("cross_attention", [attention_part(spec, stack, cross=True)]))
-    sublayers.append(("mlp", moe_parts(spec, stack) if moe else [mlp_part(spec, stack)]))
+        sublayers.append(("cross_attention", [attention_part(spec, stack, cross=True, layer=layer)]))
+    if spec.mlp.kind == "moe":
+        sublayers.append(("mlp", moe_parts(spec, stack, layer)))
+    elif spec.mlp.kind == "dense":
+        sublayers.append(("mlp", [mlp_part(spec, stack, layer)]))
+    position = spec.norm_position
     out = []
     for name, parts in sublayers:
         shared_norm = spec.block.kind == "parallel" and spec.block.shared_norm and name == "mlp"
-        if not shared_norm:
-            out.append(norm_part(spec, f"{layer}.{name}_norm", stack, repeat=layers))
+        if not shared_norm and position != "post_sublayer":
+            out.append(norm_part(spec, f"{layer}.{name}_norm", stack))
         out += parts
-        if spec.norm_position == "sandwich":
-            out.append(norm_part(spec, f"{layer}.{name}_post_norm", stack, repeat=layers))
+        if position in ("sandwich", "post_sublayer"):
+            out.append(norm_part(spec, f"{layer}.{name}_post_norm", stack))
+        if spec.residual_scale != 1:
+            scale = Pointwise("residual_scale", "scale", spec.d_model, "residual_adds")
+            out.append(Part(f"{layer}.{name}", parts[0].component, "dense", (scale,), stack=stack))
     # what full recomputation keeps of each layer: its input (and the encoder output it reads)
     keep = (Saved("layer_input", spec.d_model, kept=CHECKPOINT),)
     if stack.cross:
         keep += (Saved("memory", spec.d_model, rows="source", kept=CHECKPOINT, shared=True),)
     out[0] = out[0]._replace(saved=out[0].saved + keep)
-    return [p._replace(repeat=layers, start=start, shared=spec.share_layers) for p in out]
+    return [p._replace(repeat=group.count, group=group, shared=shared) for p in out]
 
 
-def norm_part(spec: ModelSpec, path: str, stack: StackShape, repeat: int = 1, width: int | None = None) -> Part:
+def norm_part(spec: ModelSpec, path: str, stack: StackShape, width: int | None = None) -> Part:
     """A norm over d_model (or `width`); autograd keeps its input."""
     w = width or spec.d_model
     kept = LAYER if "{i}" in path else ALWAYS
@@ -529,57 +451,81 @@ def norm_part(spec: ModelSpec, path: str, stack: StackShape, repeat: int = 1, wi
         saved = (Saved("norms", w + 2, kept=kept),)
     else:  # torch's composite RMSNorm: the fp32 input, 1/rms per row and the normalised x, all fp32
         saved = (Saved("norms", 2 * w + 1, dtype="fp32", kept=kept),)
-    return Part(path, "norm", "dense", (Norm("", w, spec.norm),), repeat=repeat, stack=stack, saved=saved)
+    return Part(path, "norm", "dense", (Norm("", w, spec.norm, affine=spec.norm_affine),), stack=stack, saved=saved)
 
 
-def attention_part(spec: ModelSpec, stack: StackShape, cross: bool) -> Part:
+def _qk_norms(spec: ModelSpec, a: AttentionShape) -> tuple[Entry, ...]:
+    """QK-norm: per head over d_head with one weight shared by the heads (true or 'head'), over all
+    heads at once ('full': one weight of heads x d_head), or the weightless L2 norm per head ('l2')."""
+    mode = spec.attention.qk_norm
+    if not mode:
+        return ()
+    if mode == "full":
+        return (Norm("q_norm", a.q, spec.norm, affine=spec.norm_affine),
+                Norm("k_norm", a.k, spec.norm, affine=spec.norm_affine))  # fmt: skip
+    kind = "l2norm" if mode == "l2" else spec.norm
+    affine = None if mode == "l2" else spec.norm_affine
+    return (Norm("q_norm", a.d_head, kind, per_row=a.q, affine=affine),
+            Norm("k_norm", a.d_head, kind, per_row=a.k, affine=affine))  # fmt: skip
+
+
+def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str | None = None) -> Part:
     """Self-attention (fused Q/K/V projection) or cross-attention (Q from the stack, K and V from
     the encoder output), the two attention products, the output projection; latent attention
-    (DeepSeek) through its low-rank projections."""
+    (DeepSeek) through its low-rank projections. Options of standard attention: an output gate from
+    the query projection, keys as values, sinks, QK-norm; a window or chunk bounds the cache."""
     d = spec.d_model
+    layer = layer or f"{stack.name}.layers.{{i}}"
     component = "cross_attention" if cross else "attention"
     keys: Rows = "source" if cross else "tokens"
     score_bias = spec.position.kind == "alibi" or (spec.position.kind == "relative" and not cross)
+    limit = None
+    extra: tuple[Entry, ...] = ()
     if spec.attention.kind == "latent":
         lat = LatentShape.of(spec)
         a = lat.attend_shape()
         if lat.q_rank:
             query: tuple[Entry, ...] = (
                 Linear("q_a", d, lat.q_rank, lat.qkv_bias),
-                Norm("q_norm", lat.q_rank, spec.norm),
+                Norm("q_norm", lat.q_rank, spec.norm, affine=spec.norm_affine),
                 Linear("q_b", lat.q_rank, lat.q, False),
             )
         else:
             query = (Linear("q", d, lat.q, False),)
-        projections = (*query, Linear("kv_a", d, lat.kv_a, lat.qkv_bias), Norm("kv_norm", lat.kv_rank, spec.norm),
+        projections = (*query, Linear("kv_a", d, lat.kv_a, lat.qkv_bias),
+                       Norm("kv_norm", lat.kv_rank, spec.norm, affine=spec.norm_affine),
                        Linear("kv_b", lat.kv_rank, lat.kv_b, False))  # fmt: skip
         rotated = (a.heads + 1) * lat.rope_dims  # every query head and the one shared rotary key
         kv_per_token = lat.kv_per_token
         out_bias = lat.out_bias
     else:
+        att = spec.attention
         a = AttentionShape.of(spec)
         if cross:
             projections = (Linear("q", d, a.q, a.qkv_bias), Linear("kv", d, a.k + a.v, a.qkv_bias, rows="source"))
         else:
-            projections = (Linear("qkv", d, a.q + a.k + a.v, a.qkv_bias),)
-        if spec.attention.qk_norm and not cross:
-            projections += (Norm("q_norm", a.d_head, spec.norm, per_row=a.q),
-                            Norm("k_norm", a.d_head, spec.norm, per_row=a.k))  # fmt: skip
+            projections = (Linear("qkv", d, a.q + a.gate + a.k + a.v, a.qkv_bias), *_qk_norms(spec, a))
+            limit = att.sliding_window or att.chunk
+            if att.sinks:
+                extra += (Param("sinks", (a.heads,)),)
+            if att.gate:
+                extra += (Pointwise("gate", "sigmoid", a.gate, "activations"),
+                          Pointwise("gate_product", "gate", a.gate, "activations"))  # fmt: skip
         rotated = (a.heads + a.kv_heads) * a.rotary_dims
         kv_per_token = a.kv_per_token
         out_bias = a.out_bias
     entries: tuple[Entry, ...] = (
         *projections,
-        Attend("", a, causal=stack.causal and not cross, keys=keys, score_bias=score_bias),
+        Attend("", a.heads, a.d_head, a.d_value, causal=stack.causal and not cross, keys=keys, score_bias=score_bias),
+        *extra,
         Linear("out", a.out_in, d, out_bias),
         Pointwise("residual", "residual", d, "residual_adds"),
     )
     if rotated and not cross:
         entries += (Pointwise("rotary", "rotary", rotated, "positions"),)
     saved = attention_saved(spec, a, component, keys, cross)
-    cached = (Cached(kv_per_token, rows=keys),) if stack.name == "decoder" else ()
-    return Part(f"{stack.name}.layers.{{i}}.{component}", component, "dense", entries, stack=stack, saved=saved,
-                cached=cached)  # fmt: skip
+    cached = (Cached(kv_per_token, rows=keys, limit=limit),) if stack.name == "decoder" else ()
+    return Part(f"{layer}.{component}", component, "dense", entries, stack=stack, saved=saved, cached=cached)
 
 
 def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Rows, cross: bool) -> tuple[Saved, ...]:
@@ -590,7 +536,7 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
     expanded to every query head, and the probabilities; selective recomputation keeps the core's
     inputs and output, in either mode. Rotary keeps its cos and sin (per position, not per batch)."""
     d, nh, dk, dv = spec.d_model, a.heads, a.d_head, a.d_value
-    kv = (a.k + a.v) if cross else (a.q + a.k + a.v)
+    kv = (a.k + a.v) if cross else (a.q + a.gate + a.k + a.v)
     saved = [Saved(component, d), Saved(component, a.out_in), Saved(component, d, dtype="mask")]
     if cross:  # the query projection's own output (K and V come from the encoder output)
         saved += [Saved(component, a.q, attention="flash", kept=SCORES), Saved(component, a.q, kept=SELECTIVE),
@@ -634,21 +580,27 @@ def _mlp_saved(m: MLPShape, per_token: int = 1) -> tuple[Saved, ...]:
     return (Saved("mlp", m.d_model), *kept, Saved("mlp", m.d_model, dtype="mask"))
 
 
-def mlp_part(spec: ModelSpec, stack: StackShape) -> Part:
+def mlp_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
     """The dense MLP of one block, with its residual add."""
     m = MLPShape.of(spec)
     entries = _mlp_entries(m) + (Pointwise("residual", "residual", m.d_model, "residual_adds"),)
-    return Part(f"{stack.name}.layers.{{i}}.mlp", "mlp", "dense", entries, stack=stack, saved=_mlp_saved(m))
+    return Part(f"{layer}.mlp", "mlp", "dense", entries, stack=stack, saved=_mlp_saved(m))
 
 
-def moe_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
-    """A mixture of experts: the router d_model -> experts, the routed experts (stacked, each token
-    through top_k of them) and the shared expert with its optional gate."""
+def moe_parts(spec: ModelSpec, stack: StackShape, layer: str) -> list[Part]:
+    """A mixture of experts: the router d_model -> experts (with a score-correction bias where it is
+    a parameter), the routed experts (stacked, each token through top_k of them) and the shared
+    expert with its optional gate."""
     moe, d = spec.mlp, spec.d_model
-    path = f"{stack.name}.layers.{{i}}.mlp"
+    path = f"{layer}.mlp"
     expert = MLPShape.of(spec, moe.d_expert)
+    router: tuple[Entry, ...] = (Linear("router", d, moe.experts, moe.router_bias),)
+    if moe.correction_bias:
+        router += (Param("router_correction", (moe.experts,)),)
+    router += (Pointwise("router_scores", "sigmoid" if moe.scoring == "sigmoid" else "softmax", moe.experts,
+                         "softmax"),)  # fmt: skip
     parts = [
-        Part(path, "router", "router", (Linear("router", d, moe.experts, moe.router_bias),), stack=stack),
+        Part(path, "router", "router", router, stack=stack),
         Part(path, "experts", "expert", _mlp_entries(expert, "experts.", moe.experts, moe.top_k)
              + (Pointwise("residual", "residual", d, "residual_adds"),), stack=stack,
              saved=_mlp_saved(expert, moe.top_k)),
@@ -660,3 +612,20 @@ def moe_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         parts.append(Part(path, "shared_experts", "shared_expert", shared, stack=stack,
                           saved=_mlp_saved(MLPShape.of(spec, moe.d_shared))))  # fmt: skip
     return parts
+
+
+def _mixer_parts():
+    from archspec import mixers
+
+    return mixers.PARTS
+
+
+class _Registry(dict):
+    """kind -> the function that describes a recurrent mixer (archspec.mixers), loaded on first use."""
+
+    def __missing__(self, kind):
+        self.update(_mixer_parts())
+        return dict.__getitem__(self, kind)
+
+
+MIXER_PARTS = _Registry()

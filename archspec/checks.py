@@ -109,6 +109,7 @@ RULES: dict[str, Callable[[Any, str, str], None]] = {
     "causal_half": lambda v, fn, n: check_bool(n, v, fn),
     "fp32_grads": lambda v, fn, n: check_bool(n, v, fn),
     "dropout": lambda v, fn, n: check_bool(n, v, fn),
+    "mtp": lambda v, fn, n: check_bool(n, v, fn),
     "dtype": lambda v, fn, n: check_text(n, v, fn),
     "optimizer": lambda v, fn, n: check_text(n, v, fn),
     "recompute": lambda v, fn, n: check_text(n, v, fn),

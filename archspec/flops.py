@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from archspec.blocks import Attend, AttentionShape, Lengths, Linear, Norm, Pointwise, describe
+from archspec.blocks import AttentionShape, describe
 from archspec.checks import check_args
+from archspec.entries import NON_MATMUL_CATEGORIES, Lengths, Work
 from archspec.errors import SpecError
 from archspec.limits import float_or_int
 from archspec.params import ParamCount, count_params
@@ -32,44 +33,7 @@ from archspec.spec import ModelSpec
 PF_DAY = 10**15 * 24 * 3600  # one petaFLOP/s sustained for a day: 8.64e19 FLOPs
 
 
-# ---------------------------------------------------------------- primitives
-
-
-def matmul_flops(m: int, k: int, n: int) -> int:
-    """(m × k) @ (k × n): m·n dot products of length k, 2 FLOPs per multiply-accumulate."""
-    return 2 * m * k * n
-
-
-def linear_flops(tokens: int, n_in: int, n_out: int) -> int:
-    return matmul_flops(tokens, n_in, n_out)
-
-
-def score_pairs(T: int, S: int, causal_half: bool) -> int:
-    """Query-key pairs per head: the full T × S matrix, or the causal lower triangle."""
-    if causal_half:
-        if T != S:
-            raise SpecError("causal_half needs equal query and key lengths")
-        return T * (T + 1) // 2
-    return T * S
-
-
-# Per-element costs of non-matmul work. Rough by nature and labelled as an estimate.
-NON_MATMUL_COST = {
-    "layernorm": 7,  # mean 1, subtract 1, square-and-sum 2, divide 1, scale 1, shift 1
-    "rmsnorm": 4,  # square-and-sum 2, divide 1, scale 1
-    "softmax": 5,  # max 1, subtract 1, exp 1, sum 1, divide 1 (per score)
-    "score_scale": 1,  # the 1/sqrt(dk) scaling (per score)
-    "relu": 1,
-    "gelu": 8,
-    "silu": 4,
-    "gate": 1,  # the elementwise product of a gated MLP
-    "residual": 1,
-    "bias": 1,
-    "position_add": 1,
-    "rotary": 3,  # per query/key element: two multiplies, one add
-}
-NON_MATMUL_CATEGORIES = ("norms", "softmax", "activations", "residual_adds", "bias_adds", "positions")
-
+# ---------------------------------------------------------------- primitives (archspec.entries)
 
 # fvcore's third bin: work neither counted nor estimated, named so that nothing vanishes as a silent zero.
 NOT_MODELLED = (
@@ -194,36 +158,16 @@ def count_flops(
         raise SpecError(f"{spec.name} is encoder-only; causal_half halves a decoder's self-attention scores")
     B = lengths.batch
     ops: dict[str, int] = {}
-    components = {"attention": 0, "cross_attention": 0, "mlp": 0, "router": 0, "experts": 0, "shared_experts": 0,
-                  "pooler": 0, "head": 0}  # fmt: skip
+    components = {"attention": 0, "cross_attention": 0, "mixer": 0, "mlp": 0, "router": 0, "experts": 0,
+                  "shared_experts": 0, "pooler": 0, "head": 0}  # fmt: skip
     non_matmul = dict.fromkeys(NON_MATMUL_CATEGORIES, 0)
-    c = NON_MATMUL_COST
     for part in describe(spec):
         n = part.repeat
+        work = Work(lengths, part.stack, causal_half)
         for e in part.entries:
-            if isinstance(e, Attend):
-                T, S = lengths.rows("tokens", part.stack), lengths.rows(e.keys, part.stack)
-                pairs = score_pairs(T, S, causal_half and e.causal)
-                work = {
-                    "scores": 2 * B * e.shape.heads * pairs * e.shape.d_head,  # Q·Kᵀ per head
-                    "values": 2 * B * e.shape.heads * pairs * e.shape.d_value,
-                }  # softmax(..)·V per head
-                non_matmul["softmax"] += n * B * e.shape.heads * T * S * (c["softmax"] + c["score_scale"])
-                non_matmul["positions"] += n * B * e.shape.heads * T * S * e.score_bias * c["position_add"]
-            elif isinstance(e, Linear):
-                rows = B * lengths.rows(e.rows, part.stack) * e.per_row  # experts: each row through top_k
-                work = {e.name: matmul_flops(rows, e.n_in, e.n_out)}
-                non_matmul["bias_adds"] += n * rows * e.n_out * e.bias * c["bias"]
-            elif isinstance(e, Norm):
-                per_row = e.per_row or e.width  # per-head norms normalise every head
-                non_matmul["norms"] += n * B * lengths.rows("tokens", part.stack) * per_row * c[e.kind]
-                continue
-            elif isinstance(e, Pointwise):
-                non_matmul[e.category] += n * B * lengths.rows(e.rows, part.stack) * e.width * c[e.cost]
-                continue
-            else:
-                continue
-            for name, flops in work.items():
+            for category, value in e.non_matmul(work).items():
+                non_matmul[category] += n * value
+            for name, flops in e.matmul(work).items():
                 key = f"{part.component}.{name}" if name else part.component
                 ops[key] = ops.get(key, 0) + n * flops
                 components[part.component] = components.get(part.component, 0) + n * flops

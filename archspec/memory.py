@@ -150,10 +150,28 @@ def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16
     tokens, in kv_cache_dtype(dtype): a sum over the model's cached entries."""
     check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
     lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
-    values = sum(
-        part.repeat * batch * lengths.rows(c.rows, part.stack) * c.width for part in describe(spec) for c in part.cached
-    )
+    values = sum(part.repeat * batch * c.values(lengths, part.stack) for part in describe(spec) for c in part.cached)
     return nbytes(values, dtype_bytes(kv_cache_dtype(dtype)))
+
+
+def kv_cache_by_kind(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16",
+                     src_len: int | None = None) -> dict[str, dict[str, int]]:  # fmt: skip
+    """The cache by layer kind: {'{stack}.{kind}': {'layers': n, 'bytes_per_layer': b, 'bytes': n * b}}
+    (a windowed kind holds its window, a recurrent kind its constant state)."""
+    check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
+    lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
+    per = dtype_bytes(kv_cache_dtype(dtype))
+    out: dict[str, dict[str, int]] = {}
+    for part in describe(spec):
+        if not part.cached:
+            continue
+        row = out.setdefault(f"{part.stack.name}.{part.kind}", {"layers": part.repeat, "values_per_layer": 0})
+        row["values_per_layer"] += batch * sum(c.values(lengths, part.stack) for c in part.cached)
+    for row in out.values():
+        values = row.pop("values_per_layer")
+        row["bytes_per_layer"] = nbytes(values, per)
+        row["bytes"] = nbytes(row["layers"] * values, per)
+    return out
 
 
 def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16") -> int:
@@ -170,8 +188,14 @@ def attention_mode(spec: ModelSpec, attention: str) -> str:
     CPU's fused kernel needs d_head = d_value, so those run eagerly whatever is asked."""
     if attention not in ATTENTION:
         raise SpecError(f"unknown attention {shown(attention)}; use flash (fused, the default) or eager")
-    softcap = spec.attention.kind == "standard" and spec.attention.softcap is not None
-    return "eager" if softcap or spec.d_head != spec.d_value else attention
+    from archspec.layers import layer_groups
+
+    for stack_layers in (spec.encoder_layers, spec.decoder_layers):
+        for group in layer_groups(spec, stack_layers) if stack_layers else ():
+            att = group.spec.attention
+            if att.kind == "standard" and att.softcap is not None or group.spec.d_head != group.spec.d_value:
+                return "eager"
+    return attention
 
 
 def saved_bytes(
@@ -216,13 +240,20 @@ def activation_bytes_per_layer(
     recompute: str,
     dropout: bool = False,
     attention: str = "flash",
+    kind: str | None = None,
 ) -> dict[str, int]:
-    """Bytes saved by one block of `stack` ('encoder' or 'decoder'), by group. `seq` is the stack's
-    own length, `src` the source length for cross-attention (the encoder output, which every layer
-    reads, is counted with the first)."""
-    parts = [p for p in describe(spec) if p.layered and p.stack.name == stack and p.start == 0]
-    if not parts:
+    """Bytes saved by one block of `stack` ('encoder' or 'decoder') of layer kind `kind` (default: the
+    kind most of its layers have), by group. `seq` is the stack's own length, `src` the source length
+    for cross-attention (the encoder output, which every layer reads, is counted with the first)."""
+    layered = [p for p in describe(spec) if p.layered and p.stack.name == stack and p.component != "mtp"]
+    if not layered:
         raise SpecError(f"{spec.name} has no {stack}")
+    kinds = {p.kind: p.repeat for p in layered}
+    if kind is None:
+        kind = max(kinds, key=kinds.get)
+    elif kind not in kinds:
+        raise SpecError(f"{spec.name}'s {stack} has no layers of kind {shown(kind)}; its kinds: {', '.join(kinds)}")
+    parts = [p for p in layered if p.kind == kind]
     lengths = Lengths(batch, seq, src) if stack == "decoder" else Lengths(batch, seq, seq)
     mode = attention_mode(spec, attention)
     per_stack = saved_bytes([p._replace(repeat=1) for p in parts], lengths, dtype, recompute, dropout, True, mode)
@@ -428,23 +459,23 @@ def rank_elements(spec: ModelSpec, shards: int, tensor_parallel: int = 1) -> int
     """Parameter elements the largest rank holds: each tensor split `tensor_parallel` ways as
     Megatron-LM splits it, then its dimension 0 split `shards` ways as FSDP2 (ZeRO-3) shards it —
     ceil(rows / shards) rows on the first rank, which every rank pads to."""
-    from archspec.blocks import tensors
-
     total = 0
-    for t in tensors(describe(spec)):
-        shape = list(t.shape)
-        *_, module, leaf = ("", *t.path.split("."))
-        if tensor_parallel > 1:
-            if module in ROW_PARALLEL:
-                if leaf == "weight":
-                    shape[-1] = -(-shape[-1] // tensor_parallel)
-            elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
-                shape[0] = -(-shape[0] // tensor_parallel)
-        shape[0] = -(-shape[0] // shards)
-        n = 1
-        for s in shape:
-            n *= s
-        total += n
+    for part in describe(spec):  # one copy of each part times its copies: the cost follows the kinds, not the depth
+        for entry in part.entries:
+            for leaf, shape in entry.tensors():
+                module = entry.name.rpartition(".")[2] if entry.name else part.path.rpartition(".")[2]
+                shape = list(shape)
+                if tensor_parallel > 1:
+                    if module in ROW_PARALLEL:
+                        if leaf == "weight":
+                            shape[-1] = -(-shape[-1] // tensor_parallel)
+                    elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
+                        shape[0] = -(-shape[0] // tensor_parallel)
+                shape[0] = -(-shape[0] // shards)
+                n = 1
+                for s in shape:
+                    n *= s
+                total += part.copies * n
     return total
 
 

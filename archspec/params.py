@@ -56,6 +56,8 @@ class ParamCount:
     active: int = 0  # parameters one token uses; == total for a dense model
     roles: dict[str, int] = field(default_factory=dict)
     matmul: int = 0  # parameters that take part in matmuls, a tied matrix once (PaLM's N)
+    # stack -> layer kind -> {"layers": how many, component -> parameters of one layer, "total"}
+    kinds: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     estimate_omits: tuple[str, ...] = field(default=ESTIMATE_OMITS)
 
     def share(self, component: str) -> float:
@@ -72,6 +74,7 @@ class ParamCount:
             "roles": dict(self.roles),
             "matmul": self.matmul,
             "per_layer": {k: dict(v) for k, v in self.per_layer.items()},
+            "kinds": {s: {k: dict(v) for k, v in kinds.items()} for s, kinds in self.kinds.items()},
         }
 
 
@@ -89,31 +92,36 @@ def matmul_params(parts: list[Part]) -> int:
     for part in parts:
         for entry in part.entries:
             if isinstance(entry, Linear):
-                per_copy = entry.n_in * entry.n_out * (entry.tied is None) + entry.n_out * entry.bias
-                total += part.copies * entry.per_row * per_copy  # of experts, those a token uses
+                total += part.copies * entry.per_row * entry.per_copy  # of experts, those a token uses
                 if entry.tied is not None:
                     tied.add(entry.tied)
     return total + sum(by_path[path].params() for path in tied)
 
 
-def count_params(spec: ModelSpec) -> ParamCount:
-    """Exact parameter count of `spec`, by component, role and layer."""
-    check_args("count_params", spec=spec)
-    parts = describe(spec)
+def count_params(spec: ModelSpec, mtp: bool = False) -> ParamCount:
+    """Exact parameter count of `spec`, by component, role and layer kind; with `mtp`, the
+    multi-token-prediction modules too (component 'mtp'; transformers does not build them)."""
+    check_args("count_params", spec=spec, mtp=mtp)
+    parts = describe(spec, mtp=mtp)
     components = dict.fromkeys(COMPONENTS, 0)
     roles = dict.fromkeys(ROLES, 0)
-    per_layer = {s.name: dict.fromkeys(("attention", "cross_attention", "mlp", "norm"), 0) for s in stack_shapes(spec)}
+    kinds: dict[str, dict[str, dict[str, int]]] = {s.name: {} for s in stack_shapes(spec)}
     inactive = 0
     for part in parts:
         n = part.params()
         components[part.component] += part.copies * n
         roles[part.role] += part.copies * n
         inactive += part.copies * part.inactive()
-        if part.layered and part.start == 0:  # the first layer of each stack
-            layer = per_layer[part.stack.name]
+        if part.layered and part.component != "mtp":
+            layer = kinds[part.stack.name].setdefault(part.kind, {"layers": part.repeat})
             layer[part.component] = layer.get(part.component, 0) + n
+    for stack in kinds.values():
+        for layer in stack.values():
+            layer["total"] = sum(v for k, v in layer.items() if k != "layers")
+    # the layer most of each stack has (DeepSeek-V3: an MoE layer, not its 3 dense ones)
+    per_layer = {s: dict(max(ks.values(), key=lambda k: k["layers"])) for s, ks in kinds.items() if ks}
     for layer in per_layer.values():
-        layer["total"] = sum(layer.values())
+        layer.pop("layers")
     total = sum(components.values())
     return ParamCount(
         name=spec.name,
@@ -125,4 +133,5 @@ def count_params(spec: ModelSpec) -> ParamCount:
         active=total - inactive,  # less the routed experts a token does not use
         roles=roles,
         matmul=matmul_params(parts),
+        kinds=kinds,
     )

@@ -8,19 +8,32 @@ spec from the fields that were given plus the changes, so derived defaults follo
 
 from __future__ import annotations
 
+import re
+from functools import cached_property
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 Norm = Literal["layernorm", "rmsnorm"]
-NormPosition = Literal["pre", "post", "sandwich"]
-Activation = Literal["relu", "gelu", "silu", "swiglu", "geglu"]
+NormAffine = Literal["weight_bias", "weight", "none"]
+NormPosition = Literal["pre", "post", "sandwich", "post_sublayer"]
+Activation = Literal["relu", "gelu", "silu", "swiglu", "geglu", "relu2", "clamped_swiglu"]
+QKNorm = Literal["head", "full", "l2"]
 Kind = Literal["decoder-only", "encoder-only", "encoder-decoder"]
 
 EmbeddingScale = Literal["none", "sqrt_d_model"]
 Init = Literal["gpt2", "xavier"]
 
-GATED_ACTIVATIONS = frozenset({"swiglu", "geglu"})
+GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "clamped_swiglu"})
+NORM_AFFINE = {"layernorm": "weight_bias", "rmsnorm": "weight"}  # each norm's default parameters
 NORM_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}  # GPT-2 and nn.Transformer; LLaMA 1
 
 
@@ -138,7 +151,11 @@ class StandardAttention(_Member):
     """Multi-head attention over Q, K, V projections (grouped-query by n_kv_heads)."""
 
     kind: Literal["standard"] = "standard"
-    qk_norm: bool = Field(False, description="a norm over d_head on queries and keys, shared by the heads")
+    qk_norm: bool | QKNorm = Field(
+        False,
+        description='a norm on queries and keys: true or "head" (over d_head, shared by the heads; Qwen3), "full" '
+        '(over all heads at once; OLMo 2), "l2" (weightless L2 norm over d_head; Llama 4)',
+    )
     scale: float | None = Field(
         None, gt=0, strict=False, description="score scale; default 1/sqrt(d_head) (T5, GPT-Neo: 1)"
     )
@@ -148,6 +165,16 @@ class StandardAttention(_Member):
     sliding_window: int | None = Field(None, ge=1, description="keys within this many positions (Mistral: 4096)")
     sliding_layers: Literal["all", "even", "odd"] = Field(
         "all", description="layers that use the window: all, even (Gemma 2: 0, 2, ...) or odd (GPT-Neo)"
+    )
+    chunk: int | None = Field(
+        None, ge=1, description="chunked attention: keys in the query's own chunk of this many positions (Llama 4)"
+    )
+    sinks: bool = Field(False, description="one learned sink logit per head, joining the softmax (gpt-oss)")
+    gate: bool = Field(
+        False, description="the query projection also emits a sigmoid gate on each head's output (Qwen3-Next)"
+    )
+    shared_kv: bool = Field(
+        False, description="keys serve as values: no value projection (Gemma 4's global layers; needs d_value = d_head)"
     )
 
 
@@ -162,7 +189,61 @@ class LatentAttention(_Member):
     rope_dims: int = Field(ge=2, description="rotary width per head, shared by the keys")
 
 
-Attention = _union(StandardAttention, LatentAttention)
+class MambaMixer(_Member):
+    """Mamba's selective state-space mixer (Gu and Dao 2023; Jamba): in-projection to 2 * d_inner,
+    a depthwise causal conv1d, x -> (dt, B, C) and dt -> d_inner projections, A_log and D, an
+    out-projection; Jamba adds RMSNorms on dt, B and C."""
+
+    kind: Literal["mamba"] = "mamba"
+    d_inner: int = Field(ge=1, description="inner width (expand * d_model)")
+    d_state: int = Field(16, ge=1, description="state size per channel (N)")
+    d_conv: int = Field(4, ge=1, description="conv1d kernel width")
+    dt_rank: int = Field(ge=1, description="width of the dt projection's input")
+    conv_bias: bool = Field(True, description="a bias on the conv1d")
+    bias: bool = Field(False, description="biases on the in- and out-projections")
+    dt_norms: bool = Field(False, description="RMSNorms on dt, B and C (Jamba)")
+
+
+class Mamba2Mixer(_Member):
+    """Mamba-2's state-space duality mixer (Dao and Gu 2024; Mamba-Codestral, Nemotron-H): one
+    in-projection to (z, x, B, C, dt), a depthwise causal conv1d over (x, B, C), per-head A_log, D
+    and dt_bias, a gated RMSNorm over d_inner (heads * head_dim), an out-projection."""
+
+    kind: Literal["mamba2"] = "mamba2"
+    heads: int = Field(ge=1, description="SSM heads")
+    head_dim: int = Field(ge=1, description="channels per head (d_inner = heads * head_dim)")
+    d_state: int = Field(128, ge=1, description="state size (N)")
+    groups: int = Field(1, ge=1, description="groups sharing B and C")
+    d_conv: int = Field(4, ge=1, description="conv1d kernel width")
+    conv_bias: bool = Field(True, description="a bias on the conv1d")
+    bias: bool = Field(False, description="biases on the in- and out-projections")
+    norm_groups: int = Field(
+        1, ge=1, description="groups of the gated RMSNorm (transformers' Mamba2: 1; Nemotron-H: groups)"
+    )
+
+
+class GatedDeltaNet(_Member):
+    """Gated DeltaNet linear attention (Yang et al. 2025; Qwen3-Next, Qwen3.5): projections to
+    q, k (key_heads x d_key), v and the output gate z (value_heads x d_value_head), the decay and
+    step inputs a, b (value_heads each), a depthwise causal conv1d over q, k, v, A_log and dt_bias,
+    a gated RMSNorm over each value head, an out-projection."""
+
+    kind: Literal["gated_deltanet"] = "gated_deltanet"
+    key_heads: int = Field(ge=1, description="query/key heads")
+    value_heads: int = Field(ge=1, description="value heads (a multiple of key_heads)")
+    d_key: int = Field(ge=1, description="per-head query/key width")
+    d_value_head: int = Field(ge=1, description="per-head value width")
+    d_conv: int = Field(4, ge=1, description="conv1d kernel width")
+
+
+class NoMixer(_Member):
+    """No token mixer: the layer is its MLP alone (Nemotron-H's MLP layers)."""
+
+    kind: Literal["none"] = "none"
+
+
+Attention = _union(StandardAttention, LatentAttention, MambaMixer, Mamba2Mixer, GatedDeltaNet, NoMixer)
+MIXERS = ("mamba", "mamba2", "gated_deltanet")  # recurrent mixers: a constant state per sequence
 
 
 class DenseMLP(_Member):
@@ -182,9 +263,24 @@ class MoEMLP(_Member):
     router_bias: bool = Field(False, description="a bias on the router")
     normalize: bool = Field(True, description="renormalise the top-k routing weights to sum to 1")
     dense_layers: int = Field(0, ge=0, description="leading layers with a dense MLP of d_ff (DeepSeek: 1 or 3)")
+    scoring: Literal["softmax", "sigmoid"] = Field(
+        "softmax", description="router scores: softmax over the experts, or a sigmoid per expert (DeepSeek-V3)"
+    )
+    correction_bias: bool = Field(
+        False, description="a learned per-expert bias added to the scores for choosing experts (ERNIE 4.5)"
+    )
+    routed_scale: float = Field(
+        1.0, gt=0, strict=False, description="routed experts' output multiplied by this (DeepSeek-V3: 2.5)"
+    )
 
 
-MLP = _union(DenseMLP, MoEMLP)
+class NoMLP(_Member):
+    """No MLP: the layer is its mixer alone (Nemotron-H, Mamba-2 stacks)."""
+
+    kind: Literal["none"] = "none"
+
+
+MLP = _union(DenseMLP, MoEMLP, NoMLP)
 
 
 class Embedding(_Table):
@@ -230,11 +326,74 @@ SUBTABLES: dict[str, dict[str, type[_Member]]] = {
     "position": {m.model_fields["kind"].default: m for m in (LearnedPosition, SinusoidalPosition, RotaryPosition,
                                                              AlibiPosition, RelativePosition, NoPosition)},
     "block": {"sequential": SequentialBlock, "parallel": ParallelBlock},
-    "attention": {"standard": StandardAttention, "latent": LatentAttention},
-    "mlp": {"dense": DenseMLP, "moe": MoEMLP},
+    "attention": {"standard": StandardAttention, "latent": LatentAttention, "mamba": MambaMixer,
+                  "mamba2": Mamba2Mixer, "gated_deltanet": GatedDeltaNet, "none": NoMixer},
+    "mlp": {"dense": DenseMLP, "moe": MoEMLP, "none": NoMLP},
     "head": {"lm": LMHead, "mlm": MLMHead, "none": NoHead},
 }  # fmt: skip
-TABLES: dict[str, type[_Table]] = {"bias": Biases, "embedding": Embedding}
+
+
+# -- layer kinds (heterogeneous stacks)
+
+KIND_FIELDS = ("attention", "mlp", "position", "n_heads", "n_kv_heads", "d_head", "d_value", "d_ff")
+Override = Annotated[str | dict[str, Any], Field(description="a kind name, or a table of the fields to change")]
+
+
+class LayerKind(_Table):
+    """One kind of layer: the parts of the model's defaults it changes. A table overrides only the
+    fields it names (`attention = {sliding_window = 512}` keeps the model's other attention fields);
+    naming another kind (`attention = "mamba2"` or `{kind = "mamba2", ...}`) starts from that kind's
+    defaults. Everything else comes from the model."""
+
+    attention: Override | None = Field(
+        None, description="the token mixer: attention (its options) or a recurrent mixer"
+    )
+    mlp: Override | None = Field(None, description="the MLP: dense, moe (its options) or none")
+    position: Override | None = Field(
+        None, description='rotary options of this kind (`{base = 1e6}`), or "none" for a layer without rotary (NoPE)'
+    )
+    n_heads: int | None = Field(None, ge=1, description="query heads of this kind")
+    n_kv_heads: int | None = Field(None, ge=1, description="key/value heads of this kind")
+    d_head: int | None = Field(None, ge=1, description="per-head query/key width of this kind")
+    d_value: int | None = Field(None, ge=1, description="per-head value width of this kind")
+    d_ff: int | None = Field(None, ge=1, description="MLP hidden width of this kind")
+
+
+class Layers(_Table):
+    """Which kind each layer of a stack has: the `prefix` kinds for its first layers, then `pattern`
+    repeated over the rest (cut short at the stack's end). A pattern as long as the stack is an
+    explicit per-layer list."""
+
+    prefix: list[str] = Field(default_factory=list, description="kinds of the first layers, in order")
+    pattern: list[str] = Field(min_length=1, description="kinds repeated over the remaining layers")
+
+
+class MTP(_Table):
+    """Multi-token-prediction modules (DeepSeek-V3, GLM-4.5): each projects [norm(h); norm(embed)] from
+    2 * d_model to d_model and runs one more block of the `kind` (default: the last layer's), with a
+    final norm and, in released checkpoints, its own copies of the token table and output head.
+    Counted only when asked: transformers does not build them."""
+
+    modules: int = Field(1, ge=1, description="prediction modules (num_nextn_predict_layers)")
+    kind: str | None = Field(None, description="the layer kind of each module's block (default: the last layer's)")
+    own_tables: bool = Field(True, description="each module stores its own token table and output head")
+
+
+TABLES: dict[str, type[_Table]] = {"bias": Biases, "embedding": Embedding, "layers": Layers, "mtp": MTP}
+
+
+def _names(names) -> str:
+    return f" ({', '.join(names)})" if names else " (none are defined)"
+
+
+def _merged(base: Any, override: str | dict[str, Any]) -> dict[str, Any]:
+    """A sub-table with a kind's changes: `override` names fields to change, or another kind to start
+    from (its defaults); `base` is the model's member."""
+    table = _shorthand(override)
+    fields = {f: getattr(base, f) for f in type(base).model_fields} if isinstance(base, _Member) else _shorthand(base)
+    if "kind" in table and table["kind"] != fields.get("kind"):
+        return dict(table)
+    return {**fields, **table}
 
 
 def _quotient(data: dict[str, Any], num: str, den: str) -> int:
@@ -286,14 +445,26 @@ class ModelSpec(BaseModel):
     max_positions: int = Field(ge=1, description="context length: rows of a learned position table")
     position: Position = Field(default_factory=LearnedPosition.model_construct, description="position information")
     norm: Norm = Field("layernorm", description="LayerNorm (weight and bias) or RMSNorm (weight)")
+    norm_affine: NormAffine = Field(
+        default_factory=lambda data: NORM_AFFINE.get(data.get("norm", "layernorm"), "weight_bias"),
+        description="the parameters of every norm: weight_bias, weight (LayerNorm without bias: Cohere, OLMo 2, "
+        "ModernBERT) or none (OLMo 1); default weight_bias for layernorm, weight for rmsnorm",
+    )
     norm_position: NormPosition = Field(
-        "pre", description="pre: x + f(N(x)); post: N(x + f(x)); sandwich: x + N2(f(N1(x))) (Gemma 2)"
+        "pre",
+        description="pre: x + f(N(x)); post: N(x + f(x)); sandwich: x + N2(f(N1(x))) (Gemma 2); "
+        "post_sublayer: x + N(f(x)) (OLMo 2)",
     )
     final_norm: bool = Field(
         default_factory=lambda data: data.get("norm_position", "pre") != "post",
         description="a norm after the last block of each stack; default true for pre and sandwich, false for post",
     )
-    activation: Activation = Field("gelu", description="MLP activation; swiglu/geglu are gated")
+    activation: Activation = Field(
+        "gelu",
+        description="MLP activation; swiglu, geglu and clamped_swiglu are gated; relu2 is squared ReLU (Nemotron-H); "
+        "clamped_swiglu is gpt-oss's (up + 1) * gate * sigmoid(1.702 gate), both clamped to swiglu_limit",
+    )
+    swiglu_limit: float = Field(7.0, gt=0, strict=False, description="the clamp of clamped_swiglu (gpt-oss: 7)")
     bias: bool | Biases = Field(
         True, description="biases on attention and MLP linear layers: true, false, or a table {qkv, out, mlp}"
     )
@@ -331,13 +502,25 @@ class ModelSpec(BaseModel):
         strict=False,  # an integer epsilon (1) is a number too
         description="epsilon of every norm; default 1e-5 for layernorm, 1e-6 for rmsnorm (LLaMA 2/3 use 1e-5)",
     )
-    embedding_scale: EmbeddingScale = Field(
+    embedding_scale: EmbeddingScale | float = Field(
         default_factory=lambda data: (
             "sqrt_d_model" if data.get("encoder_layers") and data.get("decoder_layers") else "none"
         ),
-        description="token embeddings multiplied by sqrt(d_model) (Vaswani et al. 2017, 3.4; Gemma); "
-        "default sqrt_d_model for an encoder-decoder, none otherwise",
+        description="token embeddings multiplied by sqrt(d_model) (Vaswani et al. 2017, 3.4; Gemma) or by a number "
+        "(Granite's embedding_multiplier); default sqrt_d_model for an encoder-decoder, none otherwise",
     )
+    residual_scale: float = Field(
+        1.0,
+        gt=0,
+        strict=False,
+        description="each sub-layer's output multiplied by this before its residual add "
+        "(Granite's residual_multiplier)",
+    )
+    kinds: dict[str, LayerKind] = Field(
+        default_factory=dict, description="named layer kinds, each changing parts of the defaults above"
+    )
+    layers: Layers | None = Field(None, description="the kind of each layer: a prefix, then a repeating pattern")
+    mtp: MTP | None = Field(None, description="multi-token-prediction modules (counted only when asked)")
     init: Init = Field(
         default_factory=lambda data: "xavier" if data.get("encoder_layers") and data.get("decoder_layers") else "gpt2",
         description="initialisation of the reference model: gpt2 (N(0, 0.02), scaled residual projections) or "
@@ -411,7 +594,122 @@ class ModelSpec(BaseModel):
             raise ValueError("head kind 'mlm' decodes with the token table: it needs tie_embeddings=true")
         if self.share_layers and self.mlp.kind == "moe" and self.mlp.dense_layers:
             raise ValueError("share_layers=true needs every layer alike; mlp.dense_layers makes them differ")
+        self._check_features(given)
+        self._check_kinds()
         return self
+
+    def _check_features(self, given: set[str]) -> None:
+        """The block features of 2025-2026 models, each against the fields it needs."""
+        if self.norm == "rmsnorm" and self.norm_affine == "weight_bias":
+            raise ValueError("norm_affine='weight_bias' needs norm='layernorm'; RMSNorm has no bias")
+        if "swiglu_limit" in given and self.activation != "clamped_swiglu":
+            raise ValueError(f"swiglu_limit is the clamp of activation='clamped_swiglu', not of {self.activation!r}")
+        if self.norm_position == "post_sublayer" and self.block.kind == "parallel":
+            raise ValueError("norm_position='post_sublayer' is for sequential blocks, not block kind 'parallel'")
+        a = self.attention
+        if a.kind == "standard":
+            if a.shared_kv and self.d_value != self.d_head:
+                raise ValueError(
+                    f"attention.shared_kv=true needs d_value = d_head, got {self.d_value} and {self.d_head}"
+                )
+            if a.chunk and a.sliding_window:
+                raise ValueError("attention.chunk and attention.sliding_window exclude each other; set one of them")
+        elif a.kind in MIXERS or a.kind == "none":
+            if self.encoder_layers:
+                raise ValueError(f"attention kind {a.kind!r} is for decoder layers; set encoder_layers=0")
+            if a.kind == "gated_deltanet" and a.value_heads % a.key_heads:
+                raise ValueError(
+                    f"attention.value_heads={a.value_heads} is not a multiple of attention.key_heads={a.key_heads}"
+                )
+            if a.kind == "mamba2":
+                if a.heads % a.groups:
+                    raise ValueError(f"attention.groups={a.groups} does not divide attention.heads={a.heads}")
+                if (a.heads * a.head_dim) % a.norm_groups:
+                    raise ValueError(
+                        f"attention.norm_groups={a.norm_groups} does not divide d_inner = heads x head_dim = "
+                        f"{a.heads * a.head_dim}"
+                    )
+        if a.kind == "none" and self.mlp.kind == "none":
+            raise ValueError("a layer with attention='none' and mlp='none' does nothing; give it one of them")
+        if self.mtp is not None and self.kind != "decoder-only":
+            raise ValueError("mtp (multi-token prediction) is a decoder-only feature; set encoder_layers=0")
+        if self.mtp is not None and self.mtp.kind is not None and self.mtp.kind not in self.kinds:
+            raise ValueError(f"mtp.kind={self.mtp.kind!r} is not one of the kinds{_names(self.kinds)}")
+
+    def _check_kinds(self) -> None:
+        """Layer kinds and the pattern that places them; every kind is validated as the spec it makes."""
+        if not self.kinds and self.layers is None:
+            return
+        if self.layers is None:
+            raise ValueError("kinds are placed by [layers]: give layers.pattern (and layers.prefix) with their names")
+        unknown = [k for k in (*self.layers.prefix, *self.layers.pattern) if k not in self.kinds]
+        if unknown:
+            raise ValueError(f"layers names kind {unknown[0]!r}, which is not one of the kinds{_names(self.kinds)}")
+        used = {*self.layers.prefix, *self.layers.pattern}
+        unused = [k for k in self.kinds if k not in used]
+        if unused:
+            raise ValueError(f"kinds.{unused[0]} is never used: layers.prefix and layers.pattern do not name it")
+        for stack, depth in (("encoder_layers", self.encoder_layers), ("decoder_layers", self.decoder_layers)):
+            fit = len(self.layers.prefix) + len(self.layers.pattern)
+            if depth and fit > depth:
+                raise ValueError(
+                    f"layers.prefix and layers.pattern name {fit} layers, more than {stack}={depth}; the pattern "
+                    "repeats over the stack and must fit in it"
+                )
+        if (
+            self.attention.kind == "standard"
+            and self.attention.sliding_window
+            and self.attention.sliding_layers != "all"
+        ):
+            raise ValueError(
+                "attention.sliding_layers places windows by parity; with [layers], give the window to a kind"
+            )
+        if self.mlp.kind == "moe" and self.mlp.dense_layers:
+            raise ValueError("mlp.dense_layers places dense layers first; with [layers], give them a kind of their own")
+        if self.share_layers and len(self.kinds) > 1:
+            raise ValueError("share_layers=true needs every layer alike; [layers] gives them different kinds")
+        for name, kind in self.kinds.items():
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
+                raise ValueError(f"kind name {name!r} must be lowercase letters, digits, '_' or '-'")
+            try:
+                spec = type(self).model_validate(self._kind_data(name))
+            except ValidationError as err:
+                first = err.errors()[0]
+                where = ".".join(str(x) for x in first["loc"] if not str(x).startswith(("function-", "tagged-")))
+                msg = first["msg"].removeprefix("Value error, ")
+                raise ValueError(f"kinds.{name}: {where + ': ' if where else ''}{msg}") from None
+            if kind.position is not None and spec.position.kind not in ("rotary", "none"):
+                raise ValueError(
+                    f"kinds.{name}.position: a kind may set rotary options or 'none', not {spec.position.kind!r}"
+                )
+            if kind.position is not None and self.position.kind not in ("rotary", "none"):
+                raise ValueError(
+                    f"kinds.{name}.position: the model's {self.position.kind!r} positions are added to the embeddings "
+                    "for every layer; a kind can change rotary positions only"
+                )
+
+    def _kind_data(self, name: str) -> dict[str, Any]:
+        """The fields of the spec that layers of kind `name` see: the model's, with the kind's changes."""
+        data: dict[str, Any] = {
+            k: getattr(self, k) for k in self.model_fields_set if k not in ("kinds", "layers", "mtp")
+        }
+        kind = self.kinds[name]
+        for f in KIND_FIELDS:
+            value = getattr(kind, f)
+            if value is None:
+                continue
+            data[f] = _merged(getattr(self, f), value) if f in SUBTABLES else value
+        return data
+
+    @cached_property
+    def _kind_specs(self) -> dict[str, ModelSpec]:
+        # valid by construction: _check_kinds validated each kind's data with the spec (or, for the
+        # trusted presets, the tests did)
+        return {name: type(self).construct_trusted(self._kind_data(name)) for name in self.kinds}
+
+    def kind_spec(self, name: str) -> ModelSpec:
+        """The spec that layers of kind `name` see (the model's fields with the kind's changes)."""
+        return self._kind_specs[name]
 
     # ---- derived views (never stored twice) ----
 

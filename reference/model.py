@@ -309,14 +309,16 @@ class SelfAttention(AttentionCore):
         v = v.view(B, T, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, T, dv)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        start = cache["k"].shape[-2] if cache is not None and "k" in cache else 0
+        start = cache.get("seen", 0) if cache is not None else 0
         if isinstance(position, Rotary):
             q, k = position(q, start), position(k, start)
         if cache is not None:
             if "k" in cache:
-                k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, start + T, dk)
+                k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, held + T, dk)
                 v = torch.cat((cache["v"], v), dim=-2)
-            cache["k"], cache["v"] = k, v
+            # a window of w keys needs only the w - 1 before the next query (as transformers' cache keeps)
+            keep = k.shape[-2] if not self.window else min(k.shape[-2], self.window - 1)
+            cache["k"], cache["v"], cache["seen"] = k[..., -keep:, :], v[..., -keep:, :], start + T
         y = self.core(q, k, v, self.causal, start, self.scale, bias, self.window, self.softcap, self.nkv != self.nh)
         return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
 
@@ -794,7 +796,7 @@ class Transformer(nn.Module):
             raise TypeError(
                 f"cache must come from this model's new_cache(): a list of {n} {{'self': {{}}, 'cross': {{}}}}"
             )
-        held = [t for part in cache[0].values() for t in part.values()]
+        held = [t for part in cache[0].values() for k, t in part.items() if k != "seen"]
         if held and (not isinstance(held[0], torch.Tensor) or held[0].shape[0] != batch):
             raise ValueError(f"the cache holds a batch of {held[0].shape[0]} sequences, the input {batch}")
 
@@ -868,13 +870,14 @@ class Transformer(nn.Module):
 
 
 def cache_length(cache: list[dict]) -> int:
-    """Positions already held by a cache."""
+    """Positions a cache has seen (a windowed layer holds fewer)."""
     first = cache[0]["self"] if cache else {}
     if "latent" in first:
         return first["latent"].shape[1]
-    return first["k"].shape[-2] if "k" in first else 0
+    return first.get("seen", 0)
 
 
 def cache_bytes(cache: list[dict]) -> int:
-    """Bytes held by the keys and values of a cache, self- and cross-attention."""
-    return sum(t.numel() * t.element_size() for layer in cache for part in layer.values() for t in part.values())
+    """Bytes held by the tensors of a cache (keys and values, self- and cross-attention)."""
+    return sum(t.numel() * t.element_size() for layer in cache for part in layer.values() for t in part.values()
+               if isinstance(t, torch.Tensor))  # fmt: skip

@@ -149,8 +149,8 @@ def test_verify_exits_1_and_names_the_tensor_and_component_on_a_mismatch(run_cli
 
     real = blocks.mlp_part
 
-    def down_without_bias(spec, stack):
-        part = real(spec, stack)
+    def down_without_bias(spec, stack, layer):
+        part = real(spec, stack, layer)
         entries = tuple(e._replace(bias=False) if e.name == "down" else e for e in part.entries)
         return part._replace(entries=entries)
 

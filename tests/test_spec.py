@@ -112,7 +112,15 @@ def test_missing_file():
 def test_schema_lists_every_field_with_enums():
     schema = ModelSpec.model_json_schema()
     assert list(schema["properties"]) == list(ModelSpec.model_fields)
-    assert schema["properties"]["activation"]["enum"] == ["relu", "gelu", "silu", "swiglu", "geglu"]
+    assert schema["properties"]["activation"]["enum"] == [
+        "relu",
+        "gelu",
+        "silu",
+        "swiglu",
+        "geglu",
+        "relu2",
+        "clamped_swiglu",
+    ]
     assert schema["additionalProperties"] is False
 
 

@@ -1,0 +1,185 @@
+"""The per-layer view: which kind each layer of a stack has, resolved once from the spec.
+
+A spec places its layer kinds with ``[layers]`` (a prefix, then a repeating pattern); the older
+fields are cases of the same view: ``attention.sliding_layers`` (even or odd layers windowed) gives
+the kinds ``sliding`` and ``full``, ``mlp.dense_layers`` the kinds ``dense`` (a prefix) and ``moe``;
+a spec with neither has one kind, ``layer``. Everything that depends on a layer's kind — the
+description (archspec.blocks), hence parameters, FLOPs, memory, and the reference model — reads
+this view, never the fields above.
+
+A ``LayerGroup`` is one kind with the spec its layers see and where they are. Its ``count`` and
+``first`` cost as much for 10^6 layers as for 10 (they are counted over the pattern, not the
+stack); only ``indices`` walks the layers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from archspec.spec import DenseMLP, ModelSpec
+
+SINGLE = "layer"  # the one kind of a stack of identical layers
+
+
+class Placement(NamedTuple):
+    """Layer i of a `depth`-layer stack has kind runs[...] for the first layers (a run-length list
+    of (kind, layers)), then pattern[(i - len(prefix)) % len(pattern)]."""
+
+    runs: tuple[tuple[str, int], ...]
+    pattern: tuple[str, ...]
+    depth: int
+
+    @property
+    def prefix_len(self) -> int:
+        return min(sum(n for _, n in self.runs), self.depth)
+
+    def kind_at(self, i: int) -> str:
+        at = 0
+        for kind, n in self.runs:
+            if i < at + n:
+                return kind
+            at += n
+        return self.pattern[(i - at) % len(self.pattern)]
+
+    def count(self, kind: str) -> int:
+        """Layers of `kind`, counted over the runs and the pattern (not layer by layer)."""
+        left, out = self.depth, 0
+        for k, n in self.runs:
+            out += min(n, left) * (k == kind)
+            left -= min(n, left)
+        full, rest = divmod(left, len(self.pattern))
+        out += full * self.pattern.count(kind) + self.pattern[:rest].count(kind)
+        return out
+
+    def first(self, kind: str) -> int:
+        at = 0
+        for k, n in self.runs:
+            if k == kind:
+                return at
+            at += n
+        return at + self.pattern.index(kind)
+
+    def kinds(self) -> list[str]:
+        """Distinct kinds present in the stack, in order of their first layer."""
+        seen = dict.fromkeys(k for k, _ in self.runs)
+        seen.update(dict.fromkeys(self.pattern[: max(self.depth - self.prefix_len, 0)]))
+        present = [k for k in seen if self.count(k)]
+        return sorted(present, key=self.first)
+
+    def indices(self, kind: str) -> Iterator[int]:
+        """Every layer of `kind`, in order (walks the layers of that kind only)."""
+        at = 0
+        for k, n in self.runs:
+            if k == kind:
+                yield from range(at, min(at + n, self.depth))
+            at += n
+        period = len(self.pattern)
+        offsets = [j for j, k in enumerate(self.pattern) if k == kind]
+        base = at
+        while offsets and base < self.depth:
+            for j in offsets:
+                if base + j >= self.depth:
+                    return
+                yield base + j
+            base += period
+
+
+class LayerGroup(NamedTuple):
+    """The layers of one kind in one stack: the kind's name, the spec they see, where they are."""
+
+    kind: str
+    spec: ModelSpec
+    placement: Placement
+
+    @property
+    def count(self) -> int:
+        return self.placement.count(self.kind)
+
+    @property
+    def first(self) -> int:
+        return self.placement.first(self.kind)
+
+    def indices(self) -> Iterator[int]:
+        return self.placement.indices(self.kind)
+
+
+def _runs(names: list[str] | tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    out: list[tuple[str, int]] = []
+    for k in names:
+        if out and out[-1][0] == k:
+            out[-1] = (k, out[-1][1] + 1)
+        else:
+            out.append((k, 1))
+    return tuple(out)
+
+
+def _legacy(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec]]:
+    """The older fields as kinds: even/odd sliding windows ('sliding', 'full'), leading dense layers
+    before the experts ('dense', 'moe'); both at once give kinds such as 'dense-sliding'."""
+    att, mlp = spec.attention, spec.mlp
+    windows = att.kind == "standard" and bool(att.sliding_window) and att.sliding_layers != "all"
+    dense = mlp.dense_layers if mlp.kind == "moe" else 0
+    if not windows and not dense:
+        return Placement((), (SINGLE,), depth), {SINGLE: spec}
+
+    def name(i: int) -> str:
+        labels = []
+        if dense:
+            labels.append("dense" if i < dense else "moe")
+        if windows:
+            labels.append("sliding" if (i % 2 == 0) == (att.sliding_layers == "even") else "full")
+        return "-".join(labels)
+
+    def spec_of(kind: str) -> ModelSpec:
+        update = {}
+        if windows:
+            update["attention"] = att.model_copy(update={"sliding_layers": "all"} if kind.endswith("sliding") else
+                                                 {"sliding_window": None, "sliding_layers": "all"})  # fmt: skip
+        if dense:
+            update["mlp"] = DenseMLP.model_construct() if kind.startswith("dense") else mlp.model_copy(
+                update={"dense_layers": 0})  # fmt: skip
+        return spec.model_copy(update=update)
+
+    prefix = _runs([name(i) for i in range(min(dense, depth))])
+    unit = tuple(name(dense + j) for j in range(2 if windows else 1))
+    where = Placement(prefix, unit, depth)
+    return where, {k: spec_of(k) for k in {*(k for k, _ in prefix), *unit}}
+
+
+def placement(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec]]:
+    """Where each kind sits in a stack of `depth` layers, and the spec of each kind."""
+    if spec.layers is None:
+        return _legacy(spec, depth)
+    specs = {name: spec.kind_spec(name) for name in spec.kinds}
+    return Placement(_runs(spec.layers.prefix), tuple(spec.layers.pattern), depth), specs
+
+
+def layer_groups(spec: ModelSpec, depth: int) -> list[LayerGroup]:
+    """The distinct kinds of a `depth`-layer stack, each once, in order of their first layer."""
+    where, specs = placement(spec, depth)
+    return [LayerGroup(k, specs[k], where) for k in where.kinds()]
+
+
+def layer_kinds(spec: ModelSpec, depth: int) -> list[tuple[str, ModelSpec]]:
+    """Layer by layer: (kind, the spec that layer sees). Walks the stack: for building, not counting."""
+    where, specs = placement(spec, depth)
+    return [(k, specs[k]) for k in map(where.kind_at, range(depth))]
+
+
+def compact(kinds: list[str]) -> tuple[list[str], list[str]]:
+    """A per-layer list of kinds written as a prefix and the shortest unit that repeats over the rest
+    (cut short at the end), the prefix as short as it can be: Gemma 3's 62 layers are
+    ([], [local x 5, global]); DeepSeek-V3's are ([dense x 3], [moe])."""
+    n = len(kinds)
+    best: tuple[list[str], list[str]] = ([], list(kinds))
+    for start in range(n):
+        rest = kinds[start:]
+        for period in range(1, len(rest) + 1):
+            if all(rest[i] == rest[i % period] for i in range(len(rest))):
+                if start + period < len(best[0]) + len(best[1]):
+                    best = (list(kinds[:start]), list(rest[:period]))
+                break
+        if start >= len(best[0]) + len(best[1]):
+            break
+    return best
