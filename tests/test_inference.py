@@ -74,7 +74,7 @@ def test_max_batch_is_zero_when_the_weights_alone_do_not_fit(run_cli):
     assert e.weights_bytes == 2 * archspec.count_params(archspec.preset("gpt3-175b")).total > H100_CAPACITY
     assert e.max_batch == 0 and not e.fits
     code, out, _ = run_cli("inference", "gpt3-175b", "--gpu", "h100", "-p", "100", "-g", "10")
-    assert code == 0 and "the weights alone do not fit" in out
+    assert code == 1 and "the weights alone do not fit" in out  # a plan that does not fit is a finding
 
 
 def test_fits_compares_weights_and_cache_with_capacity():

@@ -100,8 +100,14 @@ def test_zero_stages_divide_what_they_divide(stage, divided):
     assert got == {k: (per[k] * shard if k in divided else v) for k, v in full.items()}
 
 
-def test_int4_weights_are_half_a_byte():
-    assert estimate_memory(archspec.preset("gpt2"), dtype="int4").weights_bytes == 124_439_808 // 2
+def test_int4_weights_are_the_awq_layout_of_the_blocks_matrices():
+    # AWQ / GPTQ: per group of 128 weights 64 bytes of nibbles, an fp16 scale and a 4-bit zero (2.5 bytes);
+    # GPT-2's blocks' matrices (qkv, out, up, down) only, everything else stays bf16
+    d, L, total = 768, 12, 124_439_808
+    matrices = L * (d * 3 * d + d * d + 2 * d * 4 * d)
+    assert estimate_memory(archspec.preset("gpt2"), dtype="int4").inference_weights_bytes == (
+        matrices // 128 * (64 + 2.5) + (total - matrices) * 2
+    )
 
 
 def test_memory_json_keys(run_json):
