@@ -337,7 +337,7 @@ def nbytes(count: int | Fraction, per: Fraction) -> int:
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
     """All parameters stored in `dtype` (a quantised one as STORAGE says which tensors it holds)."""
     check_args("weights_bytes", spec=spec, dtype=dtype)
-    key = canonical_dtype(dtype)
+    key = canonical_format(dtype, "dtype")
     if not STORAGE[key].quantised:
         return nbytes(count_params(spec).total, dtype_bytes(key))
     return stored_weights_bytes(spec, key)
