@@ -71,3 +71,43 @@ def test_qlora_base_is_nf4_with_double_quantisation():
     nf4 = blocks * (32 + 1) + blocks // 256 * 4
     rest = (2 * V * d + (2 * L + 1) * d) * 2  # embeddings, head and norms in bf16
     assert m.lora["base_bytes"] == nf4 + rest
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--lora", "0"], "must be greater than 0"),
+        (["--lora", "8", "--lora-targets", "qkv"], "unknown LoRA target 'qkv'"),
+        (["--lora-targets", "q"], "--lora-targets needs --lora RANK"),
+        (["--weights", "q2_k"], "invalid choice: 'q2_k'"),
+        (["--experts", "mxfp4"], "gpt2 has no routed experts"),
+        (["--kv-dtype", "q4_k_m"], "invalid choice: 'q4_k_m'"),
+        (["--micro-batch", "0"], "must be greater than 0"),
+        (["--micro-batch", "4", "--batch", "8"], "give one of them"),
+        (["--micro-batch", "4", "--global-batch", "6"], "global_batch=6 is not a multiple of micro_batch=4"),
+        (["--global-batch", "1.5"], "a positive whole number"),
+        (["--max-micro-batch"], "--max-micro-batch needs --gpu"),
+        (["--offload", "gradients"], "invalid choice: 'gradients'"),
+    ],
+)
+def test_bad_fine_tuning_options_are_refused_by_name(run_cli, argv, message):
+    code, _, err = run_cli("memory", "gpt2", *argv)
+    assert code == 2 and message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_latent_attention_lora_is_refused():
+    from archspec.errors import SpecError
+
+    with pytest.raises(SpecError, match="latent attention is not modelled"):
+        lora_params(archspec.preset("deepseek-v3"), 8, "q")
+    assert lora_params(archspec.preset("deepseek-v3"), 8, "mlp")[0] > 0
+
+
+def test_memory_cli_reports_the_fine_tune(run_json):
+    (m,) = run_json("memory", "llama-2-7b", "--lora", "16", "--weights", "nf4", "--micro-batch", "2",
+                    "--global-batch", "32", "--gpu", "a100", "--max-micro-batch", "--offload", "optimizer")  # fmt: skip
+    assert m["trainable_params"] == lora_params(archspec.preset("llama-2-7b"), 16)[0]
+    assert (m["weights"], m["micro_batch"], m["accumulation_steps"], m["offload"]) == ("nf4", 2, 16, "optimizer")
+    assert m["host_bytes"] == m["optimizer_bytes"] > 0
+    assert m["inference_weights_bytes"] == stored_weights_bytes(archspec.preset("llama-2-7b"), "nf4")
+    assert m["max_micro_batch"] >= 2

@@ -229,4 +229,8 @@ def test_max_micro_batch_is_the_largest_that_fits():
     cap = 40 * 2**30
     b = max_micro_batch(spec, cap, seq_len=1024)
     assert b > 1
-    assert estimate_memory(spec, b, 1024).training_total_bytes <= cap < estimate_memory(spec, b + 1, 1024).training_total_bytes
+    assert (
+        estimate_memory(spec, b, 1024).training_total_bytes
+        <= cap
+        < estimate_memory(spec, b + 1, 1024).training_total_bytes
+    )
