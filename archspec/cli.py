@@ -1045,8 +1045,9 @@ def cmd_inference(args) -> int:
              f"weights {human_bytes(e.weights_bytes)} + KV cache {human_bytes(e.kv_cache_bytes)}: {verdict}"],
         ]  # fmt: skip
         if e.expected_experts is not None:
+            tokens = f"{e.batch} token{'s' if e.batch > 1 else ''}"
             rows.append(["routed experts read per MoE layer", f"{e.expected_experts:.3g}",
-                         f"of {spec.mlp.experts}, top-{spec.mlp.top_k}, {e.batch} tokens per step"])  # fmt: skip
+                         f"of {spec.mlp.experts}, top-{spec.mlp.top_k}, {tokens} per step"])  # fmt: skip
         degrees = f"tp {lay.tensor_parallel} x ep {lay.expert_parallel} x pp {lay.pipeline_parallel}"
         layout = "" if lay.devices == 1 else f"; {degrees} = {lay.devices} devices"
         lines = [

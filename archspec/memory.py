@@ -2,7 +2,8 @@
 
 Conventions:
 
-- Bytes per value: fp32 4, bf16 2, fp16 2, fp8 1, int8 1, int4 1/2 (rounded up per tensor set).
+- Bytes per value: fp32 4, bf16 2, fp16 2, fp8 1, int8 1; int4 and the other quantised storage
+  formats (STORAGE: nf4, mxfp4, GGUF kinds) with their block scales, on the tensors each holds.
 - Training in mixed precision (dtype bf16/fp16) with AdamW keeps 16 bytes per parameter — 2 for
   the weights, 2 for the gradients, 12 for the fp32 master copy and the two Adam moments
   (Rajbhandari et al. 2020, ZeRO, section 3.1). This is what is shown by default.
