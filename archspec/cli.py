@@ -542,37 +542,120 @@ def _memory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (with sequence parallelism)")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
     p.add_argument("--gpu", choices=list(ACCELERATORS), help="say whether the per-GPU total fits this accelerator")
+    _storage_args(p, "the inference figures' weights and a LoRA's frozen base (default: --dtype)")
+    p.add_argument(
+        "--lora",
+        type=positive_int,
+        metavar="RANK",
+        help="fine-tune rank-RANK LoRA adapters over a frozen base (QLoRA: with --weights nf4)",
+    )
+    p.add_argument(
+        "--lora-targets",
+        metavar="LIST",
+        default=None,
+        help="with --lora: attention, mlp, all (default) or projections q,k,v,o,gate,up,down, comma-separated",
+    )
+    p.add_argument("--micro-batch", type=positive_int, metavar="B", help="sequences per device per step (as --batch)")
+    p.add_argument(
+        "--global-batch",
+        type=positive_int,
+        metavar="G",
+        help="sequences per optimizer step: G / (B x data parallel) gradient accumulation steps",
+    )
+    p.add_argument(
+        "--max-micro-batch",
+        action="store_true",
+        help="with --gpu: the largest micro-batch whose training memory fits on it in this layout",
+    )
+    p.add_argument("--offload", choices=["optimizer"], help="optimizer: the optimizer states in host memory")
+
+
+def _storage_args(p: argparse.ArgumentParser, weights_help: str) -> None:
+    """--weights, --experts, --kv-dtype: storage formats from the one table (archspec.memory.STORAGE)."""
+    from archspec.memory import DTYPE_BYTES, STORAGE
+
+    p.add_argument(
+        "--weights",
+        type=_dtype_name,
+        choices=list(STORAGE),
+        metavar="DTYPE",
+        help=f"weight storage: {', '.join(STORAGE)} (bits per value with block scales: README); {weights_help}",
+    )
+    p.add_argument(
+        "--experts",
+        type=_dtype_name,
+        choices=list(STORAGE),
+        metavar="DTYPE",
+        help="storage of the routed experts alone (e.g. mxfp4, as gpt-oss ships them)",
+    )
+    p.add_argument("--kv-dtype", type=_dtype_name, choices=list(DTYPE_BYTES),
+                   help="KV cache (default: the weights' dtype, bf16 for a weight-only format)")  # fmt: skip
+
+
+def _memory_batch(args) -> int:
+    if args.micro_batch is not None and args.batch not in (1, args.micro_batch):
+        raise SpecError(f"--micro-batch {args.micro_batch} and --batch {args.batch}: give one of them")
+    if args.lora_targets is not None and args.lora is None:
+        raise SpecError("--lora-targets needs --lora RANK")
+    if args.max_micro_batch and not args.gpu:
+        raise SpecError("--max-micro-batch needs --gpu (the accelerator whose memory the micro-batch must fit)")
+    return args.micro_batch or args.batch
 
 
 def cmd_memory(args) -> int:
     from archspec.hardware import accelerator
-    from archspec.memory import estimate_memory, fits, parallel_layout
+    from archspec.memory import estimate_memory, fits, max_micro_batch, parallel_layout
     from archspec.render import exact, fixed, human_bytes, pct, table
 
     acc = accelerator(args.gpu) if args.gpu else None
+    batch = _memory_batch(args)
     objects, blocks = [], []
     for spec in _specs(args):
         lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
-        m = estimate_memory(spec, args.batch, args.seq_len, args.dtype, args.optimizer, args.recompute, args.src_len,
-                            args.fp32_grads, args.dropout and not args.no_dropout, lay.zero_stage, lay.data_parallel,
-                            lay.tensor_parallel, lay.pipeline_parallel, args.attention)  # fmt: skip
+        options = dict(seq_len=args.seq_len, dtype=args.dtype, optimizer=args.optimizer, recompute=args.recompute,
+                       src_len=args.src_len, fp32_grads=args.fp32_grads, dropout=args.dropout and not args.no_dropout,
+                       zero_stage=lay.zero_stage, data_parallel=lay.data_parallel,
+                       tensor_parallel=lay.tensor_parallel, pipeline_parallel=lay.pipeline_parallel,
+                       attention=args.attention, weights=args.weights, experts=args.experts, kv_dtype=args.kv_dtype,
+                       lora_rank=args.lora, lora_targets=args.lora_targets or "all", offload=args.offload)  # fmt: skip
+        m = estimate_memory(spec, batch, global_batch=args.global_batch, **options)
         obj = m.to_dict()
         if acc:
             verdict = fits(m, acc.memory_bytes)
             obj.update(accelerator=acc.name, accelerator_memory_bytes=acc.memory_bytes,
                        fits_training=verdict["training"], fits_inference=verdict["inference"])  # fmt: skip
+            if args.max_micro_batch:
+                obj["max_micro_batch"] = max_micro_batch(spec, acc.memory_bytes, **options)
         objects.append(obj)
         per_token = m.kv_cache_bytes_per_token
+        weights_label = f"frozen base ({m.weights_format}) + adapters" if m.lora else "weights"
+        optim_label = "optimizer states (offloaded to host)" if m.offload else "optimizer states"
         rows = [
-            ["weights", human_bytes(m.weights_bytes), exact(m.weights_bytes)],
+            [weights_label, human_bytes(m.weights_bytes), exact(m.weights_bytes)],
             ["gradients", human_bytes(m.gradients_bytes), exact(m.gradients_bytes)],
-            ["optimizer states", human_bytes(m.optimizer_bytes), exact(m.optimizer_bytes)],
+            [optim_label, human_bytes(m.optimizer_bytes), exact(m.optimizer_bytes)],
             [
                 f"activations ({m.attention} attention, recompute {m.recompute})",
                 human_bytes(m.activations_bytes),
                 exact(m.activations_bytes),
             ],
-            ["training total", human_bytes(m.training_total_bytes), exact(m.training_total_bytes)],
+            [
+                "training total" + (" on the device" if m.offload else ""),
+                human_bytes(m.training_total_bytes),
+                exact(m.training_total_bytes),
+            ],
+            *(
+                [["host memory (optimizer states)", human_bytes(m.host_bytes), exact(m.host_bytes)]]
+                if m.offload
+                else []
+            ),
+            [
+                f"inference weights ({m.weights_format}"
+                + (f", experts {m.experts_format}" if m.experts_format else "")
+                + ")",
+                human_bytes(m.inference_weights_bytes),
+                exact(m.inference_weights_bytes),
+            ],
             [f"KV cache ({m.kv_cache_dtype})", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
             [
                 "KV cache per token",
@@ -598,6 +681,15 @@ def cmd_memory(args) -> int:
             table(rows, ["", "memory", "bytes"], args.format, colalign=("left", "right", "right")),
             f"training bytes per parameter: {m.per_param_note}",
         ]
+        if m.lora:
+            lines.append(f"LoRA rank {m.lora['rank']} on {m.lora['targets']}: {m.trainable_params:,} trainable "
+                         f"parameters ({m.trainable_params / m.params:.3%} of {m.params:,})")  # fmt: skip
+        if m.global_batch:
+            lines.append(f"global batch {m.global_batch:,} = micro-batch {m.batch:,} x data parallel "
+                         f"{par['data_parallel']} x {m.accumulation_steps:,} accumulation steps")  # fmt: skip
+        if acc and args.max_micro_batch:
+            lines.append(f"largest micro-batch that fits on {acc.title} ({acc.memory_gib:g} GiB): "
+                         f"{obj['max_micro_batch']:,}")  # fmt: skip
         if acc:
             cap = acc.memory_gib * 2**30
             verdict = {True: "fits", False: "does not fit"}
@@ -881,19 +973,15 @@ def _inference_args(p: argparse.ArgumentParser) -> None:
     from archspec.hardware import ACCELERATORS
     from archspec.memory import DTYPE_BYTES
 
-    p.add_argument("--gpu", required=True, choices=list(ACCELERATORS), help="the accelerator (one device)")
+    p.add_argument("--gpu", required=True, choices=list(ACCELERATORS), help="the accelerator (each device)")
     p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences generated together (default 1)")
     p.add_argument("--prompt-len", "-p", type=positive_int, required=True, help="prompt tokens per sequence (P)")
     p.add_argument("--gen-len", "-g", type=positive_int, required=True, help="generated tokens per sequence (G)")
-    p.add_argument(
-        "--dtype", default="bf16", type=_dtype_name, choices=list(DTYPE_BYTES), help="weights: " + _DTYPE_HELP
-    )
-    p.add_argument(
-        "--kv-dtype",
-        type=_dtype_name,
-        choices=list(DTYPE_BYTES),
-        help="KV cache (default: --dtype, bf16 for int4 weights)",
-    )
+    p.add_argument("--dtype", type=_dtype_name, choices=list(DTYPE_BYTES), help="weights: " + _DTYPE_HELP)
+    _storage_args(p, "default --dtype, else bf16")
+    p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices (Megatron-LM splits)")
+    p.add_argument("--ep", type=positive_int, default=1, help="expert-parallel devices (routed experts spread)")
+    p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
     p.add_argument("--mfu", type=_mfu, default=0.4, help="share of the peak FLOP/s prefill reaches (default 0.4)")
     p.add_argument(
         "--mbu",
@@ -917,39 +1005,75 @@ def cmd_inference(args) -> int:
     from archspec.render import human_bytes, table
 
     acc = accelerator(args.gpu)
-    objects, blocks = [], []
+    if args.weights and args.dtype and args.weights != args.dtype:
+        raise SpecError(f"--dtype {args.dtype} and --weights {args.weights}: give one of them")
+    weights = args.weights or args.dtype or "bf16"
+    objects, blocks, code = [], [], EXIT_OK
     for spec in _specs(args):
-        e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, args.dtype, args.kv_dtype,
-                               args.mfu, args.mbu)  # fmt: skip
-        objects.append(e.to_dict())
+        e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
+                               args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
+                               expert_parallel=args.ep, pipeline_parallel=args.pp)  # fmt: skip
+        obj = e.to_dict()
         used = e.weights_bytes + e.kv_cache_bytes
         context = e.prompt_len + e.gen_len
-        rows = [
-            ["prefill", _duration(e.prefill_seconds), f"{e.prefill_flops:,} FLOPs at {e.mfu:g} x peak"],
-            ["decode, per token", _duration(e.decode_seconds_per_token),
-             f"{human_bytes(float(e.decode_bytes_per_token))} read per step at {e.mbu:g} x bandwidth"],
-            ["whole request", _duration(e.total_seconds), f"prefill + {e.gen_len:,} decode steps"],
-            ["tokens per second", f"{e.tokens_per_second:,.0f}" if e.tokens_per_second >= 100
-             else f"{e.tokens_per_second:.3g}", f"{e.batch} x {e.gen_len:,} generated tokens"],
+        lay = e.layout
+        where = f"{acc.memory_gib:g} GiB" + (" per device" if lay.devices > 1 else "")
+        verdict = f"{'fits' if e.fits else 'does not fit'} ({used / e.capacity_bytes:.0%} of {where})"
+        if not e.fits:
+            code = EXIT_MISMATCH
+            remedy = "; ".join(f"{s} would fit" for s in e.suggestions) or "no larger --tp or narrower --weights fits"
+            obj["message"] = (
+                f"{spec.name} does not fit: weights {human_bytes(e.weights_bytes)} + KV cache "
+                f"{human_bytes(e.kv_cache_bytes)} = {human_bytes(used)} on the fullest device, "
+                f"{human_bytes(e.shortfall_bytes)} more than {where}; {remedy}"
+            )
+        rows = []
+        if e.fits:
+            comm = f"; communication {_duration(e.communication_seconds_per_token)}" if lay.devices > 1 else ""
+            rows += [
+                ["prefill", _duration(e.prefill_seconds), f"{e.prefill_flops:,} FLOPs at {e.mfu:g} x peak"],
+                ["decode, per token", _duration(e.decode_seconds_per_token),
+                 f"{human_bytes(float(e.decode_bytes_per_token))} read per step at {e.mbu:g} x bandwidth{comm}"],
+                ["whole request", _duration(e.total_seconds), f"prefill + {e.gen_len:,} decode steps"],
+                ["tokens per second", f"{e.tokens_per_second:,.0f}" if e.tokens_per_second >= 100
+                 else f"{e.tokens_per_second:.3g}", f"{e.batch} x {e.gen_len:,} generated tokens"],
+            ]  # fmt: skip
+        rows += [
             ["max batch", f"{e.max_batch:,}", f"sequences of {context:,} tokens beside the weights"
              + (" (the weights alone do not fit)" if e.weights_bytes > e.capacity_bytes else "")],
-            ["memory at this batch", human_bytes(used),
-             f"weights {human_bytes(e.weights_bytes)} + KV cache {human_bytes(e.kv_cache_bytes)}: "
-             f"{'fits' if e.fits else 'does not fit'} ({used / e.capacity_bytes:.0%} of {acc.memory_gib:g} GiB)"],
+            ["memory" + (" per device" if lay.devices > 1 else "") + " at this batch", human_bytes(used),
+             f"weights {human_bytes(e.weights_bytes)} + KV cache {human_bytes(e.kv_cache_bytes)}: {verdict}"],
         ]  # fmt: skip
-        bound = "compute-bound" if e.prefill_compute_bound else "memory-bound, so its time above is an underestimate"
+        if e.expected_experts is not None:
+            tokens = f"{e.batch} token{'s' if e.batch > 1 else ''}"
+            rows.append(["routed experts read per MoE layer", f"{e.expected_experts:.3g}",
+                         f"of {spec.mlp.experts}, top-{spec.mlp.top_k}, {tokens} per step"])  # fmt: skip
+        degrees = f"tp {lay.tensor_parallel} x ep {lay.expert_parallel} x pp {lay.pipeline_parallel}"
+        layout = "" if lay.devices == 1 else f"; {degrees} = {lay.devices} devices"
         lines = [
             f"{spec.name} on {acc.title}: batch {e.batch}, prompt {e.prompt_len:,} + {e.gen_len:,} generated tokens, "
-            f"weights {e.dtype}, KV cache {e.kv_dtype}",
+            f"weights {e.dtype}"
+            + (f", experts {e.experts_dtype}" if e.experts_dtype else "")
+            + f", KV cache {e.kv_dtype}{layout}",
             table(rows, ["roofline estimate", "value", "from"], args.format, colalign=("left", "right", "left")),
-            f"prefill intensity {e.prefill_intensity:,.0f} FLOPs/byte vs ridge {e.ridge_intensity:,.0f}: {bound}",
-            "assumptions:",
-            *(f"  - {a}" for a in e.assumptions),
         ]
+        if e.fits:
+            bound = (
+                "compute-bound" if e.prefill_compute_bound else "memory-bound, so its time above is an underestimate"
+            )
+            lines.append(f"prefill intensity {e.prefill_intensity:,.0f} FLOPs/byte vs ridge {e.ridge_intensity:,.0f}: "
+                         f"{bound}")  # fmt: skip
+        else:
+            lines.append(obj["message"] + "; no timings")
+        lines += ["assumptions:", *(f"  - {a}" for a in e.assumptions)]
+        objects.append(obj)
         blocks.append("\n".join(lines))
     note = f"estimates, not measurements; {acc.name}: {acc.source}; {acc.bandwidth_source}. GiB = 2^30 bytes."
     _render(args, objects, lambda: "\n\n".join(blocks) + "\n" + note)
-    return EXIT_OK
+    for obj in objects if args.format != "table" else ():
+        if not obj["fits"]:
+            sys.stderr.write(f"archspec: {obj['message']}\n")
+    return code
 
 
 # ---------------------------------------------------------------- friendlier options

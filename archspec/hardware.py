@@ -25,6 +25,8 @@ class Accelerator:
     source: str
     bandwidth_gbs: float  # peak memory bandwidth, GB/s (10^9 bytes per second), as the vendor prints it
     bandwidth_source: str
+    interconnect_gbs: float | None = None  # device-to-device bandwidth, GB/s per direction per device (vendor)
+    interconnect_source: str = "not in the table"
 
     @property
     def memory_bytes(self) -> int:
@@ -50,25 +52,35 @@ ACCELERATORS = {
     for a in (
         Accelerator("v100", "NVIDIA V100 SXM2", None, 125.0, 15.7, 32,
                     "NVIDIA Tesla V100 datasheet: 125 TFLOPS tensor (fp16), 15.7 TFLOPS fp32",
-                    900.0, "NVIDIA Tesla V100 datasheet: SXM2 HBM2 bandwidth 900 GB/s"),
+                    900.0, "NVIDIA Tesla V100 datasheet: SXM2 HBM2 bandwidth 900 GB/s",
+                    150.0, "NVIDIA Tesla V100 datasheet: NVLink 300 GB/s (both directions) = 150 GB/s each way"),
         Accelerator("a100", "NVIDIA A100 SXM4", 312.0, 312.0, 19.5, 80,
                     "NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5",
-                    2039.0, "NVIDIA A100 datasheet: A100 80GB SXM HBM2e bandwidth 2,039 GB/s"),
+                    2039.0, "NVIDIA A100 datasheet: A100 80GB SXM HBM2e bandwidth 2,039 GB/s",
+                    300.0, "NVIDIA A100 datasheet: NVLink 600 GB/s (both directions) = 300 GB/s each way"),
         Accelerator("h100", "NVIDIA H100 SXM5", 989.0, 989.0, 67.0, 80,
                     "NVIDIA H100 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67",
-                    3350.0, "NVIDIA H100 datasheet: H100 SXM HBM3 bandwidth 3.35 TB/s"),
+                    3350.0, "NVIDIA H100 datasheet: H100 SXM HBM3 bandwidth 3.35 TB/s",
+                    450.0, "NVIDIA H100 datasheet: NVLink 900 GB/s (both directions) = 450 GB/s each way"),
         Accelerator("h200", "NVIDIA H200 SXM", 989.0, 989.0, 67.0, 141,
                     "NVIDIA H200 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67",
-                    4800.0, "NVIDIA H200 datasheet: H200 SXM HBM3e bandwidth 4.8 TB/s"),
+                    4800.0, "NVIDIA H200 datasheet: H200 SXM HBM3e bandwidth 4.8 TB/s",
+                    450.0, "NVIDIA H200 datasheet: NVLink 900 GB/s (both directions) = 450 GB/s each way"),
         Accelerator("mi300x", "AMD Instinct MI300X", 1307.4, 1307.4, 163.4, 192,
                     "AMD MI300X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4",
-                    5300.0, "AMD MI300X datasheet: HBM3 peak bandwidth 5.3 TB/s"),
+                    5300.0, "AMD MI300X datasheet: HBM3 peak bandwidth 5.3 TB/s",
+                    448.0, "AMD MI300X datasheet: Infinity Fabric 7 links x 128 GB/s (both directions) = 896 GB/s "
+                    "aggregate = 448 GB/s each way"),
         Accelerator("tpu-v4", "Google TPU v4", 275.0, 275.0, 275.0 / 4, 32,
                     "Google Cloud TPU v4 documentation: 275 TFLOPS bf16 per chip",
-                    1200.0, "Google Cloud TPU v4 documentation: HBM2 bandwidth 1,200 GB/s per chip"),
+                    1200.0, "Google Cloud TPU v4 documentation: HBM2 bandwidth 1,200 GB/s per chip",
+                    None, "Google Cloud TPU v4 documentation prints no per-chip ICI bandwidth (all-reduce "
+                    "1.1 PB/s per pod only)"),
         Accelerator("tpu-v5p", "Google TPU v5p", 459.0, 459.0, 459.0 / 4, 95,
                     "Google Cloud TPU v5p documentation: 459 TFLOPS bf16 per chip",
-                    2765.0, "Google Cloud TPU v5p documentation: HBM2e bandwidth 2,765 GB/s per chip"),
+                    2765.0, "Google Cloud TPU v5p documentation: HBM2e bandwidth 2,765 GB/s per chip",
+                    600.0, "Google Cloud TPU v5p documentation: bidirectional ICI 1,200 GB/s per chip = "
+                    "600 GB/s each way"),
     )
 }  # fmt: skip
 

@@ -1,17 +1,34 @@
-"""Inference cost on one accelerator: a roofline estimate of generation by a decoder-only model.
+"""Inference cost: a roofline estimate of generation by a decoder-only model, on one accelerator or
+spread over tensor x expert x pipeline parallel devices.
 
 A request is B sequences of P prompt tokens that each generate G tokens.
 
 - Prefill is taken as compute-bound: the exact forward matmul FLOPs of B sequences of P tokens
-  (``count_flops``) / (peak FLOP/s x ``mfu``). The estimate reports whether that holds: prefill's
-  FLOPs per byte of weights read against the accelerator's ridge point.
-- Decode is taken as memory-bound: each of the G steps reads every weight once and the whole KV
-  cache of the tokens before it, (weights + KV cache read) / (bandwidth x ``mbu``). The cache grows
-  by one token per step, so the bytes per step are averaged over the G steps (P to P + G - 1
-  cached tokens); compute, communication and kernel launches are not modelled.
+  (``count_flops``: a mixture of experts counts its top-k experts, the active FLOPs), spread evenly
+  over the tensor x expert parallel devices of a stage, / (peak FLOP/s x ``mfu``), stages one after
+  another. The estimate reports whether that holds: prefill's FLOPs per byte of weights read against
+  the accelerator's ridge point.
+- Decode is taken as memory-bound: each of the G steps reads the weights a step touches and the KV
+  cache of the tokens before it, (weights read + KV cache read) / (bandwidth x ``mbu``) on each
+  stage, stages one after another (one batch in flight). The cache grows by one token per step, so
+  its bytes are averaged over the G steps (P to P + G - 1 cached tokens).
+- A mixture of experts: a step reads the routed experts its B tokens touch. With routing assumed
+  uniform and independent, each of a layer's E experts is touched by at least one of B tokens (top-k
+  each) with probability 1 - (1 - k/E)^B, so a layer reads E·(1 - (1 - k/E)^B) experts on average;
+  shared experts, routers, dense layers, attention, embeddings and the head are read every step.
+- Parallel layouts: ``tensor_parallel`` t splits every matrix as Megatron-LM does (the training
+  planner's column and row splits, archspec.memory); ``expert_parallel`` e spreads each layer's routed
+  experts over e devices, which hold the rest of the model tensor-split and serve B/e sequences each
+  (data-parallel attention, as expert-parallel serving runs); ``pipeline_parallel`` p cuts the layers
+  into p stages. Devices = t x e x p. Communication per step, over the accelerator's interconnect
+  bandwidth (``Accelerator.interconnect_gbs``) and added to the time (not overlapped): a ring
+  all-reduce of the d_model-wide output of every sublayer (2 (t - 1)/t of its bytes sent per device),
+  the all-to-all dispatch and combine of each MoE layer's routed tokens ((e - 1)/e of them leave the
+  device), and a hand-over between consecutive stages; activations in bf16.
 - ``tokens_per_second`` = B x G generated tokens / (prefill + G decode steps).
-- ``max_batch`` = the most sequences of P + G tokens whose KV cache fits in the accelerator's
-  memory beside the weights (activations and framework overhead not counted).
+- ``max_batch`` = the most sequences of P + G tokens whose KV cache fits on every device beside its
+  weights (activations and framework overhead not counted).
+- A layout whose weights and cache do not fit has no timings (``fits`` False, timings None).
 
 Every figure is an estimate from the accelerator table (``archspec.hardware``) and the exact
 counts; the assumptions travel with it (``InferenceEstimate.assumptions``).
@@ -19,12 +36,15 @@ counts; the assumptions travel with it (``InferenceEstimate.assumptions``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from archspec.errors import SpecError
 from archspec.hardware import Accelerator, accelerator
 from archspec.spec import ModelSpec
+
+ACTIVATION_BYTES = 2  # bf16 activations cross the interconnect
 
 
 def kv_bytes(spec: ModelSpec, batch: int, tokens: int, dtype: str) -> int:
@@ -34,54 +54,102 @@ def kv_bytes(spec: ModelSpec, batch: int, tokens: int, dtype: str) -> int:
     return kv_cache_bytes(spec, batch, tokens, dtype)
 
 
+def expected_experts(experts: int, top_k: int, tokens: int) -> float:
+    """Distinct experts of one layer that `tokens` tokens, each routed to `top_k` of `experts` uniformly
+    and independently, touch on average: E·(1 - (1 - k/E)^B)."""
+    return experts * (1 - (1 - top_k / experts) ** tokens)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the model is spread: tensor x expert x pipeline parallel devices."""
+
+    tensor_parallel: int = 1
+    expert_parallel: int = 1
+    pipeline_parallel: int = 1
+
+    @property
+    def devices(self) -> int:
+        return self.tensor_parallel * self.expert_parallel * self.pipeline_parallel
+
+
 @dataclass(frozen=True)
 class InferenceEstimate:
-    """A roofline estimate for one request; times in seconds (floats), bytes and FLOPs exact ints."""
+    """A roofline estimate for one request; times in seconds (floats, None when it does not fit), bytes
+    and FLOPs exact ints (per device: the fullest one)."""
 
     name: str
     accelerator: str
     batch: int
     prompt_len: int
     gen_len: int
-    dtype: str
+    dtype: str  # the weights' storage format
+    experts_dtype: str | None
     kv_dtype: str
+    layout: Layout
     mfu: float
     mbu: float
     peak_flops: float
     bandwidth: float  # bytes per second
+    interconnect: float | None  # bytes per second per direction
     capacity_bytes: int
     prefill_flops: int
-    weights_bytes: int
-    kv_cache_bytes: int  # the batch's cache at P + G tokens
-    decode_kv_bytes_per_token: Fraction  # mean cache read by one decode step
-    prefill_seconds: float
-    decode_seconds_per_token: float
+    weights_bytes: int  # on the fullest device
+    kv_cache_bytes: int  # on the fullest device: the batch's cache at P + G tokens
+    decode_weights_bytes: Fraction  # weights one decode step reads, summed over the stages
+    decode_kv_bytes_per_token: Fraction  # mean cache one decode step reads, summed over the stages
+    communication_seconds_per_token: float
+    prefill_communication_seconds: float
+    expected_experts: float | None  # routed experts a decode step reads per MoE layer (the whole layer)
     max_batch: int
+    suggestions: tuple[str, ...] = field(default=())
     assumptions: tuple[str, ...] = field(default=())
 
     @property
-    def decode_bytes_per_token(self) -> Fraction:
-        """Bytes one decode step reads: every weight once and the mean KV cache."""
-        return self.weights_bytes + self.decode_kv_bytes_per_token
-
-    @property
-    def total_seconds(self) -> float:
-        return self.prefill_seconds + self.gen_len * self.decode_seconds_per_token
-
-    @property
-    def tokens_per_second(self) -> float:
-        """Generated tokens (B x G) per second of the whole request, prefill included."""
-        return self.batch * self.gen_len / self.total_seconds
-
-    @property
     def fits(self) -> bool:
-        """Weights and the batch's KV cache at P + G tokens fit in the accelerator's memory."""
+        """Weights and the batch's KV cache at P + G tokens fit on every device."""
         return self.weights_bytes + self.kv_cache_bytes <= self.capacity_bytes
 
     @property
+    def shortfall_bytes(self) -> int:
+        return max(0, self.weights_bytes + self.kv_cache_bytes - self.capacity_bytes)
+
+    @property
+    def decode_bytes_per_token(self) -> Fraction:
+        """Bytes one decode step reads on one device of each stage: the weights it touches and the mean KV cache."""
+        return self.decode_weights_bytes + self.decode_kv_bytes_per_token
+
+    @property
+    def prefill_seconds(self) -> float | None:
+        if not self.fits:
+            return None
+        tp, ep = self.layout.tensor_parallel, self.layout.expert_parallel
+        return self.prefill_flops / (tp * ep * self.peak_flops * self.mfu) + self.prefill_communication_seconds
+
+    @property
+    def decode_seconds_per_token(self) -> float | None:
+        if not self.fits:
+            return None
+        return float(self.decode_bytes_per_token) / (self.bandwidth * self.mbu) + self.communication_seconds_per_token
+
+    @property
+    def total_seconds(self) -> float | None:
+        if not self.fits:
+            return None
+        return self.prefill_seconds + self.gen_len * self.decode_seconds_per_token
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Generated tokens (B x G) per second of the whole request, prefill included."""
+        if not self.fits:
+            return None
+        return self.batch * self.gen_len / self.total_seconds
+
+    @property
     def prefill_intensity(self) -> float:
-        """Prefill FLOPs per byte of weights read (each weight read once)."""
-        return self.prefill_flops / self.weights_bytes
+        """Prefill FLOPs per byte of weights read (each weight read once), per device."""
+        tp, ep, pp = self.layout.tensor_parallel, self.layout.expert_parallel, self.layout.pipeline_parallel
+        return self.prefill_flops / (tp * ep * pp) / self.weights_bytes
 
     @property
     def ridge_intensity(self) -> float:
@@ -93,6 +161,7 @@ class InferenceEstimate:
         return self.prefill_intensity >= self.ridge_intensity
 
     def to_dict(self) -> dict:
+        lay = self.layout
         return {
             "name": self.name,
             "estimate": "roofline: prefill bound by compute, decode bound by memory bandwidth",
@@ -101,20 +170,32 @@ class InferenceEstimate:
             "prompt_len": self.prompt_len,
             "gen_len": self.gen_len,
             "dtype": self.dtype,
+            "weights": self.dtype,
+            "experts": self.experts_dtype,
             "kv_dtype": self.kv_dtype,
+            "tensor_parallel": lay.tensor_parallel,
+            "expert_parallel": lay.expert_parallel,
+            "pipeline_parallel": lay.pipeline_parallel,
+            "devices": lay.devices,
+            "fits": self.fits,
+            "shortfall_bytes": self.shortfall_bytes,
+            "suggestions": list(self.suggestions),
             "prefill_seconds": self.prefill_seconds,
             "decode_seconds_per_token": self.decode_seconds_per_token,
             "tokens_per_second": self.tokens_per_second,
             "total_seconds": self.total_seconds,
+            "communication_seconds_per_token": self.communication_seconds_per_token if self.fits else None,
             "max_batch": self.max_batch,
-            "fits": self.fits,
             "prefill_flops": self.prefill_flops,
             "weights_bytes": self.weights_bytes,
             "kv_cache_bytes": self.kv_cache_bytes,
             "decode_bytes_per_token": float(self.decode_bytes_per_token),
+            "decode_weights_bytes_per_token": float(self.decode_weights_bytes),
+            "expected_experts_per_layer": self.expected_experts,
             "peak_flops": self.peak_flops,
             "mfu": self.mfu,
             "bandwidth_bytes_per_second": self.bandwidth,
+            "interconnect_bytes_per_second": self.interconnect,
             "mbu": self.mbu,
             "capacity_bytes": self.capacity_bytes,
             "prefill_compute_bound": self.prefill_compute_bound,
@@ -122,19 +203,54 @@ class InferenceEstimate:
         }
 
 
-def max_batch(spec: ModelSpec, tokens: int, dtype: str, weights: int, capacity: int) -> int:
-    """The most sequences of `tokens` tokens whose KV cache fits in `capacity` bytes beside `weights`."""
-    room = capacity - weights
-    if room < 0:
-        return 0
-    per_sequence = kv_bytes(spec, 1, tokens, dtype)
-    b = room // per_sequence
-    # kv_bytes rounds up per call (int4), so settle the last step against the function itself
-    while b > 0 and kv_bytes(spec, b, tokens, dtype) > room:
-        b -= 1
-    while kv_bytes(spec, b + 1, tokens, dtype) <= room:
-        b += 1
-    return b
+def check_layout(spec: ModelSpec, layout: Layout) -> None:
+    """Refuse, by name, a layout the model cannot be split into: tensor parallelism splits query heads,
+    key/value heads (latent attention: heads only) and the MLP widths; expert parallelism splits the
+    routed experts; pipeline parallelism needs a layer per stage."""
+    from archspec.memory import check_split
+
+    for what, n in (("tensor_parallel", layout.tensor_parallel), ("expert_parallel", layout.expert_parallel),
+                    ("pipeline_parallel", layout.pipeline_parallel)):  # fmt: skip
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise SpecError(f"{what} must be a positive whole number, got {n!r}")
+    check_split(spec, layout.tensor_parallel, layout.pipeline_parallel)
+    t = layout.tensor_parallel
+    m = spec.mlp
+    if t > 1 and m.kind == "moe":
+        for what, n in (("mlp.d_expert", m.d_expert), ("mlp.d_shared", m.d_shared)):
+            if n and n % t:
+                raise SpecError(f"tensor_parallel={t} does not divide {what}={n} of {spec.name}")
+    e = layout.expert_parallel
+    if e > 1:
+        if m.kind != "moe":
+            raise SpecError(f"expert_parallel={e}: {spec.name} has no routed experts to spread")
+        if m.experts % e:
+            raise SpecError(
+                f"expert_parallel={e} does not divide mlp.experts={m.experts} of {spec.name}; "
+                "expert parallelism puts the same number of experts on every device"
+            )
+
+
+def _stage_weights(spec, slots, fmt, experts, layout) -> tuple[Fraction, Fraction]:
+    """(weights every decode step reads, routed-expert weights) of one device of a stage, in bytes."""
+    from archspec.memory import slot_bytes
+
+    tied = spec.head.kind != "none" and spec.tie_embeddings
+    always = routed = Fraction(0)
+    for s in slots:
+        b = slot_bytes(s, fmt, experts, layout.tensor_parallel, layout.expert_parallel, tied)
+        if s.part.role == "expert":
+            routed += b
+        else:
+            always += b
+    return always, routed
+
+
+def _kv_device(spec, slots, batch_local, tokens, kv_key, tp) -> int:
+    from archspec.memory import dtype_bytes, kv_stage_values, nbytes
+
+    split = 1 if spec.attention.kind == "latent" else tp  # a latent cache is whole on every tensor-parallel rank
+    return nbytes(Fraction(kv_stage_values(spec, slots, batch_local, tokens), split), dtype_bytes(kv_key))
 
 
 def estimate_inference(
@@ -147,15 +263,35 @@ def estimate_inference(
     kv_dtype: str | None = None,
     mfu: float = 0.4,
     mbu: float = 1.0,
+    experts: str | None = None,
+    tensor_parallel: int = 1,
+    expert_parallel: int = 1,
+    pipeline_parallel: int = 1,
 ) -> InferenceEstimate:
     """Roofline estimate of generating `gen_len` tokens after a `prompt_len`-token prompt, for `batch`
-    sequences on one `gpu` (a name from archspec.hardware.ACCELERATORS, or an Accelerator).
+    sequences on `gpu` (a name from archspec.hardware.ACCELERATORS, or an Accelerator), one device or
+    tensor x expert x pipeline parallel ones.
 
-    Weights in `dtype`; the KV cache in `kv_dtype` (default: `dtype`, bf16 when `dtype` is int4).
-    `mfu` scales the peak FLOP/s for prefill, `mbu` the peak bandwidth for decode; both in (0, 1].
+    Weights stored in `dtype` (any format of archspec.memory.STORAGE: fp32 ... nf4, mxfp4, q4_k_m), the
+    routed experts in `experts` when given; the KV cache in `kv_dtype` (default: kv_cache_dtype of
+    `dtype`, bf16 for a weight-only format). `mfu` scales the peak FLOP/s for prefill, `mbu` the peak
+    bandwidth for decode; both in (0, 1]. When it does not fit, `suggestions` names the smallest
+    tensor-parallel degree and the widest weight format with which it would.
     """
+    import dataclasses
+
+    e = _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
+                  expert_parallel, pipeline_parallel)  # fmt: skip
+    if e.fits:
+        return e
+    acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
+    return dataclasses.replace(e, suggestions=_suggestions(spec, acc, e, kv_dtype))
+
+
+def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
+              expert_parallel, pipeline_parallel) -> InferenceEstimate:  # fmt: skip
     from archspec.flops import count_flops
-    from archspec.memory import canonical_dtype, kv_cache_dtype, weights_bytes
+    from archspec.memory import STORAGE, canonical_format, kv_cache_dtype, stage_slots
 
     acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
     if spec.kind != "decoder-only":
@@ -166,35 +302,106 @@ def estimate_inference(
     for what, x in (("mfu", mfu), ("mbu", mbu)):
         if not 0 < x <= 1:
             raise SpecError(f"{what} must be in (0, 1], got {x}")
-    key = canonical_dtype(dtype)
-    kv_key = kv_cache_dtype(kv_dtype or key)  # the one KV-cache policy: int4 is weight-only
+    layout = Layout(tensor_parallel, expert_parallel, pipeline_parallel)
+    check_layout(spec, layout)
+    key = canonical_format(dtype, "dtype")
+    x_key = canonical_format(experts, "--experts") if experts else None
+    if x_key and spec.mlp.kind != "moe":
+        raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
+    kv_key = kv_cache_dtype(kv_dtype or key)
     context = prompt_len + gen_len
     if spec.position.kind == "learned" and context > spec.max_positions:
         raise SpecError(
             f"prompt_len + gen_len = {context} is longer than {spec.name}'s learned position table "
             f"(max_positions={spec.max_positions})"
         )
+    tp, ep, pp = tensor_parallel, expert_parallel, pipeline_parallel
+    if layout.devices > 1 and acc.interconnect_gbs is None:
+        raise SpecError(
+            f"{acc.name} has no interconnect bandwidth in the accelerator table ({acc.interconnect_source}); "
+            "a parallel layout needs one for its communication time"
+        )
+    interconnect = acc.interconnect_gbs * 1e9 if acc.interconnect_gbs else None
+    b_local = -(-batch // ep)  # sequences one expert-parallel rank serves
 
-    peak = acc.peak(key)
+    peak = acc.peak(key if STORAGE[key].dtype else "bf16")
     prefill_flops = count_flops(spec, batch, prompt_len).forward
-    weights = weights_bytes(spec, key)
-    # step i of G reads the cache of the P + i - 1 tokens before it; the cache is linear in its
-    # length, so the mean over the G steps is the mean of the first and the last step's cache
-    kv_read = Fraction(kv_bytes(spec, batch, prompt_len, kv_key) + kv_bytes(spec, batch, context - 1, kv_key), 2)
-    decode_seconds = float(weights + kv_read) / (acc.bandwidth * mbu)
+    stages = stage_slots(spec, pp)
+    moe = spec.mlp if spec.mlp.kind == "moe" else None
+    touched = 1 - (1 - Fraction(moe.top_k, moe.experts)) ** batch if moe else Fraction(1)
+
+    weights = kv_full = 0
+    decode_w = decode_kv = Fraction(0)
+    per_stage = []
+    for slots in stages:
+        always, routed = _stage_weights(spec, slots, key, x_key, layout)
+        w = math.ceil(always + routed)
+        kv = _kv_device(spec, slots, b_local, context, kv_key, tp)
+        per_stage.append((w, slots))
+        if w + kv > weights + kv_full:
+            weights, kv_full = w, kv
+        decode_w += always + routed * touched
+        # step i of G reads the cache of the P + i - 1 tokens before it; the mean over the G steps is the
+        # mean of the first and the last step's cache (linear in its length)
+        decode_kv += Fraction(_kv_device(spec, slots, b_local, prompt_len, kv_key, tp)
+                              + _kv_device(spec, slots, b_local, context - 1, kv_key, tp), 2)  # fmt: skip
+
+    # communication per decode step (rows = the sequences of one expert-parallel rank) and for prefill
+    from archspec.blocks import Pointwise
+
+    sublayers = sum((s.hi - s.lo) * sum(isinstance(e, Pointwise) and e.cost == "residual" for e in s.part.entries)
+                    for st in stages for s in st if s.part.layered)  # fmt: skip
+    moe_layers = sum(s.hi - s.lo for st in stages for s in st if s.part.role == "expert")
+    d = spec.d_model
+
+    def comm(rows: int) -> float:
+        if interconnect is None:
+            return 0.0
+        sent = 0.0
+        if tp > 1:
+            sent += sublayers * 2 * (tp - 1) / tp * rows * d * ACTIVATION_BYTES
+        if ep > 1 and moe:
+            sent += moe_layers * 2 * rows * moe.top_k * d * ACTIVATION_BYTES * (ep - 1) / ep
+        if pp > 1:
+            sent += (pp - 1) * rows * d * ACTIVATION_BYTES
+        return sent / interconnect
+
     capacity = acc.memory_bytes
-    assumptions = (
-        "prefill compute-bound: exact forward matmul FLOPs (full attention score matrix) / "
-        f"({acc.title} dense peak {peak / 1e12:g} TFLOP/s "
-        f"x mfu {mfu:g})"
-        + ("; 8- and 4-bit weights computed at the 16-bit peak" if key in ("fp8", "int8", "int4") else ""),
-        f"decode memory-bound: (weights + mean KV cache read) / (bandwidth {acc.bandwidth_gbs:g} GB/s x mbu {mbu:g}) "
-        "per step; compute, communication and kernel launches not modelled",
-        f"weights in {key}, KV cache in {kv_key}; one accelerator, no tensor or pipeline parallelism",
-        f"max_batch: sequences of {context:,} tokens whose KV cache fits in {acc.memory_gib:g} GiB beside the "
-        "weights; activations, workspace and fragmentation not counted",
+    mb = _max_batch(spec, per_stage, ep, tp, context, kv_key, capacity)
+    per_device = "" if layout.devices == 1 else " per device"
+    assumptions = [
+        "prefill compute-bound: exact forward matmul FLOPs (full attention score matrix; a mixture of experts "
+        f"its top-k experts: the active FLOPs) / ({acc.title} dense peak {peak / 1e12:g} TFLOP/s x mfu {mfu:g}"
+        + (f" x {tp * ep} devices of a stage" if tp * ep > 1 else "") + ")"
+        + ("; quantised and 8-bit weights computed at the 16-bit peak" if key not in ("fp32", "bf16", "fp16")
+           else ""),
+        f"decode memory-bound: (weights read + mean KV cache read) / (bandwidth {acc.bandwidth_gbs:g} GB/s x mbu "
+        f"{mbu:g}) per step{', stages one after another' if pp > 1 else ''}; kernel launches and compute not "
+        "modelled",
+        f"weights in {key}" + (f", routed experts in {x_key}" if x_key else "") + f", KV cache in {kv_key}",
+    ]  # fmt: skip
+    if moe:
+        assumptions.append(
+            f"routing uniform and independent: a decode step of {batch} token{'s' if batch > 1 else ''} reads "
+            "E(1 - (1 - k/E)^B) = "
+            f"{float(moe.experts * touched):.3g} of {moe.experts} routed experts per MoE layer (top-{moe.top_k}); "
+            "shared experts, routers, dense layers, attention, embeddings and head read every step"
+        )
+    if layout.devices > 1:
+        assumptions.append(
+            f"layout tp {tp} x ep {ep} x pp {pp} = {layout.devices} devices: Megatron-LM column/row splits"
+            + (f"; experts spread over {ep} devices that serve {b_local} sequences each (data-parallel attention)"
+               if ep > 1 else "")
+            + (f"; {pp} stages of {-(-spec.n_layers // pp)} layers, one batch in flight" if pp > 1 else "")
+            + f"; communication over {acc.interconnect_gbs:g} GB/s per direction ({acc.interconnect_source}): "
+            "ring all-reduce after every sublayer, MoE all-to-all dispatch and combine, stage hand-overs, bf16 "
+            "activations, not overlapped with compute"
+        )  # fmt: skip
+    assumptions += [
+        f"max_batch: sequences of {context:,} tokens whose KV cache fits in {acc.memory_gib:g} GiB{per_device} "
+        "beside the weights; activations, workspace and fragmentation not counted",
         "tokens_per_second: batch x gen_len generated tokens over prefill + gen_len decode steps",
-    )
+    ]
     return InferenceEstimate(
         name=spec.name,
         accelerator=acc.name,
@@ -202,18 +409,66 @@ def estimate_inference(
         prompt_len=prompt_len,
         gen_len=gen_len,
         dtype=key,
+        experts_dtype=x_key,
         kv_dtype=kv_key,
+        layout=layout,
         mfu=mfu,
         mbu=mbu,
         peak_flops=peak,
         bandwidth=acc.bandwidth,
+        interconnect=interconnect,
         capacity_bytes=capacity,
         prefill_flops=prefill_flops,
         weights_bytes=weights,
-        kv_cache_bytes=kv_bytes(spec, batch, context, kv_key),
-        decode_kv_bytes_per_token=kv_read,
-        prefill_seconds=prefill_flops / (peak * mfu),
-        decode_seconds_per_token=decode_seconds,
-        max_batch=max_batch(spec, context, kv_key, weights, capacity),
-        assumptions=assumptions,
+        kv_cache_bytes=kv_full,
+        decode_weights_bytes=decode_w,
+        decode_kv_bytes_per_token=decode_kv,
+        communication_seconds_per_token=comm(b_local),
+        prefill_communication_seconds=comm(b_local * prompt_len),
+        expected_experts=float(moe.experts * touched) if moe else None,
+        max_batch=mb,
+        assumptions=tuple(assumptions),
     )
+
+
+def _max_batch(spec, per_stage, ep, tp, tokens, kv_key, capacity) -> int:
+    """The most sequences whose cache fits on every device beside its stage's weights: each of the ep
+    ranks serves ceil(B / ep) of them."""
+    room = min(capacity - w for w, _ in per_stage)
+    if room < 0:
+        return 0
+
+    def fits(b_local: int) -> bool:
+        return all(w + _kv_device(spec, slots, b_local, tokens, kv_key, tp) <= capacity for w, slots in per_stage)
+
+    per_seq = max(_kv_device(spec, slots, 1, tokens, kv_key, tp) for _, slots in per_stage)
+    b = room // per_seq if per_seq else 0
+    while b > 0 and not fits(b):  # the cache rounds up per call (sub-byte formats): settle against it
+        b -= 1
+    while fits(b + 1):
+        b += 1
+    return b * ep
+
+
+def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype) -> tuple[str, ...]:
+    """The smallest --tp, and the widest --weights, with which the same request would fit."""
+    from archspec.memory import STORAGE
+
+    lay = e.layout
+
+    def trial(weights: str, tp: int) -> bool:
+        try:
+            return _estimate(spec, acc, e.batch, e.prompt_len, e.gen_len, weights, kv_dtype, e.mfu, e.mbu,
+                             e.experts_dtype, tp, lay.expert_parallel, lay.pipeline_parallel).fits  # fmt: skip
+        except SpecError:  # a degree the model cannot be split into
+            return False
+
+    out = []
+    tp = next((t for t in range(lay.tensor_parallel + 1, spec.n_heads + 1) if trial(e.dtype, t)), None)
+    if tp:
+        out.append(f"--tp {tp}")
+    narrower = sorted((n for n, s in STORAGE.items() if s.bits < STORAGE[e.dtype].bits), key=lambda n: -STORAGE[n].bits)
+    weights = next((n for n in narrower if trial(n, lay.tensor_parallel)), None)
+    if weights:
+        out.append(f"--weights {weights}")
+    return tuple(out)

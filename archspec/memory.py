@@ -2,7 +2,8 @@
 
 Conventions:
 
-- Bytes per value: fp32 4, bf16 2, fp16 2, fp8 1, int8 1, int4 1/2 (rounded up per tensor set).
+- Bytes per value: fp32 4, bf16 2, fp16 2, fp8 1, int8 1; int4 and the other quantised storage
+  formats (STORAGE: nf4, mxfp4, GGUF kinds) with their block scales, on the tensors each holds.
 - Training in mixed precision (dtype bf16/fp16) with AdamW keeps 16 bytes per parameter — 2 for
   the weights, 2 for the gradients, 12 for the fp32 master copy and the two Adam moments
   (Rajbhandari et al. 2020, ZeRO, section 3.1). This is what is shown by default.
@@ -30,22 +31,84 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
-from archspec.blocks import Lengths, Part, describe
-from archspec.checks import check_args
+from archspec.blocks import Attend, Lengths, Linear, Norm, Part, Table, describe, stack_shapes
+from archspec.checks import check_args, check_int, check_text
 from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
 from archspec.params import count_params
 from archspec.spec import ModelSpec
 
-DTYPE_BYTES = {
-    "fp32": Fraction(4),
-    "bf16": Fraction(2),
-    "fp16": Fraction(2),
-    "fp8": Fraction(1),
-    "int8": Fraction(1),
-    "int4": Fraction(1, 2),
-}
+
+class Storage(NamedTuple):
+    """How one storage format holds weights: bits per value with its block scales counted in, and what
+    a quantised format leaves in another format (``None``: the format itself).
+
+    `dtype`: also a computation dtype (``--dtype``: weights, gradients, activations, KV cache);
+    `tables`: embedding tables; `head`: an untied output head (a tied head gives its table this
+    format); `vectors`: norm weights and biases; `router`: MoE router matrices; `more_bits`: the
+    format llama.cpp's _M mixtures give the value projection and the MLP down projection of the layers
+    its use_more_bits rule picks."""
+
+    bits: Fraction
+    layout: str
+    dtype: bool = False
+    tables: str | None = None
+    head: str | None = None
+    vectors: str | None = None
+    router: str | None = None
+    more_bits: str | None = None
+
+    @property
+    def quantised(self) -> bool:
+        return self.vectors is not None
+
+
+_BNB = dict(tables="bf16", head="bf16", vectors="bf16", router="bf16")  # the blocks' matrices only
+_GGUF = dict(vectors="fp32", router="fp32", head="q6_k")  # every matrix; 1-D tensors stay F32
+
+# One vocabulary of dtypes and storage formats, bits per value including block scales, each from its
+# format's specification. Block formats assume whole blocks per row (ggml requires a row width
+# divisible by the block; llama.cpp's fallback types for other widths are not modelled).
+STORAGE = {
+    "fp32": Storage(Fraction(32), "IEEE 754 binary32", dtype=True),
+    "bf16": Storage(Fraction(16), "bfloat16 (8 exponent, 7 mantissa bits)", dtype=True),
+    "fp16": Storage(Fraction(16), "IEEE 754 binary16", dtype=True),
+    "fp8": Storage(Fraction(8), "OCP 8-bit floating point (E4M3 / E5M2); a per-tensor scale (4 bytes a tensor) "
+                   "not counted", dtype=True),
+    "int8": Storage(Fraction(8), "8-bit integers; a per-tensor or per-row scale (bitsandbytes LLM.int8: 4 bytes "
+                    "a row) not counted", dtype=True),
+    "int4": Storage(4 + Fraction(16 + 4, 128), "AWQ / GPTQ 4-bit: per group of 128 values an fp16 scale and a "
+                    "packed 4-bit zero point, 4 + 20/128 = 4.15625 bits; the blocks' matrices only, embeddings, "
+                    "head, router, norms and biases in bf16", dtype=True, **_BNB),
+    "nf4": Storage(4 + Fraction(8, 64) + Fraction(32, 64 * 256), "NF4 with double quantisation (Dettmers et al. "
+                   "2023, QLoRA, section 3): blocks of 64 with an 8-bit absmax, itself scaled by one fp32 per 256 "
+                   "blocks, 4 + 8/64 + 32/(64*256) = 4.127 bits; the blocks' matrices only (bitsandbytes), the rest "
+                   "in bf16", **_BNB),
+    "mxfp4": Storage(4 + Fraction(8, 32), "OCP Microscaling Formats (MX) v1.0: blocks of 32 FP4 (E2M1) values and "
+                     "one 8-bit E8M0 scale, 4 + 8/32 = 4.25 bits; the blocks' matrices only, the rest in bf16",
+                     **_BNB),
+    "q8_0": Storage(Fraction(34 * 8, 32), "GGUF Q8_0 (ggml block_q8_0): an fp16 scale and 32 int8 values, 34 "
+                    "bytes per 32 = 8.5 bits; every matrix, 1-D tensors (norms, biases) and the router in F32",
+                    **{**_GGUF, "head": None}),
+    "q6_k": Storage(Fraction(210 * 8, 256), "GGUF Q6_K (ggml block_q6_K): ql[128] + qh[64] + 16 int8 scales + an "
+                    "fp16 scale, 210 bytes per 256 = 6.5625 bits; every matrix, 1-D tensors and the router in F32",
+                    **_GGUF),
+    "q5_k_m": Storage(Fraction(176 * 8, 256), "llama.cpp Q5_K_M: Q5_K (block_q5_K: fp16 d and dmin, 12 bytes of "
+                      "6-bit scales, qh[32], qs[128], 176 bytes per 256 = 5.5 bits) for every matrix, Q6_K for the "
+                      "head (or the tied table) and for the value and MLP down projections of the layers "
+                      "use_more_bits picks (the first and last eighth, every third between); 1-D tensors and the "
+                      "router in F32", more_bits="q6_k", **_GGUF),
+    "q4_k_m": Storage(Fraction(144 * 8, 256), "llama.cpp Q4_K_M: Q4_K (block_q4_K: fp16 d and dmin, 12 bytes of "
+                      "6-bit scales, qs[128], 144 bytes per 256 = 4.5 bits) for every matrix, Q6_K for the head "
+                      "(or the tied table) and for the value and MLP down projections of the layers use_more_bits "
+                      "picks (the first and last eighth, every third between); 1-D tensors and the router in F32",
+                      more_bits="q6_k", **_GGUF),
+}  # fmt: skip
+# the computation dtypes (--dtype, --kv-dtype): bytes per value
+DTYPE_BYTES = {name: s.bits / 8 for name, s in STORAGE.items() if s.dtype}
+WEIGHT_FORMATS = tuple(STORAGE)  # --weights, --experts
 # torch's names (torch.float32, bfloat16, float8_e4m3fn ...) for the short ones
 DTYPE_ALIASES = {
     "float32": "fp32",
@@ -79,6 +142,146 @@ def canonical_dtype(dtype: str) -> str:
 
 def dtype_bytes(dtype: str) -> Fraction:
     return DTYPE_BYTES[canonical_dtype(dtype)]
+
+
+def canonical_format(name: str, what: str = "--weights") -> str:
+    """'bfloat16' -> 'bf16', 'Q4_K_M' -> 'q4_k_m': a weight storage format of STORAGE, or a SpecError
+    naming `what` and listing the formats."""
+    n = name.strip().lower().removeprefix("torch.") if isinstance(name, str) else None
+    key = DTYPE_ALIASES.get(n, n)
+    if key not in STORAGE:
+        raise SpecError(f"unknown {what} format {shown(name)}; use one of {', '.join(STORAGE)}")
+    return key
+
+
+def use_more_bits_layers(lo: int, hi: int, n: int) -> int:
+    """How many of layers lo .. hi - 1 of a stack of n llama.cpp's use_more_bits(i, n) picks:
+    i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2, in integer division (src/llama-quant.cpp)."""
+    a, b = n // 8, 7 * n // 8
+
+    def below(x: int) -> int:  # layers 0 .. x - 1
+        return min(x, a) + max(0, x - b) + max(0, min(x, b) - a) // 3
+
+    return below(hi) - below(lo)
+
+
+class Slot(NamedTuple):
+    """One part on one pipeline stage: the layers lo .. hi - 1 of its stack that the stage holds (0, 1
+    for a part outside the blocks)."""
+
+    part: Part
+    lo: int
+    hi: int
+
+    @property
+    def copies(self) -> int:
+        n = self.hi - self.lo
+        return min(n, 1) if self.part.shared else n
+
+
+def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1) -> list[list[Slot]]:
+    """The parts of each of `pipeline_parallel` stages: stage s holds layers s·k .. (s + 1)·k - 1 of all
+    the stacks' layers in data-flow order, k = ceil(layers / p); a part outside the blocks sits with the
+    next block (embeddings on the first stage, final norm and head on the last); a tied head keeps a
+    copy of its table on the last stage (as Megatron-LM does) when p > 1."""
+    parts = describe(spec)
+    total = spec.n_layers
+    k = -(-total // pipeline_parallel)
+    offsets, at = {}, 0
+    for st in stack_shapes(spec):
+        offsets[st.name] = at
+        at += st.layers
+    stages: list[list[Slot]] = [[] for _ in range(pipeline_parallel)]
+    pending: list[Part] = []
+    for part in parts:
+        if not part.layered:
+            pending.append(part)
+            continue
+        g0 = offsets[part.stack.name] + part.start
+        for s in range(pipeline_parallel):
+            lo, hi = max(g0, s * k), min(g0 + part.repeat, (s + 1) * k)
+            if lo < hi:
+                stages[s] += [Slot(p, 0, 1) for p in pending]
+                pending = []
+                stages[s].append(Slot(part, lo - offsets[part.stack.name], hi - offsets[part.stack.name]))
+    stages[-1] += [Slot(p, 0, 1) for p in pending]
+    head = next((p for p in parts if p.role == "head"), None)
+    tied = head is not None and any(isinstance(e, Linear) and e.tied for e in head.entries)
+    if pipeline_parallel > 1 and tied:
+        stages[-1] += [Slot(p, 0, 1) for p in parts if p.path == "embed"]
+    return stages
+
+
+def _module(part: Part, entry_name: str) -> str:
+    return ".".join(n for n in (part.path, entry_name) if n).rsplit(".", 1)[-1]
+
+
+def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_parallel: int = 1,
+               expert_parallel: int = 1, tied_table: bool = False) -> Fraction:  # fmt: skip
+    """Bytes one device holds of `slot`: every tensor in its format (STORAGE), split as Megatron-LM splits
+    it over `tensor_parallel` devices, a routed expert stack over `expert_parallel` devices.
+    `tied_table`: the token table also serves as the head (a quantised format may store it as the head)."""
+    part, n = slot.part, slot.copies
+    if not n:
+        return Fraction(0)
+    fmt = experts if (experts and part.role == "expert") else weights
+    f = STORAGE[fmt]
+
+    def bits(kind: str) -> Fraction:  # kind: matrix, table, head, vector, router
+        if not f.quantised:
+            return f.bits
+        name = {"matrix": None, "table": f.tables, "head": f.head, "vector": f.vectors, "router": f.router}[kind]
+        return STORAGE[name or fmt].bits
+
+    shape = next((e.shape for e in part.entries if isinstance(e, Attend)), None)
+    out = Fraction(0)
+    for e in part.entries:
+        module = _module(part, e.name)
+        t = tensor_parallel
+        if isinstance(e, Linear):
+            copies = -(-e.copies // expert_parallel) if part.role == "expert" else e.copies
+            n_out, n_in = e.n_out, e.n_in
+            if t > 1 and module in ROW_PARALLEL:
+                n_in = -(-n_in // t)
+            elif t > 1 and (module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head")):
+                n_out = -(-n_out // t)
+            kind = "head" if part.role == "head" else "router" if part.role == "router" else "matrix"
+            if e.tied is None:
+                out += copies * n_out * n_in * bits(kind)
+            if e.bias:
+                out += copies * n_out * bits("vector")
+            if f.more_bits and kind == "matrix":
+                more = STORAGE[f.more_bits].bits - f.bits
+                picked = use_more_bits_layers(slot.lo, slot.hi, part.stack.layers) if part.layered else 0
+                if module == "down":
+                    out += picked * copies * n_out * n_in * more / n
+                elif module in ("qkv", "kv") and shape is not None:
+                    v = -(-shape.v // t) if t > 1 else shape.v
+                    out += picked * v * n_in * more / n
+        elif isinstance(e, Table):
+            rows = -(-e.rows // t) if t > 1 and module in ("embed", "target_embed") else e.rows
+            out += rows * e.width * bits("head" if tied_table and module == "embed" else "table")
+        elif isinstance(e, Norm):
+            out += e.width * (2 if e.kind == "layernorm" else 1) * bits("vector")
+    return out * n / 8
+
+
+def _head_tied(spec: ModelSpec) -> bool:
+    return spec.head.kind != "none" and spec.tie_embeddings
+
+
+def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | None = None, tensor_parallel: int = 1,
+                         expert_parallel: int = 1, pipeline_parallel: int = 1) -> int:  # fmt: skip
+    """Bytes of weights on the largest device, each tensor in its storage format (STORAGE: `weights`
+    for all, `experts` for the routed experts when given), split over tensor, expert and pipeline
+    parallel devices."""
+    w = canonical_format(weights)
+    x = canonical_format(experts, "--experts") if experts else None
+    tied = _head_tied(spec)
+    return max(
+        math.ceil(sum(slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied) for s in stage))
+        for stage in stage_slots(spec, pipeline_parallel)
+    )
 
 
 @dataclass(frozen=True)
@@ -133,16 +336,30 @@ def nbytes(count: int | Fraction, per: Fraction) -> int:
 
 
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
-    """All parameters stored in `dtype`."""
+    """All parameters stored in `dtype` (a quantised one as STORAGE says which tensors it holds)."""
     check_args("weights_bytes", spec=spec, dtype=dtype)
-    return nbytes(count_params(spec).total, dtype_bytes(dtype))
+    key = canonical_format(dtype, "dtype")
+    if not STORAGE[key].quantised:
+        return nbytes(count_params(spec).total, dtype_bytes(key))
+    return stored_weights_bytes(spec, key)
 
 
 def kv_cache_dtype(dtype: str) -> str:
-    """The one policy for the KV cache's dtype: the dtype asked for, except int4, a weight-only format
-    (GPTQ, AWQ) whose keys and values stay in bf16. Every command and function asks this one."""
-    key = canonical_dtype(dtype)
-    return "bf16" if key == "int4" else key
+    """The one policy for the KV cache's dtype: the dtype asked for, except a weight-only format (int4
+    as GPTQ and AWQ store it, nf4, mxfp4, the GGUF kinds), whose keys and values stay in bf16. Every
+    command and function asks this one."""
+    key = canonical_format(dtype, "dtype") if isinstance(dtype, str) and dtype.strip().lower() in STORAGE else None
+    key = key or canonical_dtype(dtype)
+    return "bf16" if STORAGE[key].quantised else key
+
+
+def kv_stage_values(spec: ModelSpec, slots: list[Slot], batch: int, tokens: int) -> int:
+    """Cached values of `batch` sequences of `tokens` tokens held by the parts of one pipeline stage."""
+    lengths = Lengths(batch, tokens, tokens if spec.encoder_layers else None)
+    return sum(
+        (s.hi - s.lo) * batch * lengths.rows(c.rows, s.part.stack) * c.width for s in slots if s.part.layered
+        for c in s.part.cached
+    )  # fmt: skip
 
 
 def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
@@ -291,10 +508,24 @@ class MemoryEstimate:
     bytes_per_param_training: float
     per_param_note: str
     parallel: dict[str, int]
+    weights_format: str = "bf16"  # the storage of inference_weights_bytes (and of a LoRA's frozen base)
+    experts_format: str | None = None
+    trainable_params: int = 0
+    lora: dict | None = None  # {"rank", "targets", "base_bytes", "adapter_bytes"} when LoRA
+    global_batch: int | None = None
+    accumulation_steps: int = 1
+    offload: str | None = None  # "optimizer": the optimizer states (and fp32 master copy) in host memory
+
+    @property
+    def host_bytes(self) -> int:
+        """Bytes kept in host memory (offloaded optimizer states)."""
+        return self.optimizer_bytes if self.offload == "optimizer" else 0
 
     @property
     def training_total_bytes(self) -> int:
-        return self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activations_bytes
+        """Bytes on the device: weights, gradients, optimizer states (unless offloaded) and activations."""
+        device_optim = 0 if self.offload == "optimizer" else self.optimizer_bytes
+        return self.weights_bytes + self.gradients_bytes + device_optim + self.activations_bytes
 
     @property
     def inference_total_bytes(self) -> int:
@@ -330,6 +561,15 @@ class MemoryEstimate:
             "bytes_per_param_note": self.per_param_note,
             "activations_detail": dict(self.activations_detail),
             "parallel": dict(self.parallel),
+            "weights": self.weights_format,
+            "experts": self.experts_format,
+            "trainable_params": self.trainable_params,
+            "lora": dict(self.lora) if self.lora else None,
+            "micro_batch": self.batch,
+            "global_batch": self.global_batch,
+            "accumulation_steps": self.accumulation_steps,
+            "offload": self.offload,
+            "host_bytes": self.host_bytes,
         }
 
 
@@ -366,13 +606,28 @@ def estimate_memory(
     tensor_parallel: int = 1,
     pipeline_parallel: int = 1,
     attention: str = "flash",
+    weights: str | None = None,
+    experts: str | None = None,
+    kv_dtype: str | None = None,
+    lora_rank: int | None = None,
+    lora_targets: str = "all",
+    global_batch: int | None = None,
+    offload: str | None = None,
 ) -> MemoryEstimate:
     """Memory of training and inference for `spec`, per device when parallel degrees are given.
+
+    `weights` (a STORAGE format, default `dtype`) stores the weights of the inference figures and the
+    frozen base of a LoRA fine-tune, `experts` the routed experts, `kv_dtype` the cache. `lora_rank`
+    trains low-rank adapters on `lora_targets` (see lora_params) over a frozen base: gradients and
+    optimizer states for the adapters only (QLoRA: weights="nf4"). `batch` is the micro-batch;
+    `global_batch` (a multiple of batch x data_parallel) sets the gradient accumulation steps.
+    `offload="optimizer"` keeps the optimizer states (and the fp32 master copy) in host memory.
 
     Activations are what autograd saves in one training step of the reference model: `attention`
     'flash' (a fused kernel, the default of modern trainers: no score matrix) or 'eager' (the
     probabilities stored); `dropout` adds Korthikanti et al.'s one-byte masks (the reference model
     runs none, so they are not measured)."""
+    storage = weights  # the parameter; `weights` below is the training weights' bytes
     check_args("estimate_memory", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, optimizer=optimizer,
                recompute=recompute, src_len=src_len, fp32_grads=fp32_grads, dropout=dropout, zero_stage=zero_stage,
                data_parallel=data_parallel, tensor_parallel=tensor_parallel,
@@ -411,13 +666,51 @@ def estimate_memory(
     detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=mode)
     activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
 
-    kv = nbytes(kv_cache_bytes(spec, batch, lengths.target, key, lengths.source), Fraction(1, model_split))
+    w_key = canonical_format(storage) if storage is not None else key
+    x_key = canonical_format(experts, "--experts") if experts is not None else None
+    if x_key and spec.mlp.kind != "moe":
+        raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
+    kv_key = kv_cache_dtype(kv_dtype if kv_dtype is not None else w_key)
+    if offload not in (None, "optimizer"):
+        raise SpecError(f"unknown offload {shown(offload)}; use optimizer (the optimizer states to host memory)")
+    steps = 1
+    if global_batch is not None:
+        check_int("global_batch", global_batch, "estimate_memory", minimum=1)
+        if global_batch % (batch * data_parallel):
+            raise SpecError(
+                f"global_batch={global_batch} is not a multiple of micro_batch={batch} x data_parallel="
+                f"{data_parallel}; gradient accumulation runs a whole number of micro-batches"
+            )
+        steps = global_batch // (batch * data_parallel)
+    inference_weights = stored_weights_bytes(spec, w_key, x_key, tensor_parallel, 1, pipeline_parallel)
+    trainable = N
+    lora = None
+    if lora_rank is not None:
+        check_int("lora_rank", lora_rank, "estimate_memory", minimum=1)
+        trainable, adapted = lora_params(spec, lora_rank, lora_targets)
+        # the frozen base: stored in `weights`, no gradients, no optimizer states (ZeRO-3 shards it too)
+        base = math.ceil(Fraction(inference_weights, zero_div["weights"]))
+        # the adapters sit with their layers (split by the pipeline) and whole on every tensor-parallel rank
+        share = Fraction(trainable, pipeline_parallel)
+        adapter = nbytes(share / zero_div["weights"], weights_pp)
+        weights, grads = base + adapter, nbytes(share / zero_div["gradients"], grads_pp)
+        optim = nbytes(share / zero_div["optimizer"], optim_pp)
+        # each adapted matrix keeps its rank-wide A·x for the gradient of B (the base's own saved tensors
+        # are counted as in full training: an upper bound, a frozen projection needs not keep its input)
+        e_act = dtype_bytes(act_dtype)
+        extra = sum(lengths.batch * lengths.rows(rows, st) * lora_rank * n for st, rows, n in adapted)
+        detail = {**detail, "lora.adapters": nbytes(extra, e_act)}
+        activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
+        lora = {"rank": lora_rank, "targets": lora_targets, "base_bytes": base, "adapter_bytes": adapter}
+
+    kv = nbytes(kv_cache_bytes(spec, batch, lengths.target, kv_key, lengths.source), Fraction(1, model_split))
     per_param = float(weights_pp + grads_pp + optim_pp)
     master = "an fp32 master copy and " if mixed and optimizer != "none" else ""
     note = (
         f"{per_param:g} = {float(weights_pp):g} weights + {float(grads_pp):g} gradients"
         f"{' (fp32, the 18-byte convention)' if fp32_grads and mixed else ''} + {float(optim_pp):g} optimizer "
         f"({master}{states} fp32 state{'s' if states != 1 else ''} of {optimizer})"
+        + (f"; for the {trainable:,} adapter parameters only, over a frozen base in {w_key}" if lora else "")
     )
     return MemoryEstimate(
         name=spec.name,
@@ -434,8 +727,8 @@ def estimate_memory(
         optimizer_bytes=optim,
         activations_bytes=activations,
         kv_cache_bytes=kv,
-        kv_cache_dtype=kv_cache_dtype(key),
-        inference_weights_bytes=nbytes(rank_elements(spec, 1, tensor_parallel) / pipeline_parallel, weights_pp),
+        kv_cache_dtype=kv_key,
+        inference_weights_bytes=inference_weights,
         activations_detail=detail,
         bytes_per_param_training=per_param,
         per_param_note=note,
@@ -445,7 +738,99 @@ def estimate_memory(
             "tensor_parallel": tensor_parallel,
             "pipeline_parallel": pipeline_parallel,
         },
+        weights_format=w_key,
+        experts_format=x_key,
+        trainable_params=trainable,
+        lora=lora,
+        global_batch=global_batch,
+        accumulation_steps=steps,
+        offload=offload,
     )
+
+
+LORA_GROUPS = {"attention": ("q", "k", "v", "o"), "mlp": ("gate", "up", "down")}
+LORA_GROUPS["all"] = LORA_GROUPS["attention"] + LORA_GROUPS["mlp"]
+LORA_PROJECTIONS = LORA_GROUPS["all"]
+
+
+def lora_targets_of(targets: str) -> tuple[str, ...]:
+    """'attention' -> ('q', 'k', 'v', 'o'); 'q,v' -> ('q', 'v'): groups (attention, mlp, all) and
+    projections (q, k, v, o, gate, up, down), comma-separated."""
+    check_text("lora_targets", targets, "lora_params")
+    out: list[str] = []
+    for word in (w.strip().lower() for w in targets.split(",")):
+        names = LORA_GROUPS.get(word, (word,) if word in LORA_PROJECTIONS else None)
+        if names is None:
+            raise SpecError(
+                f"unknown LoRA target {shown(word)}; use {', '.join(LORA_GROUPS)} or projections "
+                f"{', '.join(LORA_PROJECTIONS)}, comma-separated"
+            )
+        out += [n for n in names if n not in out]
+    return tuple(out)
+
+
+def lora_params(spec: ModelSpec, rank: int, targets: str = "all") -> tuple[int, list]:
+    """Trainable parameters of rank-`rank` LoRA adapters (Hu et al. 2021) on the `targets` projections:
+    r·(d_in + d_out) per adapted matrix (A: r x d_in, B: d_out x r, no bias), as peft adds them.
+
+    The description fuses q, k and v into one `qkv` map; adapters are counted as peft puts them on
+    separate q, k and v projections (a LoRA on the fused map would be r·(d + q + k + v), less). `o` is
+    the attention output projection; gate, up and down the MLP's, of dense MLPs, shared experts and
+    every routed expert (one adapter per expert, as peft on per-expert Linear modules). Embeddings,
+    routers and the head are never adapted. Returns (count, [(stack, rows, rank-wide outputs per row)]).
+    """
+    check_int("rank", rank, "lora_params", minimum=1)
+    wanted = lora_targets_of(targets)
+    total = 0
+    adapted: list = []
+    for part in describe(spec):
+        if part.component in ("attention", "cross_attention"):
+            if spec.attention.kind != "standard":
+                if any(t in wanted for t in LORA_GROUPS["attention"]):
+                    raise SpecError(
+                        f"LoRA on {spec.name}'s {spec.attention.kind} attention is not modelled (its projections "
+                        "are not q, k, v, o); target mlp projections only"
+                    )
+                continue
+            a = next(e.shape for e in part.entries if isinstance(e, Attend))
+            cross = part.component == "cross_attention"
+            kv_rows = "source" if cross else "tokens"
+            maps = {"q": (a.d_model, a.q, "tokens"), "k": (a.d_model, a.k, kv_rows), "v": (a.d_model, a.v, kv_rows),
+                    "o": (a.out_in, a.d_model, "tokens")}  # fmt: skip
+            for name in wanted:
+                if name in maps:
+                    n_in, n_out, rows = maps[name]
+                    total += part.copies * rank * (n_in + n_out)
+                    adapted.append((part.stack, rows, part.repeat))
+        elif part.role in ("dense", "expert", "shared_expert") and part.component in ("mlp", "experts",
+                                                                                        "shared_experts"):  # fmt: skip
+            for e in part.entries:
+                if isinstance(e, Linear) and _module(part, e.name) in wanted:
+                    total += part.copies * e.copies * rank * (e.n_in + e.n_out)
+                    uses = e.per_row if e.copies > 1 else 1
+                    adapted.append((part.stack, e.rows, part.repeat * uses))
+    return total, adapted
+
+
+def max_micro_batch(spec: ModelSpec, capacity_bytes: int, **options) -> int:
+    """The largest micro-batch whose training memory (weights, gradients, optimizer states on the device,
+    activations) fits in `capacity_bytes` per device with `options` (estimate_memory's); 0 if none."""
+
+    options = {k: v for k, v in options.items() if k not in ("batch", "global_batch")}
+
+    def fits(b: int) -> bool:
+        return estimate_memory(spec, batch=b, **options).training_total_bytes <= capacity_bytes
+
+    if not fits(1):
+        return 0
+    hi = 2
+    while fits(hi):
+        hi *= 2
+    lo = hi // 2  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 # Tensor parallelism (Megatron-LM): column-parallel maps split their output rows, row-parallel maps

@@ -74,7 +74,7 @@ def test_max_batch_is_zero_when_the_weights_alone_do_not_fit(run_cli):
     assert e.weights_bytes == 2 * archspec.count_params(archspec.preset("gpt3-175b")).total > H100_CAPACITY
     assert e.max_batch == 0 and not e.fits
     code, out, _ = run_cli("inference", "gpt3-175b", "--gpu", "h100", "-p", "100", "-g", "10")
-    assert code == 0 and "the weights alone do not fit" in out
+    assert code == 1 and "the weights alone do not fit" in out  # a plan that does not fit is a finding
 
 
 def test_fits_compares_weights_and_cache_with_capacity():
@@ -159,3 +159,94 @@ def test_kv_dtype_sets_the_cache_bytes_alone():
     assert (e.dtype, e.kv_dtype) == ("bf16", "fp32")
     assert e.weights_bytes == 2 * 124_439_808
     assert e.kv_cache_bytes == 2 * gpt2_by_hand(2, 128)[1]  # fp32: twice the bf16 cache
+
+
+# ---------------------------------------------------------------- mixtures of experts, layouts, quantised storage
+
+
+def test_moe_decode_reads_the_experts_the_batch_touches():
+    spec = archspec.preset("mixtral-8x7b")
+    L, d, f, E, k = 32, 4096, 14336, 8, 2
+    expert = 3 * d * f * 2  # one expert's gate, up and down in bf16
+    all_weights = 2 * archspec.count_params(spec).total
+    for B in (1, 3, 16):
+        e = estimate_inference(spec, "h200", B, 64, 8)
+        touched = E * (1 - (1 - k / E) ** B)
+        assert e.expected_experts == pytest.approx(touched, rel=1e-12)
+        assert float(e.decode_weights_bytes) == pytest.approx(all_weights - L * (E - touched) * expert, rel=1e-12)
+    assert estimate_inference(spec, "h200", 1, 64, 8).decode_weights_bytes == all_weights - L * 6 * expert
+
+
+def test_moe_prefill_counts_the_active_flops():
+    from archspec.flops import count_flops
+
+    spec = archspec.preset("mixtral-8x7b")
+    e = estimate_inference(spec, "h200", 2, 128, 8)
+    dense = count_flops(spec.replace(mlp={**spec.mlp.model_dump(), "top_k": 8}), 2, 128).forward
+    assert e.prefill_flops == count_flops(spec, 2, 128).forward < dense
+
+
+def test_tensor_parallel_splits_weights_and_cache_and_pays_all_reduces():
+    spec = archspec.preset("llama-2-70b")
+    one = estimate_inference(spec, "h200", 4, 512, 64, dtype="fp8")
+    four = estimate_inference(spec, "h200", 4, 512, 64, dtype="fp8", tensor_parallel=4)
+    assert four.kv_cache_bytes == one.kv_cache_bytes // 4  # 8 key/value heads, 2 a device
+    norms = (2 * 80 + 1) * 8192  # whole on every device; every matrix and table splits 4 ways
+    assert four.weights_bytes == (one.weights_bytes - norms) // 4 + norms
+    # two ring all-reduces of 4 x 8192 bf16 values per layer, 2 (t - 1) / t of them sent, over 450 GB/s
+    assert four.communication_seconds_per_token == pytest.approx(80 * 2 * 1.5 * 4 * 8192 * 2 / 450e9, rel=1e-12)
+
+
+def test_expert_parallel_spreads_experts_and_serves_a_share_of_the_batch():
+    spec = archspec.preset("mixtral-8x7b")
+    e = estimate_inference(spec, "h100", 8, 256, 32, expert_parallel=4)
+    L, d, f = 32, 4096, 14336
+    assert e.layout.devices == 4
+    one = estimate_inference(spec, "h200", 8, 256, 32)
+    assert e.weights_bytes == one.weights_bytes - L * 6 * 3 * d * f * 2  # 2 of the 8 experts on each device
+    assert e.kv_cache_bytes == one.kv_cache_bytes // 4  # 2 of the 8 sequences on each device
+
+
+def test_a_plan_that_does_not_fit_has_no_timings_and_names_a_remedy(run_cli):
+    import json
+
+    code, out, err = run_cli("inference", "llama-2-70b", "--gpu", "h100", "-p", "512", "-g", "64", "--format", "json")
+    (obj,) = json.loads(out)
+    assert code == 1 and obj["fits"] is False
+    assert [obj[k] for k in ("prefill_seconds", "decode_seconds_per_token", "tokens_per_second")] == [None] * 3
+    assert obj["suggestions"] == ["--tp 2", "--weights q8_0"]
+    assert estimate_inference(archspec.preset("llama-2-70b"), "h100", 1, 512, 64, tensor_parallel=2).fits
+    assert estimate_inference(archspec.preset("llama-2-70b"), "h100", 1, 512, 64, dtype="q8_0").fits
+    assert "short" not in err and "more than 80 GiB" in err and "--tp 2 would fit" in err
+
+
+def test_quantised_weights_leave_the_cache_in_bf16():
+    e = estimate_inference(archspec.preset("llama-2-7b"), "h100", 1, 100, 10, dtype="q4_k_m")
+    assert e.kv_dtype == "bf16"
+    assert e.kv_cache_bytes == estimate_inference(archspec.preset("llama-2-7b"), "h100", 1, 100, 10).kv_cache_bytes
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["llama-2-7b", "--tp", "3"], "tensor_parallel=3 does not divide n_heads=32"),
+        (["llama-3-8b", "--tp", "16"], "does not divide n_kv_heads=8"),
+        (["mixtral-8x7b", "--ep", "3"], "expert_parallel=3 does not divide mlp.experts=8"),
+        (["llama-2-7b", "--ep", "2"], "has no routed experts"),
+        (["llama-2-7b", "--experts", "mxfp4"], "has no routed experts"),
+        (["llama-2-7b", "--pp", "33"], "more stages than llama-2-7b has layers"),
+        (["llama-2-7b", "--tp", "0"], "must be greater than 0"),
+        (["llama-2-7b", "--weights", "q3_k"], "invalid choice: 'q3_k'"),
+        (["llama-2-7b", "--experts", "fp4"], "invalid choice: 'fp4'"),
+        (["llama-2-7b", "--kv-dtype", "nf4"], "invalid choice: 'nf4'"),
+        (["llama-2-7b", "--dtype", "bf16", "--weights", "fp8"], "give one of them"),
+    ],
+)
+def test_bad_layouts_and_formats_are_refused_by_name(run_cli, argv, message):
+    code, out, err = run_cli("inference", *argv, "--gpu", "h100", "-p", "8", "-g", "8")
+    assert code == 2 and message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_layout_needs_an_interconnect_figure(run_cli):
+    code, _, err = run_cli("inference", "llama-2-7b", "--gpu", "tpu-v4", "--tp", "2", "-p", "8", "-g", "8")
+    assert code == 2 and "tpu-v4 has no interconnect bandwidth" in err

@@ -100,8 +100,14 @@ def test_zero_stages_divide_what_they_divide(stage, divided):
     assert got == {k: (per[k] * shard if k in divided else v) for k, v in full.items()}
 
 
-def test_int4_weights_are_half_a_byte():
-    assert estimate_memory(archspec.preset("gpt2"), dtype="int4").weights_bytes == 124_439_808 // 2
+def test_int4_weights_are_the_awq_layout_of_the_blocks_matrices():
+    # AWQ / GPTQ: per group of 128 weights 64 bytes of nibbles, an fp16 scale and a 4-bit zero (2.5 bytes);
+    # GPT-2's blocks' matrices (qkv, out, up, down) only, everything else stays bf16
+    d, L, total = 768, 12, 124_439_808
+    matrices = L * (d * 3 * d + d * d + 2 * d * 4 * d)
+    assert estimate_memory(archspec.preset("gpt2"), dtype="int4").inference_weights_bytes == (
+        matrices // 128 * (64 + 2.5) + (total - matrices) * 2
+    )
 
 
 def test_memory_json_keys(run_json):
@@ -118,3 +124,113 @@ def test_memory_per_gpu_under_zero_3(run_json):
     assert obj["fits_training"] == (obj["training_total_bytes"] <= 80 * 2**30)
     (eager,) = run_json("memory", "gpt3-175b", "--gpus", "1024", "--zero", "3", "--gpu", "h100", "--attention", "eager")
     assert eager["fits_training"] is False  # the stored probabilities: 96 heads x 2048^2 per layer
+
+
+# ---------------------------------------------------------------- storage formats, written from their layouts
+
+# bytes per block, values per block, from each format's published layout (not from archspec's table)
+BLOCKS = {
+    "q8_0": (2 + 32, 32),  # ggml block_q8_0: ggml_half d; int8_t qs[32]
+    "q6_k": (128 + 64 + 16 + 2, 256),  # block_q6_K: ql[QK_K/2], qh[QK_K/4], int8 scales[QK_K/16], ggml_half d
+    "q5_k": (2 + 2 + 12 + 32 + 128, 256),  # block_q5_K: d, dmin, scales[K_SCALE_SIZE], qh[QK_K/8], qs[QK_K/2]
+    "q4_k": (2 + 2 + 12 + 128, 256),  # block_q4_K: d, dmin, scales[K_SCALE_SIZE], qs[QK_K/2]
+    "mxfp4": (16 + 1, 32),  # OCP MX v1.0: 32 FP4 E2M1 elements and one E8M0 scale
+    "int4": (64 + 2 + 0.5, 128),  # AWQ/GPTQ group of 128: nibbles, fp16 scale, 4-bit zero
+}
+
+
+@pytest.mark.parametrize("fmt, key", [("q8_0", "q8_0"), ("q6_k", "q6_k"), ("mxfp4", "mxfp4"), ("int4", "int4"),
+                                      ("q5_k_m", "q5_k"), ("q4_k_m", "q4_k")])  # fmt: skip
+def test_bits_per_value_are_the_published_block_layouts(fmt, key):
+    from archspec.memory import STORAGE
+
+    nbytes, values = BLOCKS[key]
+    assert STORAGE[fmt].bits == pytest.approx(8 * nbytes / values, abs=0)
+
+
+def test_nf4_bits_are_qloras_double_quantisation():
+    from fractions import Fraction
+
+    from archspec.memory import STORAGE
+
+    # QLoRA section 3: 4-bit values; 8/64 + 32/(64 * 256) = 0.127 bits of constants per parameter
+    assert STORAGE["nf4"].bits == 4 + Fraction(8, 64) + Fraction(32, 64 * 256)
+    assert float(STORAGE["nf4"].bits - 4) == pytest.approx(0.127, abs=5e-4)
+
+
+def use_more_bits(i: int, n: int) -> bool:  # llama.cpp src/llama-quant.cpp, as written there
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+@pytest.mark.parametrize("n", [1, 7, 12, 32, 61, 80, 126])
+def test_use_more_bits_count_equals_the_rule_layer_by_layer(n):
+    from archspec.memory import use_more_bits_layers
+
+    assert use_more_bits_layers(0, n, n) == sum(use_more_bits(i, n) for i in range(n))
+    lo, hi = min(3, n), max(min(3, n), n - 1)
+    assert use_more_bits_layers(lo, hi, n) == sum(use_more_bits(i, n) for i in range(lo, hi))
+
+
+def test_q4_k_m_gguf_of_llama_2_7b_tensor_by_tensor():
+    from archspec.memory import weights_bytes
+
+    # llama.cpp Q4_K_M: Q4_K everywhere, Q6_K for output.weight and for attn_v and ffn_down of the
+    # use_more_bits layers; 1-D tensors (norms) F32
+    L, d, f, V = 32, 4096, 11008, 32000
+    q4, q6 = BLOCKS["q4_k"][0] / 256, BLOCKS["q6_k"][0] / 256
+    total = V * d * q4 + V * d * q6 + (2 * L + 1) * d * 4  # token_embd Q4_K, output Q6_K, norms
+    for i in range(L):
+        more = use_more_bits(i, L)
+        total += 3 * d * d * q4 + d * d * (q6 if more else q4)  # q, k, o; v
+        total += 2 * d * f * q4 + f * d * (q6 if more else q4)  # gate, up; down
+    assert weights_bytes(archspec.preset("llama-2-7b"), "q4_k_m") == total
+
+
+def test_experts_format_applies_to_routed_experts_alone():
+    from archspec.memory import stored_weights_bytes
+
+    spec = archspec.preset("mixtral-8x7b")
+    L, d, f, E = 32, 4096, 14336, 8
+    experts = L * E * 3 * d * f
+    bf16 = stored_weights_bytes(spec, "bf16")
+    assert bf16 == 2 * archspec.count_params(spec).total
+    assert stored_weights_bytes(spec, "bf16", "mxfp4") == bf16 - 2 * experts + experts // 32 * 17
+
+
+def test_tensor_and_pipeline_parallel_inference_weights_are_the_fullest_device():
+    from archspec.memory import stored_weights_bytes
+
+    spec = archspec.preset("llama-2-7b")
+    L, d, f, V = 32, 4096, 11008, 32000
+    layer = 4 * d * d // 2 + 3 * d * f // 2 + 2 * d  # tp 2 halves every matrix; norms stay whole
+    assert stored_weights_bytes(spec, "bf16", tensor_parallel=2) == 2 * (L * layer + V * d // 2 * 2 + d)
+    # pp 2: 16 layers a stage; the first holds the embedding, the last the final norm and the head
+    per_layer = 4 * d * d + 3 * d * f + 2 * d
+    assert stored_weights_bytes(spec, "bf16", pipeline_parallel=2) == 2 * (16 * per_layer + V * d + d)
+
+
+def test_offload_moves_optimizer_states_to_host():
+    spec = archspec.preset("gpt2")
+    on, off = estimate_memory(spec), estimate_memory(spec, offload="optimizer")
+    assert off.host_bytes == on.optimizer_bytes == 12 * 124_439_808
+    assert off.training_total_bytes == on.training_total_bytes - on.optimizer_bytes
+
+
+def test_global_batch_sets_accumulation_steps():
+    m = estimate_memory(archspec.preset("gpt2"), batch=4, global_batch=64, data_parallel=2)
+    assert (m.batch, m.accumulation_steps) == (4, 8)
+    assert m.activations_bytes == estimate_memory(archspec.preset("gpt2"), batch=4).activations_bytes
+
+
+def test_max_micro_batch_is_the_largest_that_fits():
+    from archspec.memory import max_micro_batch
+
+    spec = archspec.preset("gpt2")
+    cap = 40 * 2**30
+    b = max_micro_batch(spec, cap, seq_len=1024)
+    assert b > 1
+    assert (
+        estimate_memory(spec, b, 1024).training_total_bytes
+        <= cap
+        < estimate_memory(spec, b + 1, 1024).training_total_bytes
+    )
