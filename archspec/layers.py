@@ -52,6 +52,13 @@ class Placement(NamedTuple):
         out += full * self.pattern.count(kind) + self.pattern[:rest].count(kind)
         return out
 
+    def count_in(self, kind: str, lo: int, hi: int) -> int:
+        """Layers of `kind` among layers lo .. hi - 1."""
+        return self._below(kind, hi) - self._below(kind, lo)
+
+    def _below(self, kind: str, x: int) -> int:
+        return Placement(self.runs, self.pattern, max(0, min(x, self.depth))).count(kind)
+
     def first(self, kind: str) -> int:
         at = 0
         for k, n in self.runs:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
-from archspec.blocks import Attend, Lengths, Linear, Norm, Part, Table, describe, stack_shapes
+from archspec.blocks import AttentionShape, Lengths, Linear, Part, describe, stack_shapes
 from archspec.checks import check_args, check_int, check_text
 from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
@@ -155,8 +155,7 @@ def canonical_format(name: str, what: str = "--weights") -> str:
 
 
 def use_more_bits_layers(lo: int, hi: int, n: int) -> int:
-    """How many of layers lo .. hi - 1 of a stack of n llama.cpp's use_more_bits(i, n) picks:
-    i < n/8, i >= 7n/8, or (i - n/8) % 3 == 2, in integer division (src/llama-quant.cpp)."""
+    """How many of layers lo .. hi - 1 of a stack of n use_more_bits(i, n) picks, in closed form."""
     a, b = n // 8, 7 * n // 8
 
     def below(x: int) -> int:  # layers 0 .. x - 1
@@ -165,18 +164,30 @@ def use_more_bits_layers(lo: int, hi: int, n: int) -> int:
     return below(hi) - below(lo)
 
 
+def use_more_bits(i: int, n: int) -> bool:
+    """llama.cpp's use_more_bits(i, n) for layer i of n (src/llama-quant.cpp): i < n/8, i >= 7n/8, or
+    (i - n/8) % 3 == 2, in integer division."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
 class Slot(NamedTuple):
     """One part on one pipeline stage: the layers lo .. hi - 1 of its stack that the stage holds (0, 1
-    for a part outside the blocks)."""
+    for a part outside the blocks), of which `layers` have the part's kind."""
 
     part: Part
     lo: int
     hi: int
+    layers: int = 1
 
     @property
     def copies(self) -> int:
-        n = self.hi - self.lo
-        return min(n, 1) if self.part.shared else n
+        if not self.part.holds:
+            return 0
+        return min(self.layers, 1) if self.part.shared else self.layers
+
+    def indices(self):
+        """The stage's layers of the part's kind (walks them: for per-layer rules only)."""
+        return (i for i in self.part.group.indices() if self.lo <= i < self.hi) if self.part.layered else iter(())
 
 
 def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1) -> list[list[Slot]]:
@@ -184,7 +195,7 @@ def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1) -> list[list[Slot]]
     the stacks' layers in data-flow order, k = ceil(layers / p); a part outside the blocks sits with the
     next block (embeddings on the first stage, final norm and head on the last); a tied head keeps a
     copy of its table on the last stage (as Megatron-LM does) when p > 1."""
-    parts = describe(spec)
+    parts = [p for p in describe(spec)]
     total = spec.n_layers
     k = -(-total // pipeline_parallel)
     offsets, at = {}, 0
@@ -197,13 +208,14 @@ def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1) -> list[list[Slot]]
         if not part.layered:
             pending.append(part)
             continue
-        g0 = offsets[part.stack.name] + part.start
+        g0, depth = offsets[part.stack.name], part.stack.layers
         for s in range(pipeline_parallel):
-            lo, hi = max(g0, s * k), min(g0 + part.repeat, (s + 1) * k)
-            if lo < hi:
+            lo, hi = max(g0, s * k) - g0, min(g0 + depth, (s + 1) * k) - g0
+            n = part.group.placement.count_in(part.kind, lo, hi) if lo < hi else 0
+            if n:
                 stages[s] += [Slot(p, 0, 1) for p in pending]
                 pending = []
-                stages[s].append(Slot(part, lo - offsets[part.stack.name], hi - offsets[part.stack.name]))
+                stages[s].append(Slot(part, lo, hi, n))
     stages[-1] += [Slot(p, 0, 1) for p in pending]
     head = next((p for p in parts if p.role == "head"), None)
     tied = head is not None and any(isinstance(e, Linear) and e.tied for e in head.entries)
@@ -233,37 +245,49 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
         name = {"matrix": None, "table": f.tables, "head": f.head, "vector": f.vectors, "router": f.router}[kind]
         return STORAGE[name or fmt].bits
 
-    shape = next((e.shape for e in part.entries if isinstance(e, Attend)), None)
+    t = tensor_parallel
     out = Fraction(0)
     for e in part.entries:
         module = _module(part, e.name)
-        t = tensor_parallel
-        if isinstance(e, Linear):
-            copies = -(-e.copies // expert_parallel) if part.role == "expert" else e.copies
-            n_out, n_in = e.n_out, e.n_in
+        copies = getattr(e, "copies", 1)
+        for leaf, shape in e.tensors():
+            shape = list(shape)
+            if copies > 1:  # a stack of routed experts: (copies, n_out[, n_in])
+                if part.role == "expert":
+                    shape[0] = -(-shape[0] // expert_parallel)
+                body = shape[1:]
+            else:
+                body = shape
             if t > 1 and module in ROW_PARALLEL:
-                n_in = -(-n_in // t)
+                if leaf == "weight":
+                    body[-1] = -(-body[-1] // t)
             elif t > 1 and (module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head")):
-                n_out = -(-n_out // t)
-            kind = "head" if part.role == "head" else "router" if part.role == "router" else "matrix"
-            if e.tied is None:
-                out += copies * n_out * n_in * bits(kind)
-            if e.bias:
-                out += copies * n_out * bits("vector")
-            if f.more_bits and kind == "matrix":
+                body[0] = -(-body[0] // t)
+            shape = shape[:1] + body if copies > 1 else body
+            values = 1
+            for x in shape:
+                values *= x
+            if len(body) == 1:
+                kind = "vector"
+            elif part.role == "embedding":
+                kind = "head" if tied_table and module == "embed" else "table"
+            else:
+                kind = "head" if part.role == "head" else "router" if part.role == "router" else "matrix"
+            out += values * bits(kind) * n
+            more_bits = f.more_bits and kind == "matrix" and leaf == "weight" and part.layered
+            if more_bits and module in ("down", "qkv", "kv"):
                 more = STORAGE[f.more_bits].bits - f.bits
-                picked = use_more_bits_layers(slot.lo, slot.hi, part.stack.layers) if part.layered else 0
+                if slot.layers == slot.hi - slot.lo:  # every layer of the range has this kind
+                    picked = use_more_bits_layers(slot.lo, slot.hi, part.stack.layers)
+                else:
+                    picked = sum(1 for i in slot.indices() if use_more_bits(i, part.stack.layers))
                 if module == "down":
-                    out += picked * copies * n_out * n_in * more / n
-                elif module in ("qkv", "kv") and shape is not None:
-                    v = -(-shape.v // t) if t > 1 else shape.v
-                    out += picked * v * n_in * more / n
-        elif isinstance(e, Table):
-            rows = -(-e.rows // t) if t > 1 and module in ("embed", "target_embed") else e.rows
-            out += rows * e.width * bits("head" if tied_table and module == "embed" else "table")
-        elif isinstance(e, Norm):
-            out += e.width * (2 if e.kind == "layernorm" else 1) * bits("vector")
-    return out * n / 8
+                    out += picked * values * more
+                elif part.component in ("attention", "cross_attention"):  # the value rows of the fused projection
+                    v = AttentionShape.of(part.group.spec).v
+                    v = -(-v // t) if t > 1 else v
+                    out += picked * v * shape[-1] * more
+    return out / 8
 
 
 def _head_tied(spec: ModelSpec) -> bool:
@@ -356,10 +380,8 @@ def kv_cache_dtype(dtype: str) -> str:
 def kv_stage_values(spec: ModelSpec, slots: list[Slot], batch: int, tokens: int) -> int:
     """Cached values of `batch` sequences of `tokens` tokens held by the parts of one pipeline stage."""
     lengths = Lengths(batch, tokens, tokens if spec.encoder_layers else None)
-    return sum(
-        (s.hi - s.lo) * batch * lengths.rows(c.rows, s.part.stack) * c.width for s in slots if s.part.layered
-        for c in s.part.cached
-    )  # fmt: skip
+    return sum(s.layers * batch * c.values(lengths, s.part.stack) for s in slots if s.part.layered
+               for c in s.part.cached)  # fmt: skip
 
 
 def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
@@ -785,14 +807,15 @@ def lora_params(spec: ModelSpec, rank: int, targets: str = "all") -> tuple[int, 
     adapted: list = []
     for part in describe(spec):
         if part.component in ("attention", "cross_attention"):
-            if spec.attention.kind != "standard":
+            kind_spec = part.group.spec
+            if kind_spec.attention.kind != "standard":
                 if any(t in wanted for t in LORA_GROUPS["attention"]):
                     raise SpecError(
-                        f"LoRA on {spec.name}'s {spec.attention.kind} attention is not modelled (its projections "
+                        f"LoRA on {spec.name}'s {kind_spec.attention.kind} attention is not modelled (its projections "
                         "are not q, k, v, o); target mlp projections only"
                     )
                 continue
-            a = next(e.shape for e in part.entries if isinstance(e, Attend))
+            a = AttentionShape.of(kind_spec)
             cross = part.component == "cross_attention"
             kv_rows = "source" if cross else "tokens"
             maps = {"q": (a.d_model, a.q, "tokens"), "k": (a.d_model, a.k, kv_rows), "v": (a.d_model, a.v, kv_rows),
