@@ -332,12 +332,12 @@ def _import_args(p: argparse.ArgumentParser) -> None:
 def cmd_import(args) -> int:
     from pathlib import Path
 
-    from archspec import hf, specfile
+    from archspec import loading, specfile
     from archspec.catalog import with_overrides
     from archspec.loading import build_spec, parse_assignments
 
     overrides = parse_assignments(args.overrides)
-    imported = hf.import_config(args.config)
+    imported = loading.import_config(args.config)
     spec = with_overrides(build_spec(imported.data, args.config), overrides, args.config)
     suffix = Path(args.output).suffix if args.output else (".json" if args.format == "json" else ".toml")
     comments = [

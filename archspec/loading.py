@@ -354,9 +354,7 @@ def load_spec(path: str | Path) -> ModelSpec:
                 f"{_where(path)}: is a directory without a config.json; give a spec file (.toml, .json, .yaml), "
                 "a Hugging Face config.json or a folder holding one"
             )
-        from archspec import hf
-
-        return hf.load_config(path)
+        return load_config(path)
     data = read_mapping(path)
     if Path(path).suffix.lower() == ".json" and is_hf_config(data):
         from archspec import hf
@@ -388,6 +386,40 @@ def is_hf_config(data: Any) -> bool:
     """A Hugging Face config rather than a spec: a JSON object with model_type, or one that names
     `architectures` and has no spec `name` (ALBERT's files have no model_type)."""
     return isinstance(data, dict) and ("model_type" in data or ("architectures" in data and "name" not in data))
+
+
+# ---------------------------------------------------------------- Hugging Face config files
+
+
+def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """The JSON object of a config.json (or of folder/config.json), and the file's path; read as spec
+    files are (regular files of bounded size, strict JSON)."""
+    path = Path(path)
+    if _is_dir(path):
+        path = path / "config.json"
+        if not path.is_file():
+            raise SpecError(f"{clip(str(path.parent), 200)}: no config.json in this folder")
+    data = parse_text(path, ".json", read_text(path))
+    if not isinstance(data, dict):
+        raise SpecError(f"{clip(str(path), 200)}: a config.json holds a JSON object, not {type(data).__name__}")
+    return data, path
+
+
+def load_config(path: str | Path) -> ModelSpec:
+    """The ModelSpec of a Hugging Face config.json, or of a folder holding one."""
+    from archspec import hf
+
+    raw, file = read_config(path)
+    where = clip(str(file), 200)
+    return build_spec(hf.from_mapping(raw, hf.spec_name(file), where).data, where)
+
+
+def import_config(path: str | Path):
+    """What `archspec import` writes: the spec data of a config.json (an archspec.hf.Imported) with its notes."""
+    from archspec import hf
+
+    raw, file = read_config(path)
+    return hf.from_mapping(raw, hf.spec_name(file), clip(str(file), 200))
 
 
 _DIGITS = r"[0-9](?:_?[0-9])*"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import archspec
-from archspec import hf, specfile
+from archspec import hf, loading, specfile
 from archspec.flops import count_flops
 from archspec.params import count_params
 
@@ -211,7 +211,7 @@ def test_adapter_defaults_are_transformers_config_class_defaults(model_type):
     family = hf.FAMILIES[model_type]
     fields = {f.name: f for f in dataclasses.fields(transformers.CONFIG_MAPPING[model_type])}
     # keys the adapter reads that are not fields of the config class (legacy or Megatron keys): their
-    # defaults come from the modelling code or the family's files, named in archspec/hf.py
+    # defaults come from the modelling code or the family's files, named in archspec/hf/
     not_fields = {"gpt_neox": {"rotary_pct", "rotary_emb_base"}, "bloom": {"seq_length"},
                   "t5": {"n_positions"}, "roberta": set(), "deepseek_v2": {"rope_interleave"}}  # fmt: skip
     for key, value in family.defaults.items():
@@ -341,7 +341,7 @@ def test_the_class_in_architectures_decides_the_head(name, cls):
 
 
 def test_t5_with_an_untied_head_in_the_file_counts_what_transformers_builds_and_says_so():
-    imported = hf.import_config(DATA / "flan-t5-xxl.json")
+    imported = loading.import_config(DATA / "flan-t5-xxl.json")
     assert imported.data["tie_embeddings"] is True and "head" not in imported.data  # no d_model**-0.5 rescale
     assert len(imported.notes) == 1 and "tie_embeddings = false" in imported.notes[0]
     untied = spec_of("flan-t5-xxl").replace(tie_embeddings=False)

@@ -1044,7 +1044,7 @@ def test_fuzz_set_values_are_exact_and_validated_or_one_line(field, text):
         kind = ModelSpec.model_fields[field].annotation
         if kind is int:
             value = _expected_number(text, integer=True)
-        elif kind is bool:
+        elif kind is bool or (bool in typing.get_args(kind) and text.strip().lower() in ("true", "false")):
             value = text.strip().lower() == "true"
         else:
             value = text.strip()

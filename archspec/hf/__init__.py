@@ -1,0 +1,144 @@
+"""Hugging Face ``config.json`` files as specs, without torch or transformers.
+
+One declarative adapter per ``model_type`` (a ``Family``, archspec.hf.engine), grouped by lineage in
+the modules of this package (``gpt``, ``llama``, ``gemma``, ``deepseek``, ``t5``, ``seq2seq``,
+``encoders``); ``FAMILIES`` gathers them. An adapter says which config keys it reads and the spec
+field each becomes, transformers' defaults for missing keys (transformers 5.24), the values every
+model of the family shares, the keys it refuses by name, small derivations, and the classes of
+``architectures`` it counts. Adding a family is one entry in its lineage's module plus its test
+against transformers' own model (tests/test_hf.py). Reading files is archspec.loading's; this
+package maps a config's object onto spec data and never reads a file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from archspec.errors import SpecError, shown
+from archspec.hf import deepseek, encoders, gemma, gpt, llama, seq2seq, t5
+from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported
+
+__all__ = ["CLASSES", "FAMILIES", "Family", "Imported", "from_mapping", "spec_name"]
+
+LINEAGES = (gpt, llama, gemma, deepseek, t5, seq2seq, encoders)
+
+FAMILIES: dict[str, Family] = {}
+for _f in (f for lineage in LINEAGES for f in lineage.FAMILIES):
+    if _f.model_type in FAMILIES:  # pragma: no cover - a programming error
+        raise RuntimeError(f"family {_f.model_type!r} registered twice")
+    FAMILIES[_f.model_type] = _f
+
+# class name -> model_type, for files without model_type (ALBERT's hub files have only `architectures`)
+CLASSES: dict[str, str] = {name: f.model_type for f in FAMILIES.values() for name in f.class_names}
+
+
+# ---------------------------------------------------------------- reading
+
+
+def spec_name(path: Path) -> str:
+    """A spec name from a file or folder name: 'Llama-2-7b-hf/config.json' -> 'llama-2-7b-hf'."""
+    stem = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    name = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).lstrip("._-")
+    return name or "model"
+
+
+def _supported_types() -> str:
+    return ", ".join(sorted(FAMILIES))
+
+
+def _architecture(raw: dict[str, Any], where: str) -> str | None:
+    archs = raw.get("architectures")
+    if archs is None or archs == []:
+        return None
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise SpecError(f"{where}: architectures must be a list of class names, got {shown(archs)}")
+    return archs[0]
+
+
+def _family_of(raw: dict[str, Any], where: str) -> Family:
+    model_type = raw.get("model_type")
+    if model_type is None:
+        arch = _architecture(raw, where)
+        if arch in CLASSES:
+            return FAMILIES[CLASSES[arch]]
+        raise SpecError(
+            f"{where}: no model_type, and architectures {shown(raw.get('architectures'))} names no supported "
+            f"class; supported model_types: {_supported_types()}"
+        )
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise SpecError(f"{where}: model_type {shown(model_type)} is not supported; supported: {_supported_types()}")
+    return FAMILIES[model_type]
+
+
+def _canonical(family: Family, raw: dict[str, Any]) -> dict[str, Any]:
+    """The file's keys under their canonical names, over transformers' defaults. An alias gives way to its
+    canonical key when the file has both."""
+    cfg = dict(family.defaults)
+    for key, value in raw.items():
+        target = family.aliases.get(key, key)
+        if target != key and target in raw:
+            continue
+        cfg[target] = value
+    return cfg
+
+
+def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any], where: str) -> str:
+    arch = _architecture(raw, where) or family.class_names[0]
+    kind = None
+    if arch.startswith(family.prefix):
+        suffix = arch[len(family.prefix) :]
+        if suffix in family.classes:
+            kind = HEAD_SUFFIXES[suffix]
+    if kind is None:
+        raise SpecError(
+            f"{where}: architecture {shown(arch)} is not supported for model_type {family.model_type!r}; "
+            f"supported: {', '.join(family.class_names)}"
+        )
+    if kind == "lm":
+        data.setdefault("head", "lm")
+        if family.tie_lm:
+            data["tie_embeddings"] = bool(cfg["tie_word_embeddings"])
+    elif kind == "mlm":
+        data["head"] = "mlm"
+    else:
+        data["head"] = "none"
+        data.pop("tie_embeddings", None)
+        if kind == "encoder":  # T5EncoderModel: the shared table and the encoder
+            data["decoder_layers"] = 0
+            for key in ("share_embeddings", "embedding_scale"):
+                data.pop(key, None)
+        elif family.pooler:
+            data["pooler"] = True
+    return arch
+
+
+def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
+    """Spec data (the given fields) of a config.json's object."""
+    where = where or name
+    family = _family_of(raw, where)
+    cfg = _canonical(family, raw)
+    data: dict[str, Any] = {"name": name}
+    try:
+        for refusal in family.refuse:
+            if not refusal.ok(cfg):
+                raise SpecError(
+                    f"{where}: {family.model_type} key {refusal.key}={shown(cfg.get(refusal.key))} is not "
+                    f"supported ({refusal.why})"
+                )
+        data.update(family.fixed)
+        for spec_field, key in family.fields.items():
+            if cfg.get(key) is not None:
+                data[spec_field] = cfg[key]
+        if family.derive is not None:
+            data.update(family.derive(cfg, where))
+    except KeyError as exc:  # a key without a default that the family needs
+        raise SpecError(f"{where}: {family.model_type} config has no {exc.args[0]!r}") from None
+    except (TypeError, ZeroDivisionError, AttributeError) as exc:  # a value of the wrong type or zero
+        raise SpecError(f"{where}: {family.model_type} config has a value of the wrong type ({exc})") from None
+    arch = _head(family, raw, cfg, data, where)
+    if data.get("head") == "lm":
+        del data["head"]
+    notes = tuple(family.notes(cfg, data)) if family.notes else ()
+    return Imported(data, family.model_type, arch, notes)

@@ -1,0 +1,175 @@
+"""The adapter engine: how a Hugging Face ``config.json`` maps onto the spec, without torch or transformers.
+
+One declarative adapter per ``model_type`` (a ``Family``), all in ``FAMILIES``. An adapter says
+
+- which config keys it reads and the spec field each one becomes (``fields``),
+- the defaults that transformers' config class of that type applies to missing keys (``defaults``,
+  copied from ``transformers/models/<type>/configuration_<type>.py``, transformers 5.24), and the
+  other names a key goes by (``aliases``: the class's ``attribute_map`` and legacy keys),
+- the spec values every model of the family shares (``fixed``: norm, norm position, positions,
+  biases, block layout),
+- the keys it refuses when they hold a shape- or computation-changing value that the spec cannot
+  represent (``refuse``), each with the reason,
+- small functions for the fields that need arithmetic (``derive``: rotary fractions, MoE widths),
+- the classes of ``architectures`` it counts, by suffix: ``...ForCausalLM`` has an output head,
+  ``...Model`` none (a pooler where the class has one), ``...ForMaskedLM`` a masked-LM head.
+
+Keys that do not change the architecture (dropout, token ids, dtype, ``use_cache``,
+``rope_scaling``, quantisation) are ignored. Adding a family is one entry here plus its test
+against transformers' own model (tests/test_hf.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from archspec.errors import SpecError, shown
+
+Config = Mapping[str, Any]
+
+
+# ---------------------------------------------------------------- activations
+
+# transformers' ACT2FN names -> the spec's activation, for a plain MLP and for a gated one. The GELU
+# variants (erf, tanh approximation) differ in the computation only; counts and matmul FLOPs agree.
+_GELUS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python", "gelu_accurate")
+PLAIN_ACTIVATIONS = {**dict.fromkeys(_GELUS, "gelu"), "relu": "relu", "silu": "silu", "swish": "silu"}
+GATED_ACTIVATIONS = {**dict.fromkeys(_GELUS, "geglu"), "silu": "swiglu", "swish": "swiglu"}
+
+
+def activation(cfg: Config, key: str, gated: bool, where: str) -> str:
+    name = cfg[key]
+    table = GATED_ACTIVATIONS if gated else PLAIN_ACTIVATIONS
+    if name not in table:
+        raise SpecError(f"{where}: {key}={shown(name)} is not supported; supported: {', '.join(sorted(table))}")
+    return table[name]
+
+
+# ---------------------------------------------------------------- refusals
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A key whose value must pass `ok` (given the whole config); otherwise the file is refused."""
+
+    key: str
+    ok: Callable[[Config], bool]
+    why: str
+
+
+def must_be(key: str, value: Any, why: str) -> Refusal:
+    return Refusal(key, lambda cfg: cfg.get(key, value) == value, why)
+
+
+def must_be_falsy(key: str, why: str) -> Refusal:
+    return Refusal(key, lambda cfg: not cfg.get(key), why)
+
+
+# ---------------------------------------------------------------- heads by class
+
+# suffix of the class name in `architectures` -> what the class puts on top of the stacks
+HEAD_SUFFIXES = {
+    "ForCausalLM": "lm",
+    "LMHeadModel": "lm",
+    "ForConditionalGeneration": "lm",
+    "MTModel": "lm",
+    "ForMaskedLM": "mlm",
+    "EncoderModel": "encoder",
+    "Model": "none",
+}
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one transformers `model_type` maps onto the spec."""
+
+    model_type: str
+    prefix: str  # class-name prefix: "Llama" for LlamaForCausalLM, LlamaModel
+    classes: tuple[str, ...]  # suffixes it counts, the first is the default when `architectures` is absent
+    fields: dict[str, str]  # spec field <- config key
+    defaults: dict[str, Any]  # transformers' config-class defaults for missing keys
+    fixed: dict[str, Any] = field(default_factory=dict)  # spec values of every model of the family
+    aliases: dict[str, str] = field(default_factory=dict)  # other name -> config key
+    refuse: tuple[Refusal, ...] = ()
+    derive: Callable[[Config, str], dict[str, Any]] | None = None  # fields that need arithmetic
+    pooler: bool = False  # the bare `...Model` class has a pooler (BERT)
+    tie_lm: bool = True  # an LM head's tying follows tie_word_embeddings (else: `derive` decides)
+    notes: Callable[[Config, dict[str, Any]], list[str]] | None = None
+
+    @property
+    def class_names(self) -> list[str]:
+        return [self.prefix + s for s in self.classes]
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A config read into spec data: the fields an archspec spec file needs, plus what to tell the user."""
+
+    data: dict[str, Any]
+    model_type: str
+    architecture: str
+    notes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- shared derivations
+
+
+def rope(cfg: Config, default_theta: float = 10000.0, default_fraction: float = 1.0, **extra: Any) -> dict[str, Any]:
+    """The rotary sub-table: transformers 5 reads `rope_parameters` (or `rope_scaling`) first, then the flat
+    `rope_theta` / `partial_rotary_factor` keys, then the class defaults. Scaling types (llama3, yarn,
+    longrope) change the frequencies only and are not represented."""
+    params = cfg.get("rope_parameters") or cfg.get("rope_scaling") or {}
+    if not isinstance(params, dict):
+        params = {}
+    theta = params.get("rope_theta", cfg.get("rope_theta", default_theta))
+    fraction = params.get("partial_rotary_factor", cfg.get("partial_rotary_factor", default_fraction))
+    table: dict[str, Any] = {"kind": "rotary", "base": float(theta)}
+    if fraction != 1.0:
+        table["fraction"] = float(fraction)
+    table.update(extra)
+    return table
+
+
+def biases(qkv: bool, out: bool, mlp: bool) -> bool | dict[str, bool]:
+    """The spec's bias field: one bool when every projection agrees, else the per-projection table."""
+    qkv, out, mlp = bool(qkv), bool(out), bool(mlp)
+    return qkv if qkv == out == mlp else {"qkv": qkv, "out": out, "mlp": mlp}
+
+
+def gated_mlp(act_key: str = "hidden_act") -> Callable[[Config, str], dict[str, Any]]:
+    return lambda cfg, where: {"activation": activation(cfg, act_key, True, where)}
+
+
+def plain_mlp(act_key: str) -> Callable[[Config, str], dict[str, Any]]:
+    return lambda cfg, where: {"activation": activation(cfg, act_key, False, where)}
+
+
+def combine(*parts: Callable[[Config, str], dict[str, Any]]) -> Callable[[Config, str], dict[str, Any]]:
+    def derive(cfg: Config, where: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for part in parts:
+            out.update(part(cfg, where))
+        return out
+
+    return derive
+
+
+def ff(key: str, hidden: str, factor: int = 4) -> Callable[[Config, str], dict[str, Any]]:
+    """d_ff from a key that may be null, defaulting to factor * hidden (GPT-2's n_inner)."""
+    return lambda cfg, where: {"d_ff": cfg.get(key) or factor * cfg[hidden]}
+
+
+def head_dim(cfg: Config, where: str) -> dict[str, Any]:
+    """An explicit head_dim (q width nh * head_dim may differ from hidden_size)."""
+    return {"d_head": cfg["head_dim"]} if cfg.get("head_dim") else {}
+
+
+def kv_heads(cfg: Config, where: str) -> dict[str, Any]:
+    return {"n_kv_heads": cfg["num_key_value_heads"]} if cfg.get("num_key_value_heads") else {}
+
+
+def window(key: str = "sliding_window") -> Callable[[Config, str], dict[str, Any]]:
+    """A sliding window on every layer (Mistral, Phi-3, StarCoder2); null means full attention."""
+    return lambda cfg, where: {"attention": {"kind": "standard", "sliding_window": cfg[key]}} if cfg.get(key) else {}
