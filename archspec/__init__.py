@@ -6,6 +6,9 @@ Import cost is kept to pydantic and the standard library; torch is loaded only b
 
 from __future__ import annotations
 
+# From a clone, the sibling folders presets/ and reference/ are archspec.presets and archspec.reference
+from archspec import _source_tree  # noqa: F401  (must come first)
+
 # Import the preset data package before defining the `presets()` function below: once the
 # submodule is in sys.modules, later `import archspec.presets` leaves the attribute alone.
 from archspec import presets as _presets_data  # noqa: F401  (data package, see presets/)

@@ -203,6 +203,8 @@ def cmd_params(args) -> int:
         for spec, c in zip(specs, counts):
             rows = [[name, human(n), exact(n), pct(c.share(name))] for name in COMPONENTS if (n := c.components[name])]
             rows.append(["total", human(c.total), exact(c.total), pct(1.0)])
+            if c.active != c.total:  # a mixture of experts: what one token uses, beside the total
+                rows.append(["active per token", human(c.active), exact(c.active), pct(c.active / c.total)])
             head = f"{spec.name}: {spec.kind}, {_layers(spec)} layers, d_model {spec.d_model}"
             per = "; ".join(
                 f"{stack} layer {human(v['total'])} ({exact(v['total'])})" for stack, v in c.per_layer.items()
@@ -242,15 +244,26 @@ def cmd_compare(args) -> int:
 
     def people() -> str:
         kv = kv_cache_dtype(args.dtype)
-        headers = ["model", "layers", "d_model", "heads", "d_head", "d_ff", "vocab", "ctx", "params", "non-emb",
-                   "FLOPs/token", f"weights {args.dtype}", "KV/token"]  # fmt: skip
+        moe = any(r.count.active != r.count.total for r in rows)
+        headers = ["model", "layers", "d_model", "heads", "d_head", "d_ff", "vocab", "ctx", "params",
+                   *(["active"] if moe else []), "non-emb", f"FLOPs/token at {args.seq_len:,}",
+                   f"weights {args.dtype}", "KV/token"]  # fmt: skip
         body = [[r.spec.name, _layers(r.spec), r.spec.d_model, _heads(r.spec), r.spec.d_head, r.spec.d_ff,
-                 f"{r.spec.vocab_size:,}", r.spec.max_positions, human(r.count.total), human(r.count.non_embedding),
-                 human(r.forward_per_token), human_bytes(r.weights_bytes),
-                 human_bytes(r.kv_cache_bytes_per_token)] for r in rows]  # fmt: skip
+                 f"{r.spec.vocab_size:,}", r.spec.max_positions, human(r.count.total),
+                 *([human(r.count.active)] if moe else []), human(r.count.non_embedding),
+                 human(r.forward_per_token) + (f" (at {r.seq_len:,}*)" if r.seq_len_clamped else ""),
+                 human_bytes(r.weights_bytes), human_bytes(r.kv_cache_bytes_per_token)] for r in rows]  # fmt: skip
+        clamped = [r.spec.name for r in rows if r.seq_len_clamped]
         note = (
-            f"FLOPs/token: exact forward matmul FLOPs per token at each model's context length"
-            f"{'' if not args.seq_len else f' (here {args.seq_len})'} (2 per multiply-accumulate).\n"
+            f"FLOPs/token: exact forward matmul FLOPs per token over one {args.seq_len:,}-token sequence "
+            "(2 per multiply-accumulate)"
+            + (
+                f"; * beyond the context of {', '.join(clamped)}: at its context length (ctx) instead"
+                if clamped
+                else ""
+            )
+            + (".\nactive: parameters one token uses (the routed experts it is sent to)" if moe else "")
+            + ".\n"
             + (
                 f"Weights in {args.dtype}, KV cache in {kv} (int4 is weight-only)"
                 if kv != args.dtype
@@ -266,8 +279,14 @@ def cmd_compare(args) -> int:
 
 
 def _compare_args(p: argparse.ArgumentParser) -> None:
+    from archspec.compare import DEFAULT_SEQ_LEN
+
     p.add_argument(
-        "--seq-len", type=positive_int, help="sequence length for FLOPs per token (default: each model's max_positions)"
+        "--seq-len",
+        type=positive_int,
+        default=DEFAULT_SEQ_LEN,
+        help=f"one sequence length for every model's FLOPs per token (default {DEFAULT_SEQ_LEN:,}; a model whose "
+        "context is shorter is counted at its context, and marked)",
     )
     p.add_argument(
         "--dtype",
@@ -340,6 +359,8 @@ def cmd_import(args) -> int:
     imported = loading.import_config(args.config)
     spec = with_overrides(build_spec(imported.data, args.config), overrides, args.config)
     suffix = Path(args.output).suffix if args.output else (".json" if args.format == "json" else ".toml")
+    if args.format == "json" and suffix.lower() != ".json":
+        raise SpecError(f"--format json and -o {args.output}: the suffix decides the file's format; drop one")
     comments = [
         f"{spec.name}: the archspec spec of {args.config} (model_type {imported.model_type}, "
         f"{imported.architecture}), written by `archspec import`",
@@ -862,6 +883,19 @@ def _sweep_args(p: argparse.ArgumentParser) -> None:
         "START:STOP[:STEP] (d_model=512:4096:512); repeat for more fields: one row per combination",
     )
     p.add_argument(
+        "--zip",
+        action="append",
+        metavar="FIELD,FIELD",
+        default=[],
+        help="vary these --vary fields in lock-step (equal-length lists: the first values together, then the "
+        "second...) instead of in every combination; repeatable, e.g. --zip d_model,n_heads",
+    )
+    p.add_argument(
+        "--keep",
+        choices=["d_head"],
+        help="d_head: keep the head width while d_model varies, so that n_heads = d_model / d_head",
+    )
+    p.add_argument(
         "--seq-len", type=positive_int, help="sequence length for FLOPs per token (default: each row's max_positions)"
     )
     p.add_argument("--dtype", default="bf16", type=_dtype_name, choices=list(DTYPE_BYTES), help=_DTYPE_HELP)
@@ -872,14 +906,19 @@ def cmd_sweep(args) -> int:
     from archspec.sweep import parse_vary, sweep
 
     varies = [parse_vary(v) for v in args.vary]
+    zipped = [[f.strip() for f in z.split(",")] for z in args.zip]
     specs = _specs(args)
-    objects = []
+    objects, skipped = [], []
     for i, spec in enumerate(specs):
         progress = _progress_callback(f"sweep {spec.name}" + (f" ({i + 1}/{len(specs)})" if len(specs) > 1 else ""))
-        objects += sweep(spec, varies, args.seq_len, args.dtype, progress)
+        objects += sweep(spec, varies, args.seq_len, args.dtype, progress, zipped, args.keep, skipped)
+    if not objects:
+        raise SpecError(f"no combination of the sweep is a valid spec; the first: {skipped[0]}")
+    for s in skipped:
+        sys.stderr.write(f"archspec: skipped {s}\n")
 
     def people() -> str:
-        fields = [v.field for v in varies]
+        fields = [v.field for v in varies] + (["n_heads"] if args.keep else [])
         headers = ["model", *fields, "params", "active", "FLOPs/token", f"weights {args.dtype}", "KV/token"]
         rows = [
             [o["name"], *(_fmt_value(o[f]) for f in fields), human(o["total"]), human(o["active"]),
@@ -892,10 +931,14 @@ def cmd_sweep(args) -> int:
             f"FLOPs/token: exact forward matmul FLOPs per token over {at} (2 per multiply-accumulate); "
             f"weights and KV cache per token in {args.dtype}."
         )
+        if args.keep:
+            note += " n_heads follows d_model (--keep d_head)."
+        if skipped:
+            note += f"\n{len(skipped)} combination(s) skipped (the spec refuses them; see stderr)."
         return table(rows, headers, args.format) + "\n\n" + ROUNDING_NOTE + "\n" + note
 
     _render(args, objects, people)
-    return EXIT_OK
+    return EXIT_MISMATCH if skipped else EXIT_OK
 
 
 # ---------------------------------------------------------------- plot
@@ -920,7 +963,8 @@ def _plot_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", required=True, metavar="FILE", help="the picture to write: .png or .svg")
     p.add_argument("--vary", action="append", metavar="FIELD=VALUES", help="scaling: the field and its values, "
                    "e.g. d_model=512:4096:512 (one field)")  # fmt: skip
-    p.add_argument("--gpu", choices=list(ACCELERATORS), help="memory: draw this accelerator's capacity")
+    p.add_argument("--gpu", metavar="NAME|FILE", help="memory: draw this accelerator's capacity (a name from "
+                   f"{', '.join(list(ACCELERATORS)[:3])}, ... (`archspec hardware`), or a .toml file)")  # fmt: skip
     p.add_argument("--batch", "-b", type=positive_int, help="memory: sequences per step (default 1)")
     p.add_argument("--dtype", type=_dtype_name, choices=list(DTYPE_BYTES), help="memory: " + _DTYPE_HELP)
     p.add_argument("--recompute", choices=list(RECOMPUTE), help="memory: activation recomputation (default none)")
@@ -1076,6 +1120,166 @@ def cmd_inference(args) -> int:
     return code
 
 
+# ---------------------------------------------------------------- hardware and fit
+
+
+def _accelerators(names: list[str] | None):
+    """The accelerators named by --gpu (table names or .toml files), or the whole table."""
+    from archspec.hardware import ACCELERATORS, accelerator
+
+    if not names:
+        return list(ACCELERATORS.values())
+    out = []
+    for n in names:
+        acc = accelerator(n)
+        if all(a.name != acc.name for a in out):
+            out.append(acc)
+    return out
+
+
+def _gpu_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--gpu",
+        action="append",
+        metavar="NAME|FILE",
+        help=f"{what} (repeatable): a name from `archspec hardware`, or a .toml file describing your own "
+        "(name, memory_gib, bandwidth_gbs, bf16_tflops, ...; see the README)",
+    )
+
+
+def _tflops(x) -> str:
+    return "-" if x is None else f"{x:,.4g}"
+
+
+def cmd_hardware(args) -> int:
+    from archspec.render import table
+
+    accs = _accelerators(args.gpu)
+    objects = [a.to_dict() for a in accs]
+
+    def people() -> str:
+        headers = ["name", "accelerator", "bf16 TFLOPS", "fp8 TFLOPS", "fp32 TFLOPS", "memory GiB", "bandwidth GB/s",
+                   "interconnect GB/s"]  # fmt: skip
+        rows = [[a.name, a.title, _tflops(a.bf16_tflops if a.bf16_tflops is not None else a.fp16_tflops),
+                 _tflops(a.fp8_tflops), _tflops(a.fp32_tflops), f"{a.memory_gib:g}", f"{a.bandwidth_gbs:,g}",
+                 "-" if a.interconnect_gbs is None else f"{a.interconnect_gbs:,g}"] for a in accs]  # fmt: skip
+        align = ("left", "left", "right", "right", "right", "right", "right", "right")
+        sources = [f"{a.name}: {a.source}; {a.bandwidth_source}; {a.interconnect_source}" for a in accs]
+        note = (
+            "Dense peaks (a figure printed with sparsity is halved); bf16 is fp16 where the chip has no bf16 "
+            "path; - where the vendor publishes none (fp8: no fp8 tensor path). Interconnect: device to device, "
+            "per direction per device. GB/s = 10^9 bytes per second."
+        )
+        return (
+            table(rows, headers, args.format, colalign=align)
+            + "\n\n"
+            + note
+            + "\n\nsources:\n"
+            + "\n".join(f"  {s}" for s in sources)
+        )
+
+    _render(args, objects, people)
+    return EXIT_OK
+
+
+def _fit_args(p: argparse.ArgumentParser) -> None:
+    from archspec.compare import DEFAULT_SEQ_LEN
+    from archspec.fit import TASKS
+
+    p.add_argument("--task", default="inference", choices=TASKS,
+                   help="inference (weights + KV cache; default) or training (weights, gradients, AdamW states, "
+                   "activations)")  # fmt: skip
+    p.add_argument(
+        "--seq-len",
+        "-s",
+        type=positive_int,
+        default=DEFAULT_SEQ_LEN,
+        help=f"tokens per sequence (default {DEFAULT_SEQ_LEN:,}; a model whose context is shorter is planned at "
+        "its context, and marked)",
+    )
+    p.add_argument("--batch", "-b", type=positive_int, default=1,
+                   help="sequences: served together (inference) or per micro-batch on each device (training); "
+                   "default 1")  # fmt: skip
+    _gpu_option(p, "only these accelerators")
+
+
+def cmd_fit(args) -> int:
+    from archspec.compare import context_seq_len
+    from archspec.fit import DTYPES, MAX_DEVICES, fit
+    from archspec.render import GREEN, RED, human_bytes, paint, table
+
+    accs = _accelerators(args.gpu)
+    objects, blocks = [], []
+    for spec in _specs(args):
+        seq_len, clamped = context_seq_len(spec, args.seq_len)
+        rows, memo = [], {}
+        for acc in accs:
+            for dtype in DTYPES[args.task]:
+                f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo)
+                objects.append({**f.to_dict(), "seq_len_clamped": clamped})
+                used = "" if f.per_device_bytes is None else (
+                    f"{human_bytes(f.per_device_bytes)} of {acc.memory_gib:g} GiB")  # fmt: skip
+                devices = paint(f"{f.devices:,}", GREEN if f.devices == 1 else "") if f.devices else paint("-", RED)
+                rows.append([acc.name, dtype, devices, f.layout, used])
+        what = ("weights + KV cache" if args.task == "inference"
+                else "weights, gradients, AdamW states (mixed precision: 16 bytes per parameter for bf16) and "
+                "activations (flash attention, no recomputation)")  # fmt: skip
+        at = f"{seq_len:,}" + (f" (its context; {args.seq_len:,} asked)" if clamped else "")
+        head = f"{spec.name}: {args.task}, batch {args.batch} x {at} tokens; {what} per device"
+        align = ("left", "left", "right", "left", "right")
+        blocks.append(head + "\n" + table(rows, ["gpu", "dtype", "devices", "layout", "per device"], args.format,
+                                         colalign=align))  # fmt: skip
+    layouts = (
+        "TP: tensor parallel (1, 2, 4 or 8, dividing the heads and d_ff), PP: pipeline stages beyond that"
+        if args.task == "inference"
+        else "ZeRO stage over DP data-parallel devices, with TP tensor parallelism (1, 2, 4 or 8) when needed"
+    )
+    note = (
+        f"devices: the fewest that hold it ({layouts}), as `archspec memory` plans each layout; - : not on "
+        f"{MAX_DEVICES:,}."
+        + (" int8/int4 are weight-only (the KV cache stays bf16 for int4)." if args.task == "inference" else "")
+        + " Workspace, fragmentation and framework overhead are not counted. GiB = 2^30 bytes."
+    )
+    _render(args, objects, lambda: "\n\n".join(blocks) + "\n\n" + note)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- report
+
+
+def _report_args(p: argparse.ArgumentParser) -> None:
+    from archspec.compare import DEFAULT_SEQ_LEN
+
+    p.add_argument("--output", "-o", required=True, metavar="FILE.html", help="the page to write (.html)")
+    p.add_argument("--seq-len", "-s", type=positive_int, default=DEFAULT_SEQ_LEN,
+                   help=f"tokens per sequence for FLOPs, memory and fit (default {DEFAULT_SEQ_LEN:,}; a model whose "
+                   "context is shorter at its context, marked)")  # fmt: skip
+    p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences for memory and fit (default 1)")
+    _gpu_option(p, "the accelerators of the fit section (default: the whole table)")
+
+
+def cmd_report(args) -> int:
+    from pathlib import Path
+
+    from archspec.report import ReportInputs, build_report
+
+    out = Path(args.output)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise SpecError(f"{args.output}: the report is an HTML page; name it FILE.html")
+    if not out.parent.is_dir():
+        raise SpecError(f"{args.output}: no such folder {str(out.parent)!r}")
+    specs = _specs(args)
+    page = build_report(ReportInputs(specs, list(args.models), args.seq_len, args.batch, _accelerators(args.gpu)))
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{args.output}: cannot write: {exc}") from None
+    objects = [{"name": s.name, "output": str(out), "bytes": len(page.encode("utf-8"))} for s in specs]
+    _render(args, objects, lambda: f"wrote {out} ({len(page.encode('utf-8')):,} bytes): "
+            f"{', '.join(s.name for s in specs)}; open it in any browser, it loads nothing from elsewhere")  # fmt: skip
+    return EXIT_OK
+
+
 # ---------------------------------------------------------------- friendlier options
 
 # torch's dtype names (and torch.* spellings) for --dtype, beside the short names
@@ -1136,10 +1340,12 @@ def register(
     models: str | None = "+",
     add_args: Callable[[argparse.ArgumentParser], None] | None = None,
     default_format: str | None = "table",
+    formats: tuple[list[str], str] | None = None,
 ) -> None:
-    """Add a subcommand: `models` is argparse's nargs for MODEL ('+', '*', or None for none)."""
+    """Add a subcommand: `models` is argparse's nargs for MODEL ('+', '*', or None for none); `formats`
+    (choices, help) replaces --format's for a command whose output is not a table."""
     COMMANDS[name] = dict(run=run, help=help, examples=examples, models=models, add_args=add_args,
-                          default_format=default_format)  # fmt: skip
+                          default_format=default_format, formats=formats)  # fmt: skip
 
 
 register("list", cmd_list, "presets with a one-line summary", "archspec list\n  archspec list --format json",
@@ -1307,6 +1513,35 @@ register(
     add_args=_inference_args,
 )
 register(
+    "hardware",
+    cmd_hardware,
+    "the accelerator table: dense peaks per dtype, memory, bandwidth and interconnect, with their sources; "
+    "--gpu FILE adds your own",
+    "archspec hardware\n  archspec hardware --gpu h100 --gpu mi355x --format json\n"
+    "  archspec hardware --gpu my-gpu.toml",
+    models=None,
+    add_args=lambda p: _gpu_option(p, "only these accelerators"),
+)
+register(
+    "fit",
+    cmd_fit,
+    "which accelerators, and how many of each, hold each MODEL: one row per accelerator and weight dtype, "
+    "with the fewest devices and the layout (tensor parallel degree for inference, ZeRO stage for training)",
+    "archspec fit llama-3-70b\n  archspec fit gpt3-175b --task training --gpu h100 --gpu b200\n"
+    "  archspec fit mixtral-8x7b --seq-len 32768 --batch 8 --format json",
+    add_args=_fit_args,
+)
+register(
+    "report",
+    cmd_report,
+    "one self-contained HTML page (inline CSS and SVG, nothing loaded at view time): the comparison, the "
+    "breakdowns, the three pictures, memory for training and inference, where each model fits, and the "
+    "published claims with their sources; needs the [plot] extra",
+    "archspec report gpt2 llama-3-8b mixtral-8x7b -o report.html\n"
+    "  archspec report deepseek-v3 --seq-len 32768 --gpu h200 --gpu b200 -o deepseek.html",
+    add_args=_report_args,
+)
+register(
     "import",
     cmd_import,
     "the archspec spec file of a Hugging Face config.json (TOML on stdout, or -o FILE by its suffix): "
@@ -1317,6 +1552,7 @@ register(
     models=None,
     add_args=_import_args,
     default_format=None,
+    formats=(["json"], "json: print the spec as JSON instead of TOML (with -o, the suffix decides)"),
 )
 register(
     "schema",
@@ -1325,7 +1561,20 @@ register(
     "archspec schema > modelspec.schema.json\n  archspec schema --format table",
     models=None,
     default_format=None,
+    formats=(list(FORMATS), "json (default): the JSON Schema; table, markdown or csv: the fields listed"),
 )
+
+
+class _Completion(argparse.Action):
+    """--print-completion SHELL: the completion script of the whole parser, by shtab."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            import shtab
+        except ImportError:
+            parser.error("shell completion needs shtab: pip install shtab")
+        sys.stdout.write(shtab.complete(parser, shell=values))
+        parser.exit(EXIT_OK)
 
 
 def build_parser(command: str | None = None) -> Parser:
@@ -1344,6 +1593,14 @@ def build_parser(command: str | None = None) -> Parser:
     from archspec import __version__
 
     parser.add_argument("--version", action="version", version=f"archspec {__version__}")
+    if command is None:  # the whole parser: shell completion knows every command and option
+        parser.add_argument(
+            "--print-completion",
+            choices=["bash", "zsh", "fish"],
+            action=_Completion,
+            help="print a shell completion script (shtab), e.g. archspec --print-completion bash > "
+            "~/.local/share/bash-completion/completions/archspec",
+        )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     for name, c in COMMANDS.items():
@@ -1358,16 +1615,24 @@ def build_parser(command: str | None = None) -> Parser:
         )
         _common(p, c["models"])
         p.set_defaults(format=c["default_format"])
+        if c.get("formats"):  # a command whose output is not a table says what --format means for it
+            fmt = next(a for a in p._actions if a.dest == "format")
+            fmt.choices, fmt.help = c["formats"]
         if c["add_args"]:
             c["add_args"](p)
         p.set_defaults(run=c["run"])
     return parser
 
 
+_NO_MODELS = ("list", "schema", "hardware")  # commands without a MODEL: --set has nothing to change
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
+    if args.command in _NO_MODELS and args.overrides:
+        parser.error(f"argument --set: `archspec {args.command}` reads no MODEL, so --set has nothing to change")
     try:
         return args.run(args)
     except SpecError as exc:

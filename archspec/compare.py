@@ -28,6 +28,7 @@ class Comparison:
     weights_bytes: int
     training_bytes_per_param: float
     kv_cache_bytes_per_token: int
+    seq_len_clamped: bool = False  # the asked length was beyond the model's context, so its context was used
 
     def to_dict(self) -> dict[str, Any]:
         s, c = self.spec, self.count
@@ -49,6 +50,7 @@ class Comparison:
             "estimate": c.estimate,
             "components": dict(c.components),
             "seq_len": self.seq_len,
+            "seq_len_clamped": self.seq_len_clamped,
             "forward_per_token": exact_number(self.forward_per_token),
             "training_per_token": exact_number(self.training_per_token),
             "dtype": self.dtype,
@@ -59,9 +61,23 @@ class Comparison:
         }
 
 
-def compare(spec: ModelSpec, seq_len: int | None = None, dtype: str = "bf16") -> Comparison:
-    """The comparison row of `spec`: FLOPs per token at `seq_len` (default: its context length),
-    weights and KV cache per token in `dtype` (the cache as kv_cache_dtype decides)."""
+DEFAULT_SEQ_LEN = 4096
+
+
+def context_seq_len(spec: ModelSpec, seq_len: int) -> tuple[int, bool]:
+    """(`seq_len`, False), or (max_positions, True) when `seq_len` is beyond the model's context: a
+    length the model was not built for is never used silently."""
+    return (spec.max_positions, True) if seq_len > spec.max_positions else (seq_len, False)
+
+
+def compare(spec: ModelSpec, seq_len: int | None = DEFAULT_SEQ_LEN, dtype: str = "bf16") -> Comparison:
+    """The comparison row of `spec`: FLOPs per token over one sequence of `seq_len` tokens (default
+    4,096, one length for every model; beyond the model's context, its context, marked
+    `seq_len_clamped`; None: its own context length), weights and KV cache per token in `dtype` (the
+    cache as kv_cache_dtype decides)."""
+    clamped = False
+    if seq_len is not None:
+        seq_len, clamped = context_seq_len(spec, seq_len)
     f = count_flops(spec, 1, seq_len)
     return Comparison(
         spec=spec,
@@ -73,4 +89,5 @@ def compare(spec: ModelSpec, seq_len: int | None = None, dtype: str = "bf16") ->
         weights_bytes=weights_bytes(spec, dtype),
         training_bytes_per_param=float(sum(training_bytes_per_param(dtype, "adamw"))),
         kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, dtype),
+        seq_len_clamped=clamped,
     )

@@ -8,6 +8,7 @@ Planning layer only: the counters never read it. Any figure can be overridden by
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 from archspec.checks import check_args
@@ -19,14 +20,15 @@ class Accelerator:
     name: str
     title: str
     bf16_tflops: float | None  # dense; None where the chip has no bf16 tensor path
-    fp16_tflops: float
-    fp32_tflops: float
+    fp16_tflops: float | None  # dense; None where the vendor publishes no fp16 matrix peak
+    fp32_tflops: float | None  # dense fp32 (not TF32); None where the vendor publishes none
     memory_gib: float
     source: str
     bandwidth_gbs: float  # peak memory bandwidth, GB/s (10^9 bytes per second), as the vendor prints it
     bandwidth_source: str
-    interconnect_gbs: float | None = None  # device-to-device bandwidth, GB/s per direction per device (vendor)
-    interconnect_source: str = "not in the table"
+    interconnect_gbs: float | None = None  # device-to-device bandwidth, GB/s per direction per GPU (vendor figure)
+    interconnect_source: str = ""
+    fp8_tflops: float | None = None  # dense fp8 matrix peak; None where the chip has no fp8 tensor path
 
     @property
     def memory_bytes(self) -> int:
@@ -41,59 +43,253 @@ class Accelerator:
     def peak(self, dtype: str) -> float:
         """Peak FLOP/s for the math precision of `dtype` (fp8/int8/int4 weights count as bf16 math)."""
         if dtype == "fp32":
-            return self.fp32_tflops * 1e12
-        if dtype == "fp16" or self.bf16_tflops is None:
-            return self.fp16_tflops * 1e12
-        return self.bf16_tflops * 1e12
+            value, what = self.fp32_tflops, "fp32"
+        elif dtype == "fp16" or self.bf16_tflops is None:
+            value, what = self.fp16_tflops, "fp16"
+        else:
+            value, what = self.bf16_tflops, "bf16"
+        if value is None:
+            raise SpecError(f"{self.title} has no published dense {what} peak; give --peak-tflops")
+        return value * 1e12
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "bf16_tflops": self.bf16_tflops,
+            "fp16_tflops": self.fp16_tflops,
+            "fp32_tflops": self.fp32_tflops,
+            "fp8_tflops": self.fp8_tflops,
+            "memory_gib": self.memory_gib,
+            "memory_bytes": self.memory_bytes,
+            "bandwidth_gbs": self.bandwidth_gbs,
+            "interconnect_gbs": self.interconnect_gbs,
+            "source": self.source,
+            "bandwidth_source": self.bandwidth_source,
+            "interconnect_source": self.interconnect_source,
+        }
 
 
+_NVLINK3 = "NVLink 3: 600 GB/s total (both directions) = 300 GB/s per direction"
+_NVLINK4 = "NVLink 4: 900 GB/s total (both directions) = 450 GB/s per direction"
+_NVLINK5 = "NVLink 5: 1.8 TB/s total (both directions) = 900 GB/s per direction"
+_TPU_FP32 = "fp32: no published figure, bf16/4 assumed (fp32 matmuls run as several bf16 passes)"
+
+# Dense peaks: where a vendor prints a figure "with sparsity" (2:4 structured), it is halved here and
+# the source says so. GB/s are 10^9 bytes per second as printed; capacity as the vendor names it.
 ACCELERATORS = {
     a.name: a
     for a in (
         Accelerator("v100", "NVIDIA V100 SXM2", None, 125.0, 15.7, 32,
                     "NVIDIA Tesla V100 datasheet: 125 TFLOPS tensor (fp16), 15.7 TFLOPS fp32",
                     900.0, "NVIDIA Tesla V100 datasheet: SXM2 HBM2 bandwidth 900 GB/s",
-                    150.0, "NVIDIA Tesla V100 datasheet: NVLink 300 GB/s (both directions) = 150 GB/s each way"),
-        Accelerator("a100", "NVIDIA A100 SXM4", 312.0, 312.0, 19.5, 80,
+                    150.0, "NVIDIA Tesla V100 datasheet: NVLink 2: 300 GB/s total = 150 GB/s per direction"),
+        Accelerator("a100-40gb", "NVIDIA A100 40GB SXM4", 312.0, 312.0, 19.5, 40,
+                    "NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5",
+                    1555.0, "NVIDIA A100 datasheet: A100 40GB SXM HBM2 bandwidth 1,555 GB/s",
+                    300.0, f"NVIDIA A100 datasheet: {_NVLINK3}"),
+        Accelerator("a100", "NVIDIA A100 80GB SXM4", 312.0, 312.0, 19.5, 80,
                     "NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5",
                     2039.0, "NVIDIA A100 datasheet: A100 80GB SXM HBM2e bandwidth 2,039 GB/s",
-                    300.0, "NVIDIA A100 datasheet: NVLink 600 GB/s (both directions) = 300 GB/s each way"),
+                    300.0, f"NVIDIA A100 datasheet: {_NVLINK3}"),
         Accelerator("h100", "NVIDIA H100 SXM5", 989.0, 989.0, 67.0, 80,
-                    "NVIDIA H100 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67",
+                    "NVIDIA H100 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67; "
+                    "fp8 3,958 with sparsity = 1,979 dense",
                     3350.0, "NVIDIA H100 datasheet: H100 SXM HBM3 bandwidth 3.35 TB/s",
-                    450.0, "NVIDIA H100 datasheet: NVLink 900 GB/s (both directions) = 450 GB/s each way"),
+                    450.0, f"NVIDIA H100 datasheet: {_NVLINK4}", 1979.0),
+        Accelerator("h100-pcie", "NVIDIA H100 PCIe", 756.0, 756.0, 51.0, 80,
+                    "NVIDIA H100 datasheet: H100 PCIe bf16/fp16 tensor 1,513 TFLOPS with sparsity = 756 dense, "
+                    "fp32 51; fp8 3,026 with sparsity = 1,513 dense",
+                    2000.0, "NVIDIA H100 datasheet: H100 PCIe HBM2e bandwidth 2 TB/s",
+                    300.0, "NVIDIA H100 datasheet: H100 PCIe NVLink bridge 600 GB/s total = 300 GB/s per direction "
+                    "(PCIe Gen5 128 GB/s total without the bridge)", 1513.0),
         Accelerator("h200", "NVIDIA H200 SXM", 989.0, 989.0, 67.0, 141,
-                    "NVIDIA H200 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67",
+                    "NVIDIA H200 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67; "
+                    "fp8 3,958 with sparsity = 1,979 dense",
                     4800.0, "NVIDIA H200 datasheet: H200 SXM HBM3e bandwidth 4.8 TB/s",
-                    450.0, "NVIDIA H200 datasheet: NVLink 900 GB/s (both directions) = 450 GB/s each way"),
+                    450.0, f"NVIDIA H200 datasheet: {_NVLINK4}", 1979.0),
+        Accelerator("h20", "NVIDIA H20", 148.0, 148.0, 44.0, 96,
+                    "NVIDIA H20 specifications (published through NVIDIA's partners; no public datasheet): "
+                    "bf16/fp16 tensor 148 TFLOPS dense, fp8 296 dense, fp32 44",
+                    4000.0, "NVIDIA H20 specifications: HBM3 bandwidth 4.0 TB/s",
+                    450.0, f"NVIDIA H20 specifications: {_NVLINK4}", 296.0),
+        Accelerator("b200", "NVIDIA B200 (HGX, per GPU)", 2250.0, 2250.0, 75.0, 180,
+                    "NVIDIA HGX B200 datasheet, per GPU (one eighth of the 8-GPU board): bf16/fp16 tensor "
+                    "36 PFLOPS with sparsity / 8 = 4.5 = 2.25 dense; fp8 72 / 8 = 9 with sparsity = 4.5 dense; "
+                    "fp32 600 TFLOPS / 8 = 75; 1,440 GB / 8 = 180 GB",
+                    8000.0, "NVIDIA HGX B200 datasheet: HBM3e bandwidth 8 TB/s per GPU (64 TB/s per board)",
+                    900.0, f"NVIDIA HGX B200 datasheet: {_NVLINK5}", 4500.0),
+        Accelerator("b300", "NVIDIA B300 (HGX, per GPU)", 2250.0, 2250.0, 75.0, 288,
+                    "NVIDIA HGX B300 datasheet, per GPU (one eighth of the 8-GPU board): bf16/fp16 tensor "
+                    "36 PFLOPS with sparsity / 8 = 4.5 = 2.25 dense; fp8 72 / 8 = 9 with sparsity = 4.5 dense; "
+                    "fp32 600 TFLOPS / 8 = 75; 2.3 TB / 8 = 288 GB",
+                    8000.0, "NVIDIA HGX B300 datasheet: HBM3e bandwidth 8 TB/s per GPU",
+                    900.0, f"NVIDIA HGX B300 datasheet: {_NVLINK5}", 4500.0),
+        Accelerator("gb200", "NVIDIA GB200 (NVL72, per GPU)", 2500.0, 2500.0, 80.0, 186,
+                    "NVIDIA GB200 NVL72 datasheet, per GPU (one 72nd of the rack): bf16/fp16 tensor 360 PFLOPS "
+                    "with sparsity / 72 = 5 = 2.5 dense; fp8 720 / 72 = 10 with sparsity = 5 dense; "
+                    "fp32 5,760 TFLOPS / 72 = 80; 13.4 TB HBM3e / 72 = 186 GB",
+                    8000.0, "NVIDIA GB200 NVL72 datasheet: HBM3e bandwidth 8 TB/s per GPU (576 TB/s / 72)",
+                    900.0, f"NVIDIA GB200 NVL72 datasheet: {_NVLINK5} (130 TB/s / 72)", 5000.0),
+        Accelerator("l40s", "NVIDIA L40S", 362.05, 362.05, 91.6, 48,
+                    "NVIDIA L40S datasheet: bf16/fp16 tensor 733 TFLOPS with sparsity = 362.05 dense, fp32 91.6; "
+                    "fp8 1,466 with sparsity = 733 dense",
+                    864.0, "NVIDIA L40S datasheet: GDDR6 bandwidth 864 GB/s",
+                    32.0, "NVIDIA L40S datasheet: no NVLink; PCIe Gen4 x16 64 GB/s total = 32 GB/s per direction",
+                    733.0),
+        Accelerator("rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 165.2, 82.6, 24,
+                    "NVIDIA Ada Lovelace architecture whitepaper, RTX 4090: fp16/bf16 tensor with fp32 accumulate "
+                    "165.2 TFLOPS dense (330.4 with sparsity), fp8 with fp32 accumulate 330.3 dense, fp32 82.6",
+                    1008.0, "NVIDIA Ada Lovelace architecture whitepaper: RTX 4090 GDDR6X bandwidth 1,008 GB/s",
+                    32.0, "NVIDIA GeForce RTX 4090 specifications: no NVLink; PCIe Gen4 x16 = 32 GB/s per direction",
+                    330.3),
+        Accelerator("rtx5090", "NVIDIA GeForce RTX 5090", 209.5, 209.5, 104.8, 32,
+                    "NVIDIA RTX Blackwell GPU architecture whitepaper, RTX 5090: fp16/bf16 tensor with fp32 "
+                    "accumulate 419 TFLOPS with sparsity = 209.5 dense, fp8 with fp32 accumulate 838 with "
+                    "sparsity = 419 dense, fp32 104.8",
+                    1792.0, "NVIDIA GeForce RTX 5090 specifications: GDDR7 bandwidth 1,792 GB/s",
+                    64.0, "NVIDIA GeForce RTX 5090 specifications: no NVLink; PCIe Gen5 x16 = 64 GB/s per direction",
+                    419.0),
         Accelerator("mi300x", "AMD Instinct MI300X", 1307.4, 1307.4, 163.4, 192,
-                    "AMD MI300X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4",
+                    "AMD MI300X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4; fp8 2,614.9 dense",
                     5300.0, "AMD MI300X datasheet: HBM3 peak bandwidth 5.3 TB/s",
-                    448.0, "AMD MI300X datasheet: Infinity Fabric 7 links x 128 GB/s (both directions) = 896 GB/s "
-                    "aggregate = 448 GB/s each way"),
+                    448.0, "AMD MI300X datasheet: 7 Infinity Fabric links x 128 GB/s total = 896 GB/s = 448 GB/s "
+                    "per direction", 2614.9),
+        Accelerator("mi325x", "AMD Instinct MI325X", 1307.4, 1307.4, 163.4, 256,
+                    "AMD MI325X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4; fp8 2,614.9 dense",
+                    6000.0, "AMD MI325X datasheet: HBM3E peak bandwidth 6 TB/s",
+                    448.0, "AMD MI325X datasheet: 7 Infinity Fabric links x 128 GB/s total = 896 GB/s = 448 GB/s "
+                    "per direction", 2614.9),
+        Accelerator("mi355x", "AMD Instinct MI355X", 2516.6, 2516.6, 157.3, 288,
+                    "AMD MI355X datasheet: bf16/fp16 2,516.6 TFLOPS dense (5,033.2 with sparsity), fp32 matrix "
+                    "157.3; fp8 5,033.2 dense",
+                    8000.0, "AMD MI355X datasheet: HBM3E peak bandwidth 8 TB/s",
+                    537.6, "AMD MI355X datasheet: 7 Infinity Fabric links x 153.6 GB/s total = 1,075 GB/s = 537.6 "
+                    "GB/s per direction", 5033.2),
         Accelerator("tpu-v4", "Google TPU v4", 275.0, 275.0, 275.0 / 4, 32,
-                    "Google Cloud TPU v4 documentation: 275 TFLOPS bf16 per chip",
+                    f"Google Cloud TPU v4 documentation: 275 TFLOPS bf16 per chip; {_TPU_FP32}",
                     1200.0, "Google Cloud TPU v4 documentation: HBM2 bandwidth 1,200 GB/s per chip",
-                    None, "Google Cloud TPU v4 documentation prints no per-chip ICI bandwidth (all-reduce "
-                    "1.1 PB/s per pod only)"),
+                    None, "Google Cloud TPU v4 documentation: no per-chip inter-chip interconnect figure"),
+        Accelerator("tpu-v5e", "Google TPU v5e", 197.0, 197.0, 197.0 / 4, 16,
+                    f"Google Cloud TPU v5e documentation: 197 TFLOPS bf16 per chip (int8 393 TOPS, no fp8); "
+                    f"{_TPU_FP32}",
+                    819.0, "Google Cloud TPU v5e documentation: HBM2 bandwidth 819 GB/s per chip",
+                    200.0, "Google Cloud TPU v5e documentation: inter-chip interconnect 400 GB/s bidirectional = "
+                    "200 GB/s per direction per chip"),
         Accelerator("tpu-v5p", "Google TPU v5p", 459.0, 459.0, 459.0 / 4, 95,
-                    "Google Cloud TPU v5p documentation: 459 TFLOPS bf16 per chip",
+                    f"Google Cloud TPU v5p documentation: 459 TFLOPS bf16 per chip, fp8 459; {_TPU_FP32}",
                     2765.0, "Google Cloud TPU v5p documentation: HBM2e bandwidth 2,765 GB/s per chip",
-                    600.0, "Google Cloud TPU v5p documentation: bidirectional ICI 1,200 GB/s per chip = "
-                    "600 GB/s each way"),
+                    600.0, "Google Cloud TPU v5p documentation: inter-chip interconnect 1,200 GB/s bidirectional = "
+                    "600 GB/s per direction per chip", 459.0),
+        Accelerator("tpu-v6e", "Google TPU v6e (Trillium)", 918.0, 918.0, 918.0 / 4, 32,
+                    f"Google Cloud TPU v6e documentation: 918 TFLOPS bf16 per chip (int8 1,836 TOPS, no fp8); "
+                    f"{_TPU_FP32}",
+                    1638.0, "Google Cloud TPU v6e documentation: HBM bandwidth 1,638 GB/s per chip",
+                    400.0, "Google Cloud TPU v6e documentation: inter-chip interconnect 800 GB/s bidirectional = "
+                    "400 GB/s per direction per chip"),
+        Accelerator("gaudi3", "Intel Gaudi 3", 1835.0, None, None, 128,
+                    "Intel Gaudi 3 AI accelerator white paper: bf16 matrix 1,835 TFLOPS, fp8 matrix 1,835; "
+                    "no fp16 or fp32 matrix peak published",
+                    3670.0, "Intel Gaudi 3 AI accelerator white paper: HBM2e bandwidth 3.67 TB/s",
+                    600.0, "Intel Gaudi 3 AI accelerator white paper: 24 x 200 GbE RoCE, 1,200 GB/s bidirectional = "
+                    "600 GB/s per direction", 1835.0),
     )
 }  # fmt: skip
 
+# names kept from earlier tables and common spellings: the same rows
+ALIASES = {
+    "a100-80gb": "a100",
+    "a100-sxm": "a100",
+    "h100-sxm": "h100",
+    "rtx-4090": "rtx4090",
+    "rtx-5090": "rtx5090",
+    "gaudi-3": "gaudi3",
+    "trillium": "tpu-v6e",
+}
+
 
 def accelerator(name: str) -> Accelerator:
+    """A row of the table by name (case-insensitive, or an alias such as a100-80gb), or, for a path to
+    a .toml file, the accelerator it describes (see :func:`load_accelerator`)."""
     check_args("accelerator", name=name)
-    key = name.lower()
+    if name.lower().endswith(".toml") or "/" in name or os.sep in name:
+        return load_accelerator(name)
+    key = ALIASES.get(name.lower(), name.lower())
     if key not in ACCELERATORS:
         raise SpecError(
             f"unknown accelerator {shown(name)}{did_you_mean(key, ACCELERATORS)}; known: {', '.join(ACCELERATORS)} "
-            "(or give --peak-tflops)"
+            "(or a .toml file describing your own, or give --peak-tflops)"
         )
     return ACCELERATORS[key]
+
+
+ACCELERATOR_FILE_FIELDS = {
+    # field: (required, kind)
+    "name": (True, "str"),
+    "title": (False, "str"),
+    "memory_gib": (True, "number"),
+    "bandwidth_gbs": (True, "number"),
+    "bf16_tflops": (False, "number"),
+    "fp16_tflops": (False, "number"),
+    "fp32_tflops": (False, "number"),
+    "fp8_tflops": (False, "number"),
+    "interconnect_gbs": (False, "number"),
+    "source": (False, "str"),
+    "bandwidth_source": (False, "str"),
+    "interconnect_source": (False, "str"),
+}
+
+
+def load_accelerator(path: str) -> Accelerator:
+    """Your own accelerator from a small TOML file with the table's fields (``name``, ``memory_gib``
+    and ``bandwidth_gbs`` required, and at least one of ``bf16_tflops``/``fp16_tflops``); numbers
+    positive and finite, no other keys. Any problem is a SpecError naming the file and the field."""
+    from archspec.loading import read_mapping
+
+    if not path.lower().endswith(".toml"):
+        raise SpecError(f"--gpu {shown(path)}: an accelerator file is a .toml file")
+    data = read_mapping(path)
+    where = f"{path}"
+    unknown = [k for k in data if k not in ACCELERATOR_FILE_FIELDS]
+    if unknown:
+        k = unknown[0]
+        raise SpecError(f"{where}: unknown field {shown(k)}{did_you_mean(k, ACCELERATOR_FILE_FIELDS)}; "
+                        f"an accelerator file has {', '.join(ACCELERATOR_FILE_FIELDS)}")  # fmt: skip
+    for field, (required, kind) in ACCELERATOR_FILE_FIELDS.items():
+        if field not in data:
+            if required:
+                raise SpecError(f"{where}: missing field {field!r} (required: name, memory_gib, bandwidth_gbs)")
+            continue
+        value = data[field]
+        if kind == "str":
+            if not isinstance(value, str) or not value.strip():
+                raise SpecError(f"{where}: {field} must be non-empty text, got {shown(value)}")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"{where}: {field} must be a number, got {shown(value)}")
+        elif not math.isfinite(value) or value <= 0 or value > 1e9:
+            raise SpecError(f"{where}: {field} must be a positive finite number up to 1e9, got {shown(value)}")
+    if "bf16_tflops" not in data and "fp16_tflops" not in data:
+        raise SpecError(f"{where}: give bf16_tflops or fp16_tflops (the dense 16-bit matrix peak, TFLOP/s)")
+    name = data["name"].strip()
+    given = f"your accelerator file {path}"
+
+    def num(field):
+        return float(data[field]) if field in data else None
+
+    return Accelerator(
+        name=name,
+        title=data.get("title", name),
+        bf16_tflops=num("bf16_tflops"),
+        fp16_tflops=num("fp16_tflops"),
+        fp32_tflops=num("fp32_tflops"),
+        memory_gib=float(data["memory_gib"]),
+        source=data.get("source", given),
+        bandwidth_gbs=float(data["bandwidth_gbs"]),
+        bandwidth_source=data.get("bandwidth_source", given),
+        interconnect_gbs=num("interconnect_gbs"),
+        interconnect_source=data.get("interconnect_source", given if "interconnect_gbs" in data else ""),
+        fp8_tflops=num("fp8_tflops"),
+    )
 
 
 def resolve_peak(gpu: str | None, peak_tflops: float | None, dtype: str) -> tuple[float | None, Accelerator | None]:

@@ -472,12 +472,14 @@ def looks_numeric(text: str) -> bool:
 
 
 def parse_value(text: str, what: str = "value") -> Any:
-    """A --set value: a number, true/false, or a string. Text meant as a number that is not a valid
-    one (1e999, nan) is an error rather than a string."""
+    """A --set value: a number, true/false, null (clears an optional field: None), or a string. Text
+    meant as a number that is not a valid one (1e999, nan) is an error rather than a string."""
     s = text.strip()
     low = s.lower()
     if low in ("true", "false"):
         return low == "true"
+    if low == "null":
+        return None
     if _NUMBER.fullmatch(s) or low.lstrip("+-") in ("nan", "inf", "infinity"):
         return parse_number(s, what)
     return s

@@ -36,15 +36,17 @@ class BreakdownData:
     components: list[str]  # components any of the models has, in COMPONENTS order
     counts: list[list[int]]
     totals: list[int]
+    actives: list[int] | None = None  # parameters one token uses (less than the total for a mixture of experts)
 
     @property
     def shares(self) -> list[list[float]]:
         return [[c / t for c in row] for row, t in zip(self.counts, self.totals)]
 
     def to_dicts(self) -> list[dict[str, Any]]:
+        actives = self.actives or self.totals
         return [
-            {"name": m, "total": t, "components": dict(zip(self.components, row))}
-            for m, row, t in zip(self.models, self.counts, self.totals)
+            {"name": m, "total": t, "active": a, "components": dict(zip(self.components, row))}
+            for m, row, t, a in zip(self.models, self.counts, self.totals, actives)
         ]
 
 
@@ -58,6 +60,7 @@ def breakdown_data(specs: list[ModelSpec]) -> BreakdownData:
         components=present,
         counts=[[pc.components[c] for c in present] for pc in counts],
         totals=[pc.total for pc in counts],
+        actives=[pc.active for pc in counts],
     )
 
 
@@ -222,6 +225,21 @@ _STYLE = {
     "svg.hashsalt": "archspec",  # the same picture gives the same file
 }
 _COLOURS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
+# one colour per component, none shared (a legend with two blues names two components with one colour)
+COMPONENT_COLOURS = {
+    "embed": "#4c72b0",
+    "position": "#64b5cd",
+    "token_type": "#2a9d8f",
+    "attention": "#dd8452",
+    "cross_attention": "#f4c27a",
+    "mlp": "#55a868",
+    "router": "#8c564b",
+    "experts": "#c44e52",
+    "shared_experts": "#e377c2",
+    "norm": "#8172b3",
+    "pooler": "#bcbd22",
+    "head": "#444444",
+}
 
 
 def _figure(width: float, height: float):
@@ -262,7 +280,6 @@ def draw_breakdown(data: BreakdownData, path: str | Path) -> None:
     """Horizontal bars, one per model, split by component as shares of the model's total."""
     import matplotlib
 
-    from archspec.params import COMPONENTS
     from archspec.render import human
 
     output_format(path)
@@ -274,13 +291,22 @@ def draw_breakdown(data: BreakdownData, path: str | Path) -> None:
 
         for j, comp in enumerate(data.components):
             widths = [100 * row[j] for row in data.shares]
-            colour = _COLOURS[COMPONENTS.index(comp) % len(_COLOURS)]
+            colour = COMPONENT_COLOURS[comp]
             ax.barh(ys, widths, left=left, height=0.6, color=colour, label=comp, edgecolor="white", linewidth=0.5)
             for y, x0, w in zip(ys, left, widths):
                 if w >= 7:
                     ax.text(x0 + w / 2, y, f"{w:.0f}%", ha="center", va="center", color="white", fontsize=8)
             left = [a + b for a, b in zip(left, widths)]
-        ax.set_yticks(ys, [f"{m} ({human(t)})" for m, t in zip(data.models, data.totals)])
+        actives = data.actives or data.totals
+        labels = [f"{m} ({human(t)}" + (f", {human(a)} active)" if a != t else ")")
+                  for m, t, a in zip(data.models, data.totals, actives)]  # fmt: skip
+        for y, t, a in zip(ys, data.totals, actives):
+            if a != t:  # a mixture of experts: where the share one token uses ends
+                x = 100 * a / t
+                ax.plot([x, x], [y - 0.38, y + 0.38], color="black", linewidth=1.5)
+                ax.annotate("active", (x, y + 0.38), xytext=(0, 1), textcoords="offset points", ha="center",
+                            va="bottom", fontsize=7)  # fmt: skip
+        ax.set_yticks(ys, labels)
         ax.set_xlim(0, 100)
         ax.set_xlabel("share of parameters (%)")
         ax.spines["left"].set_visible(False)
@@ -313,14 +339,14 @@ def draw_memory(data: MemoryData, path: str | Path) -> None:
                         xytext=(2, 3), textcoords="offset points", fontsize=8, color="#444444")  # fmt: skip
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        lens = sorted({n for c in data.curves for n in c.seq_lens})
-        ax.xaxis.set_major_locator(FixedLocator(lens))
+        ticks = length_ticks(sorted({n for c in data.curves for n in c.seq_lens}))
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v):,}"))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tokens_label(int(round(v)))))
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
         ax.yaxis.set_minor_locator(NullLocator())
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.set_xlabel("sequence length (tokens)")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        ax.set_xlabel("sequence length (tokens; K = 1,024)")
         ax.set_ylabel("memory (GiB, log scale)")
         recompute = "" if data.recompute == "none" else f", recompute {data.recompute}"
         ax.set_title(
@@ -332,6 +358,27 @@ def draw_memory(data: MemoryData, path: str | Path) -> None:
         )
         ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
         _save(fig, path)
+
+
+MAX_TICKS = 8
+
+
+def length_ticks(lens: list[int], most: int = MAX_TICKS) -> list[int]:
+    """At most `most` of the sequence lengths as ticks, evenly spaced, the longest always among them."""
+    if len(lens) <= most:
+        return lens
+    step = -(-(len(lens) - 1) // (most - 1))
+    picked = lens[::-1][::step][::-1]
+    return picked
+
+
+def tokens_label(n: int) -> str:
+    """Short labels that stay apart at any range: 512, 8K, 128K, 1M (K = 1,024 tokens, M = 1,024 K),
+    exact digits when the length is not a whole number of K."""
+    for scale, suffix in ((2**20, "M"), (2**10, "K")):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{suffix}"
+    return f"{n:,}"
 
 
 def draw_scaling(data: ScalingData, path: str | Path) -> None:

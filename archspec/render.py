@@ -111,15 +111,107 @@ def signed_pct(x, digits: int = 2) -> str:
     return f"{100 * _small(x):+.{digits}f}%"
 
 
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colalign=None) -> str:
-    """A table for people: 'table' is plain text, 'markdown' a GitHub pipe table."""
+def terminal_width() -> int | None:
+    """The terminal's width in columns when standard output is a terminal; None when it is piped or
+    redirected (tables are then printed at full width, for files and scripts)."""
+    import shutil
+    import sys
+
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def colour_enabled(stream=None) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set to anything but '' (no-color.org)."""
+    import os
+    import sys
+
+    stream = sys.stdout if stream is None else stream
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+BOLD, RED, GREEN, YELLOW, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[33m", "\033[0m"
+
+
+def paint(text: str, colour: str) -> str:
+    """`text` in `colour` (an ANSI code above) when colour is enabled; `text` unchanged otherwise."""
+    return f"{colour}{text}{RESET}" if text and colour_enabled() else text
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colalign=None,
+          width: int | None = None) -> str:  # fmt: skip
+    """A table for people: 'table' is plain text, 'markdown' a GitHub pipe table.
+
+    A plain-text table wider than the terminal (`width`, default: the terminal's when standard output is
+    one) wraps its headers and cells at spaces; when even that does not fit, each row becomes a block of
+    `header: value` lines. Piped output keeps its full width. On a terminal, headers are bold."""
     from tabulate import tabulate
 
     style = "github" if fmt == "markdown" else "simple"
     kw = {"disable_numparse": True}
     if colalign:
         kw["colalign"] = colalign
-    return tabulate([list(r) for r in rows], headers=list(headers), tablefmt=style, **kw)
+    body = [[str(c) for c in r] for r in rows]
+    heads = [str(h) for h in headers]
+    text = tabulate(body, headers=heads, tablefmt=style, **kw)
+    if fmt != "table":
+        return text
+    width = terminal_width() if width is None else width
+    if width and _widest(text) > width:
+        limits = _column_limits(body, heads, width)
+        if limits is not None:
+            text = tabulate(body, headers=heads, tablefmt=style, maxcolwidths=limits, maxheadercolwidths=limits, **kw)
+        if limits is None or _widest(text) > width:
+            return _records(body, heads)
+    return _bold_headers(text) if colour_enabled() else text
+
+
+def _widest(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _column_limits(rows: list[list[str]], headers: list[str], width: int) -> list[int] | None:
+    """Column widths that fit `width` (two spaces between columns), each no narrower than its longest
+    word; None when even the narrowest layout is too wide."""
+    cols = range(len(headers))
+    cells = [[headers[j], *(r[j] for r in rows)] for j in cols]
+    natural = [max(len(line) for c in col for line in c.splitlines() or [""]) for col in cells]
+    floor = [max((len(w) for c in col for w in c.split()), default=1) for col in cells]
+    budget = width - 2 * (len(headers) - 1)
+    if sum(floor) > budget:
+        return None
+    limits = list(natural)
+    while sum(limits) > budget:
+        j = max(cols, key=lambda j: limits[j] - floor[j])  # the column with the most room to give
+        limits[j] -= 1
+    return limits
+
+
+def _records(rows: list[list[str]], headers: list[str]) -> str:
+    """The narrow layout: one block per row, `header: value` per line."""
+    pad = max(len(h) for h in headers)
+    bold = colour_enabled()
+    return "\n\n".join(
+        "\n".join(f"{BOLD}{h.ljust(pad)}{RESET}  {v}" if bold else f"{h.ljust(pad)}  {v}" for h, v in zip(headers, r))
+        for r in rows
+    )
+
+
+def _bold_headers(text: str) -> str:
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line and set(line) <= {"-", " "}:  # the rule under the headers
+            return "\n".join([*(f"{BOLD}{h}{RESET}" for h in lines[:i]), *lines[i:]])
+    return text
 
 
 def to_json(objects: list[dict[str, Any]]) -> str:

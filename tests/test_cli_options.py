@@ -58,9 +58,17 @@ def test_progress_line_only_on_a_terminal(monkeypatch, capsys):
 def test_progress_line_is_cleared_before_an_error(monkeypatch, capsys):
     term = Terminal()
     monkeypatch.setattr("sys.stderr", term)
-    assert main(["sweep", "gpt2", "--vary", "d_model=768,1000"]) == 2
+    assert main(["sweep", "gpt2", "--vary", "max_positions=2048,512", "--seq-len", "1024"]) == 2
     shown = term.getvalue()
-    assert "sweep gpt2: 1/2" in shown and "\r\x1b[Karchspec: error: gpt2 with d_model=1000" in shown
+    assert "sweep gpt2: 1/2" in shown and "\r\x1b[Karchspec: error: gpt2 with max_positions=512" in shown
+
+
+def test_progress_line_is_cleared_before_the_skipped_lines(monkeypatch, capsys):
+    term = Terminal()
+    monkeypatch.setattr("sys.stderr", term)
+    assert main(["sweep", "gpt2", "--vary", "d_model=768,1000"]) == 1  # one combination skipped
+    shown = term.getvalue()
+    assert "sweep gpt2: 1/2" in shown and "\r\x1b[Karchspec: skipped gpt2 with d_model=1000" in shown
 
 
 def test_verify_shows_which_model_runs(monkeypatch, capsys):

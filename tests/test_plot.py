@@ -98,7 +98,8 @@ def test_axes_are_labelled_with_units(tmp_path):
     spec = archspec.preset("gpt2")
     labels = {
         "breakdown": (plot.breakdown_data([spec]), ["share of parameters (%)", "gpt2 (124.4M)"]),
-        "memory": (plot.memory_data([spec], gpu="h100"), ["sequence length (tokens)", "memory (GiB", "80 GiB"]),
+        "memory": (plot.memory_data([spec], gpu="h100"), ["sequence length (tokens; K = 1,024)", "memory (GiB",
+                                                          "80 GiB"]),
         "scaling": (plot.scaling_data([spec], "decoder_layers=6:24:6"), ["decoder_layers", "parameters",
                                                                          "forward FLOPs per token"]),
     }  # fmt: skip
@@ -154,7 +155,7 @@ def test_missing_matplotlib_names_the_extra(run_cli, tmp_path, monkeypatch):
         (["scaling", "gpt2", "-o", "{tmp}/s.png", "--vary", "activation=gelu,swiglu"], "numeric field"),
         (["scaling", "gpt2", "-o", "{tmp}/s.png", "--vary", "d_model=1:2:0"], "step must be positive"),
         (["scaling", "gpt2", "-o", "{tmp}/s.png", "--gpu", "h100", "--vary", "d_model=768"], "--gpu applies to"),
-        (["memory", "gpt2", "-o", "{tmp}/m.png", "--gpu", "h900"], "invalid choice: 'h900'"),
+        (["memory", "gpt2", "-o", "{tmp}/m.png", "--gpu", "h900"], "unknown accelerator 'h900'"),
         (["memory", "gpt2", "-o", "{tmp}/m.png", "--seq-len", "4096"], "longer than the learned position table"),
         (["pie", "gpt2", "-o", "{tmp}/m.png"], "invalid choice: 'pie'"),
         (["memory", "gpt2"], "--output/-o"),

@@ -1,0 +1,168 @@
+"""Which accelerators, and how many, hold a model: the fewest devices for inference or training.
+
+For each accelerator and weight dtype, the smallest layout whose per-device memory fits, as
+archspec.memory plans it (``estimate_memory``, ``parallel_layout``, ``fits``); nothing here counts
+bytes itself.
+
+- inference: weights and the KV cache of `batch` sequences of `seq_len` tokens; tensor parallelism
+  over 1, 2, 4 or 8 devices (the degrees that divide the heads, key/value heads and d_ff), then
+  pipeline stages when even 8 do not hold it. The fewest devices win; among equals, the least
+  pipelining.
+- training: weights, gradients, AdamW states and activations of a micro-batch of `batch` sequences,
+  in mixed precision (bf16, 16 bytes per parameter) or fp32; ZeRO stage 0 to 3 over data-parallel
+  replicas, with tensor parallelism 1 to 8 when the activations or the unsharded states need it. The
+  fewest devices win; among equals, the lowest ZeRO stage, then the least tensor parallelism.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from archspec.errors import SpecError, shown
+from archspec.hardware import Accelerator
+from archspec.spec import ModelSpec
+
+TASKS = ("inference", "training")
+DTYPES = {"inference": ("bf16", "fp8", "int8", "int4"), "training": ("bf16", "fp32")}
+TENSOR_PARALLEL = (1, 2, 4, 8)  # one node's NVLink domain, as serving engines and Megatron-LM use it
+MAX_DEVICES = 65_536  # beyond this many, a model is reported as not fitting
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The fewest devices of one accelerator that hold `name` for `task` with weights in `dtype`;
+    `devices` None when even MAX_DEVICES do not."""
+
+    name: str
+    accelerator: str
+    task: str
+    dtype: str
+    batch: int
+    seq_len: int
+    devices: int | None
+    tensor_parallel: int | None
+    pipeline_parallel: int | None
+    data_parallel: int | None
+    zero_stage: int | None
+    per_device_bytes: int | None
+    capacity_bytes: int
+
+    @property
+    def layout(self) -> str:
+        if self.devices is None:
+            return f"no layout up to {MAX_DEVICES:,} devices"
+        tp = f"TP {self.tensor_parallel}"
+        if self.task == "inference":
+            return tp + (f" x PP {self.pipeline_parallel}" if self.pipeline_parallel > 1 else "")
+        if self.devices == 1:
+            return "one device"
+        parts = [tp] if self.tensor_parallel > 1 else []
+        parts.append(f"ZeRO {self.zero_stage}")
+        if self.data_parallel > 1:
+            parts.append(f"DP {self.data_parallel}")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "accelerator": self.accelerator,
+            "task": self.task,
+            "dtype": self.dtype,
+            "batch": self.batch,
+            "seq_len": self.seq_len,
+            "devices": self.devices,
+            "layout": self.layout,
+            "tensor_parallel": self.tensor_parallel,
+            "pipeline_parallel": self.pipeline_parallel,
+            "data_parallel": self.data_parallel,
+            "zero_stage": self.zero_stage,
+            "per_device_bytes": self.per_device_bytes,
+            "capacity_bytes": self.capacity_bytes,
+        }
+
+
+def _valid_tp(spec: ModelSpec) -> list[int]:
+    from archspec.memory import check_split
+
+    out = []
+    for tp in TENSOR_PARALLEL:
+        try:
+            check_split(spec, tp, 1)
+        except SpecError:
+            continue
+        out.append(tp)
+    return out
+
+
+def _smallest(lo: int, hi: int, ok) -> int | None:
+    """The smallest n in [lo, hi] with ok(n), for ok monotone (false, then true); None if none."""
+    if hi < lo or not ok(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
+        seq_len: int | None = None, memo: dict | None = None) -> Fit:  # fmt: skip
+    """The fewest devices of `acc` that hold `spec` for `task` with weights in `dtype`. `memo` (a dict
+    kept by the caller for one spec, batch and sequence length) remembers the plans of each layout
+    across accelerators."""
+    memo = {} if memo is None else memo
+    from archspec.memory import canonical_dtype, estimate_memory, fits, parallel_layout
+
+    if task not in TASKS:
+        raise SpecError(f"unknown task {shown(task)}; use one of {', '.join(TASKS)}")
+    key = canonical_dtype(dtype)
+    if key not in DTYPES[task]:
+        raise SpecError(f"{task} plans weights in {', '.join(DTYPES[task])}, not {key}")
+    cap = acc.memory_bytes
+    best: tuple | None = None  # (devices, tie-breakers..., tp, pp, dp, zero, bytes)
+
+    if task == "inference":
+
+        def per_device(tp: int, pp: int):
+            if (key, tp, pp) not in memo:
+                lay = parallel_layout(spec, tp * pp, tp, pp)
+                memo[key, tp, pp] = estimate_memory(spec, batch, seq_len, key, tensor_parallel=lay.tensor_parallel,
+                                                    pipeline_parallel=lay.pipeline_parallel)  # fmt: skip
+            return memo[key, tp, pp]
+
+        for tp in _valid_tp(spec):
+            top = min(spec.n_layers, MAX_DEVICES // tp)
+            pp = _smallest(1, top, lambda p, tp=tp: fits(per_device(tp, p), cap)["inference"])
+            if pp is None:
+                continue
+            m = per_device(tp, pp)
+            cand = (tp * pp, pp, tp, pp, 1, None, m.inference_total_bytes, m.seq_len)
+            best = cand if best is None or cand[:3] < best[:3] else best
+    else:
+
+        def per_device(tp: int, dp: int, zero: int):
+            if (key, tp, dp, zero) not in memo:
+                lay = parallel_layout(spec, tp * dp, tp, 1, zero)
+                memo[key, tp, dp, zero] = estimate_memory(spec, batch, seq_len, key, zero_stage=lay.zero_stage,
+                                                          data_parallel=lay.data_parallel,
+                                                          tensor_parallel=lay.tensor_parallel)  # fmt: skip
+            return memo[key, tp, dp, zero]
+
+        for tp in _valid_tp(spec):
+            for zero in (0, 1, 2, 3):
+                hi = 1 if zero == 0 else MAX_DEVICES // tp
+                dp = _smallest(1, hi, lambda d, tp=tp, z=zero: fits(per_device(tp, d, z), cap)["training"])
+                if dp is None:
+                    continue
+                m = per_device(tp, dp, zero)
+                z = 0 if tp * dp == 1 else zero  # one device: nothing to shard
+                cand = (tp * dp, z, tp, 1, dp, z, m.training_total_bytes, m.seq_len)
+                best = cand if best is None or cand[:3] < best[:3] else best
+    if best is None:
+        m = estimate_memory(spec, batch, seq_len, key)
+        return Fit(spec.name, acc.name, task, key, batch, m.seq_len, None, None, None, None, None, None, cap)
+    devices, _, tp, pp, dp, zero, used, T = best
+    return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, cap)
