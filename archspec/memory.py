@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from archspec.blocks import Lengths, Part, describe
+from archspec.blocks import Cached, Lengths, Part, describe
 from archspec.checks import check_args
 from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
@@ -150,8 +150,14 @@ def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16
     tokens, in kv_cache_dtype(dtype): a sum over the model's cached entries."""
     check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
     lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
-    values = sum(part.repeat * batch * c.values(lengths, part.stack) for part in describe(spec) for c in part.cached)
-    return nbytes(values, dtype_bytes(kv_cache_dtype(dtype)))
+    per = dtype_bytes(kv_cache_dtype(dtype))
+    return nbytes(sum(part.repeat * batch * c.values(lengths, part.stack) * _cached_bytes(c, per)
+                      for part in describe(spec) for c in part.cached), 1)  # fmt: skip
+
+
+def _cached_bytes(c: Cached, per: Fraction) -> Fraction:
+    """Bytes per cached value: the cache's dtype, or fp32 for a state kept in fp32 (recurrent states)."""
+    return DTYPE_BYTES["fp32"] if c.dtype == "fp32" else per
 
 
 def kv_cache_by_kind(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16",
@@ -165,12 +171,14 @@ def kv_cache_by_kind(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf
     for part in describe(spec):
         if not part.cached:
             continue
-        row = out.setdefault(f"{part.stack.name}.{part.kind}", {"layers": part.repeat, "values_per_layer": 0})
-        row["values_per_layer"] += batch * sum(c.values(lengths, part.stack) for c in part.cached)
+        row = out.setdefault(f"{part.stack.name}.{part.kind}", {"layers": part.repeat, "bytes_per_layer": 0})
+        row["bytes_per_layer"] += batch * sum(
+            c.values(lengths, part.stack) * _cached_bytes(c, per) for c in part.cached
+        )
     for row in out.values():
-        values = row.pop("values_per_layer")
-        row["bytes_per_layer"] = nbytes(values, per)
-        row["bytes"] = nbytes(row["layers"] * values, per)
+        per_layer = row["bytes_per_layer"]
+        row["bytes_per_layer"] = nbytes(per_layer, 1)
+        row["bytes"] = nbytes(row["layers"] * per_layer, 1)
     return out
 
 
