@@ -32,6 +32,14 @@ def _part(spec: ModelSpec, stack: StackShape, layer: str, entries: tuple[Entry, 
     return Part(f"{layer}.mixer", "mixer", "dense", entries, stack=stack, saved=saved, cached=cached)
 
 
+def _scan_saved(per_token: int, state: int) -> tuple[Saved, Saved]:
+    """What autograd keeps of the reference model's sequential scan (measured by storage in
+    tests/test_mixers.py): `per_token` fp32 states per token and the initial state per sequence.
+    The rest of a mixer's saved tensors (projection inputs and outputs, the conv, the norms) is an
+    estimate not yet held equal to a measurement."""
+    return Saved("mixer_scan", per_token * state, dtype="fp32"), Saved("mixer_scan", state, rows="first", dtype="fp32")
+
+
 def mamba_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
     """Mamba (Jamba's JambaMambaMixer): in_proj d -> 2 I (x and the gate z), conv1d over I, x_proj
     I -> R + 2 N (dt, B, C; Jamba's RMSNorms on each), dt_proj R -> I with a bias, A_log (I, N), D
@@ -59,7 +67,8 @@ def mamba_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Linear("out_proj", I, d, m.bias),
     )
     cached = (Cached(I * K, rows="state"), Cached(I * N, rows="state", dtype="fp32"))
-    saved = (Saved("mixer", d), Saved("mixer", 2 * I), Saved("mixer", I), Saved("mixer", I * N, dtype="fp32"))
+    # the scan keeps per token exp(dt A), dt B and h (three states), and the zero state it starts from
+    saved = (Saved("mixer", d), Saved("mixer", 2 * I), Saved("mixer", I), *_scan_saved(3, I * N))
     return _part(spec, stack, layer, entries, cached, saved)
 
 
@@ -87,12 +96,8 @@ def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Linear("out_proj", I, d, m.bias),
     )
     cached = (Cached(conv * K, rows="state"), Cached(H * P * N, rows="state", dtype="fp32"))
-    saved = (
-        Saved("mixer", d),
-        Saved("mixer", I + conv + H),
-        Saved("mixer", conv),
-        Saved("mixer", H * P * N, dtype="fp32"),
-    )
+    # the scan keeps h per token (its decay is a scalar per head), and the zero state it starts from
+    saved = (Saved("mixer", d), Saved("mixer", I + conv + H), Saved("mixer", conv), *_scan_saved(1, H * P * N))
     return _part(spec, stack, layer, entries, cached, saved)
 
 
@@ -129,8 +134,9 @@ def gated_deltanet_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Linear("out_proj", vd, d, False),
     )
     cached = (Cached(conv * K, rows="state"), Cached(Hv * dk * dv, rows="state", dtype="fp32"))
+    # the scan keeps per token the decayed state and the updated one, and the zero state it starts from
     saved = (Saved("mixer", d), Saved("mixer", 2 * kd + 2 * vd + 2 * Hv), Saved("mixer", conv),
-             Saved("mixer", Hv * dk * dv, dtype="fp32"))  # fmt: skip
+             *_scan_saved(2, Hv * dk * dv))  # fmt: skip
     return _part(spec, stack, layer, entries, cached, saved)
 
 

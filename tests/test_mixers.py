@@ -328,3 +328,25 @@ def test_state_is_constant_in_the_length():
     _, _, spec, _ = build("mamba2")
     full = toy_spec(spec.attention.model_dump(), spec.norm_eps)
     assert kv_cache_bytes(full, B, 5, "bf16") == kv_cache_bytes(full, B, 50_000, "bf16")
+
+
+@pytest.mark.parametrize("case", ["jamba", "mamba2", "qwen3_next"])
+def test_scan_saved_states_equal_autograd(case):
+    """The part's 'mixer_scan' tensors are what autograd keeps of the reference scan: its
+    state-sized storages, counted once each (fp32 whatever the model's dtype)."""
+    _, _, spec, _ = build(case)
+    scan, args, state = _scan_inputs(spec.attention.kind, spec)
+    args = [a.requires_grad_() if a.is_floating_point() and a.abs().sum() > 0 else a for a in args]
+    kept: dict[int, int] = {}
+
+    def pack(t):
+        if t.numel() == B * state:
+            assert t.dtype == torch.float32
+            kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        scan(*args)
+    lengths = Lengths(B, T)
+    analytic = sum(B * lengths.rows(s.rows, STACK) * s.width * 4 for s in _part(spec).saved if s.group == "mixer_scan")
+    assert sum(kept.values()) == analytic > 0
