@@ -350,3 +350,25 @@ def test_scan_saved_states_equal_autograd(case):
     lengths = Lengths(B, T)
     analytic = sum(B * lengths.rows(s.rows, STACK) * s.width * 4 for s in _part(spec).saved if s.group == "mixer_scan")
     assert sum(kept.values()) == analytic > 0
+
+
+# ---------------------------------------------------------------- bad input
+
+
+MAMBA2 = 'attention = {kind = "mamba2", heads = 4, head_dim = 8, d_state = 4'
+BAD_MIXERS = [
+    (MAMBA2 + ", dt_min = 0.5, dt_max = 0.1}", "attention.dt_max=0.1 is below attention.dt_min=0.5"),
+    (MAMBA2 + ", dt_min = -1}", "dt_min"),
+    (MAMBA2 + ", norm_groups = 2}", "norm_groups"),
+    ('attention = {kind = "gated_deltanet", key_heads = 2, value_heads = 4, d_key = 4, d_value_head = 6, '
+     'projections = "interleaved"}', "projections"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("table, message", BAD_MIXERS, ids=["dt_max", "dt_min", "norm_groups", "projections"])
+def test_a_bad_mixer_field_is_one_line(run_cli, tmp_path, table, message):
+    path = tmp_path / "toy.toml"
+    path.write_text('name = "toy"\nvocab_size = 32\nd_model = 16\ndecoder_layers = 1\nn_heads = 1\n'
+                    f'max_positions = 16\nposition = "none"\nnorm = "rmsnorm"\nmlp = "none"\n{table}\n')  # fmt: skip
+    code, out, err = run_cli("params", str(path))
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1, err
