@@ -43,9 +43,13 @@ NON_MATMUL_COST = {
     "position_add": 1,
     "rotary": 3,  # per query/key element: two multiplies, one add
     "softplus": 4,
-    # one step of a recurrence, per state element: decay multiply, input multiply-add, readout
-    # multiply-add (Mamba h = exp(dt A) h + dt B x, y = C h; DeltaNet's state update and readout)
-    "scan": 6,
+    # One step of a recurrence, per state element and token: the element-wise operations on the
+    # state-sized tensors of the step, as the reference model (and transformers' PyTorch path) runs
+    # them; work per channel or per head (softplus of dt, the D skip, beta, the gate) is left out
+    # here and counted with the activations. Tested by counting the reference scan's operations.
+    "mamba_scan": 8,  # dt·A, exp, dt·B, ·x, decay·h, + input, C·h, sum over the state (Mamba, Jamba)
+    "mamba2_scan": 5,  # (dt·B)·x, decay·h (a scalar per head), + input, C·h, sum over the state (Mamba-2)
+    "deltanet_scan": 7,  # decay·S, k·S and its sum, k·delta and its add, q·S and its sum (Gated DeltaNet)
 }
 NON_MATMUL_CATEGORIES = ("norms", "softmax", "activations", "residual_adds", "bias_adds", "positions", "recurrence")
 
@@ -223,7 +227,7 @@ class Param(NamedTuple):
     shape: Shape
 
     def tensors(self) -> Iterator[tuple[str, Shape]]:
-        yield self.name, self.shape
+        yield "", self.shape  # the parameter is the entry itself: `<part>.<name>`
 
 
 @_answers
@@ -333,11 +337,14 @@ class Cached(NamedTuple):
     """What a layer keeps for incremental decoding. Keys and values: `width` values per cached token
     of `rows`, at most `limit` tokens (a sliding window or chunk of w keeps the w - 1 tokens before
     the next query, as transformers' cache does). A recurrent state (`rows='state'`): `width`
-    values per sequence, whatever the length (Mamba's conv and SSM states, DeltaNet's)."""
+    values per sequence, whatever the length (Mamba's conv and SSM states, DeltaNet's). `dtype`:
+    the cache's dtype, or fp32 whatever the model's (transformers keeps the recurrent states of
+    Mamba, Mamba-2 and Gated DeltaNet in fp32; their conv states in the model's dtype)."""
 
     width: int
     rows: Rows | Literal["state"] = "tokens"
     limit: int | None = None
+    dtype: Literal["cache", "fp32"] = "cache"
 
     def values(self, lengths: Lengths, stack: StackShape | None) -> int:
         """Values cached per sequence after the workload's tokens."""

@@ -247,10 +247,10 @@ def _stage_weights(spec, slots, fmt, experts, layout) -> tuple[Fraction, Fractio
 
 
 def _kv_device(spec, slots, batch_local, tokens, kv_key, tp) -> int:
-    from archspec.memory import dtype_bytes, kv_stage_values, nbytes
+    from archspec.memory import kv_stage_bytes, nbytes
 
     split = 1 if spec.attention.kind == "latent" else tp  # a latent cache is whole on every tensor-parallel rank
-    return nbytes(Fraction(kv_stage_values(spec, slots, batch_local, tokens), split), dtype_bytes(kv_key))
+    return nbytes(kv_stage_bytes(spec, slots, batch_local, tokens, kv_key), Fraction(1, split))
 
 
 def estimate_inference(

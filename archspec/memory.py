@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
-from archspec.blocks import AttentionShape, Lengths, Linear, Part, describe, stack_shapes
+from archspec.blocks import AttentionShape, Cached, Lengths, Linear, Part, describe, stack_shapes
 from archspec.checks import check_args, check_int, check_text
 from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
@@ -377,11 +377,13 @@ def kv_cache_dtype(dtype: str) -> str:
     return "bf16" if STORAGE[key].quantised else key
 
 
-def kv_stage_values(spec: ModelSpec, slots: list[Slot], batch: int, tokens: int) -> int:
-    """Cached values of `batch` sequences of `tokens` tokens held by the parts of one pipeline stage."""
+def kv_stage_bytes(spec: ModelSpec, slots: list[Slot], batch: int, tokens: int, dtype: str) -> Fraction:
+    """Cache bytes of `batch` sequences of `tokens` tokens held by the parts of one pipeline stage, in
+    kv_cache_dtype(dtype) (a recurrent state kept in fp32 in fp32)."""
     lengths = Lengths(batch, tokens, tokens if spec.encoder_layers else None)
-    return sum(s.layers * batch * c.values(lengths, s.part.stack) for s in slots if s.part.layered
-               for c in s.part.cached)  # fmt: skip
+    per = dtype_bytes(kv_cache_dtype(dtype))
+    return sum((s.layers * batch * c.values(lengths, s.part.stack) * _cached_bytes(c, per) for s in slots
+                if s.part.layered for c in s.part.cached), Fraction(0))  # fmt: skip
 
 
 def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
@@ -389,8 +391,14 @@ def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16
     tokens, in kv_cache_dtype(dtype): a sum over the model's cached entries."""
     check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
     lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
-    values = sum(part.repeat * batch * c.values(lengths, part.stack) for part in describe(spec) for c in part.cached)
-    return nbytes(values, dtype_bytes(kv_cache_dtype(dtype)))
+    per = dtype_bytes(kv_cache_dtype(dtype))
+    return nbytes(sum(part.repeat * batch * c.values(lengths, part.stack) * _cached_bytes(c, per)
+                      for part in describe(spec) for c in part.cached), 1)  # fmt: skip
+
+
+def _cached_bytes(c: Cached, per: Fraction) -> Fraction:
+    """Bytes per cached value: the cache's dtype, or fp32 for a state kept in fp32 (recurrent states)."""
+    return DTYPE_BYTES["fp32"] if c.dtype == "fp32" else per
 
 
 def kv_cache_by_kind(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16",
@@ -404,12 +412,14 @@ def kv_cache_by_kind(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf
     for part in describe(spec):
         if not part.cached:
             continue
-        row = out.setdefault(f"{part.stack.name}.{part.kind}", {"layers": part.repeat, "values_per_layer": 0})
-        row["values_per_layer"] += batch * sum(c.values(lengths, part.stack) for c in part.cached)
+        row = out.setdefault(f"{part.stack.name}.{part.kind}", {"layers": part.repeat, "bytes_per_layer": 0})
+        row["bytes_per_layer"] += batch * sum(
+            c.values(lengths, part.stack) * _cached_bytes(c, per) for c in part.cached
+        )
     for row in out.values():
-        values = row.pop("values_per_layer")
-        row["bytes_per_layer"] = nbytes(values, per)
-        row["bytes"] = nbytes(row["layers"] * values, per)
+        per_layer = row["bytes_per_layer"]
+        row["bytes_per_layer"] = nbytes(per_layer, 1)
+        row["bytes"] = nbytes(row["layers"] * per_layer, 1)
     return out
 
 

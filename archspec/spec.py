@@ -213,13 +213,16 @@ class Mamba2Mixer(_Member):
     heads: int = Field(ge=1, description="SSM heads")
     head_dim: int = Field(ge=1, description="channels per head (d_inner = heads * head_dim)")
     d_state: int = Field(128, ge=1, description="state size (N)")
-    groups: int = Field(1, ge=1, description="groups sharing B and C")
+    groups: int = Field(
+        1, ge=1, description="groups sharing B and C, also the groups of the gated RMSNorm (as transformers builds it)"
+    )
     d_conv: int = Field(4, ge=1, description="conv1d kernel width")
     conv_bias: bool = Field(True, description="a bias on the conv1d")
     bias: bool = Field(False, description="biases on the in- and out-projections")
-    norm_groups: int = Field(
-        1, ge=1, description="groups of the gated RMSNorm (transformers' Mamba2: 1; Nemotron-H: groups)"
+    dt_min: float = Field(
+        0.0, ge=0, strict=False, description="dt clamped below at this after the softplus (Nemotron-H: time_step_min)"
     )
+    dt_max: float | None = Field(None, gt=0, strict=False, description="dt clamped above at this (absent: no limit)")
 
 
 class GatedDeltaNet(_Member):
@@ -234,6 +237,11 @@ class GatedDeltaNet(_Member):
     d_key: int = Field(ge=1, description="per-head query/key width")
     d_value_head: int = Field(ge=1, description="per-head value width")
     d_conv: int = Field(4, ge=1, description="conv1d kernel width")
+    projections: Literal["fused", "split"] = Field(
+        "fused",
+        description="fused: in_proj_qkvz and in_proj_ba, interleaved per key head (Qwen3-Next); split: in_proj_qkv, "
+        "in_proj_z, in_proj_b, in_proj_a (Qwen3.5)",
+    )
 
 
 class NoMixer(_Member):
@@ -624,11 +632,8 @@ class ModelSpec(BaseModel):
             if a.kind == "mamba2":
                 if a.heads % a.groups:
                     raise ValueError(f"attention.groups={a.groups} does not divide attention.heads={a.heads}")
-                if (a.heads * a.head_dim) % a.norm_groups:
-                    raise ValueError(
-                        f"attention.norm_groups={a.norm_groups} does not divide d_inner = heads x head_dim = "
-                        f"{a.heads * a.head_dim}"
-                    )
+                if a.dt_max is not None and a.dt_max < a.dt_min:
+                    raise ValueError(f"attention.dt_max={a.dt_max} is below attention.dt_min={a.dt_min}")
         if a.kind == "none" and self.mlp.kind == "none":
             raise ValueError("a layer with attention='none' and mlp='none' does nothing; give it one of them")
         if self.mtp is not None and self.kind != "decoder-only":
