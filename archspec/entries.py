@@ -223,7 +223,7 @@ class Param(NamedTuple):
     shape: Shape
 
     def tensors(self) -> Iterator[tuple[str, Shape]]:
-        yield self.name, self.shape
+        yield "", self.shape  # the parameter is the entry itself: `<part>.<name>`, not `<part>.<name>.<name>`
 
 
 @_answers
