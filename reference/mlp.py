@@ -1,5 +1,9 @@
 """The MLP sub-layer: a dense MLP, or a mixture of experts (router, stacked experts, shared expert).
 
+Widths come from the spec of the layer's kind: d_model -> d_ff (two input projections, gate and up,
+for the gated activations swiglu, geglu and clamped_swiglu) -> d_model; each expert d_expert wide,
+the shared expert d_shared.
+
 Shapes: B batch, T length, N = B·T rows, d d_model, E experts, k experts per token.
 """
 
@@ -9,27 +13,56 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archspec.blocks import MLPShape
 from archspec.spec import ModelSpec
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+
+def relu2(x: torch.Tensor) -> torch.Tensor:
+    """Squared ReLU (So et al. 2021; Nemotron-H)."""
+    return F.relu(x).square()
+
+
+# the element-wise function of each activation (of its gate, for the gated ones)
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "relu2": relu2, "swiglu": F.silu, "geglu": F.gelu,
+               "clamped_swiglu": F.silu}  # fmt: skip
+SWIGLU_ALPHA = 1.702  # gpt-oss: sigmoid(1.702 x) x, the sigmoid approximation of GELU
+
+
+def clamped_swiglu(gate: torch.Tensor, up: torch.Tensor, limit: float) -> torch.Tensor:
+    """gpt-oss's activation (transformers' GptOssExperts): both inputs clamped to `limit` (the gate
+    from above only), then (up + 1) · gate · sigmoid(1.702 · gate)."""
+    gate, up = gate.clamp(max=limit), up.clamp(min=-limit, max=limit)
+    return (up + 1) * (gate * torch.sigmoid(gate * SWIGLU_ALPHA))
+
+
+class Activation:
+    """h(x) of the hidden layer: act(up) or, gated, act(gate) · up (clamped_swiglu: gpt-oss's)."""
+
+    def __init__(self, spec: ModelSpec):
+        self.kind, self.limit, self.act = spec.activation, spec.swiglu_limit, ACTIVATIONS[spec.activation]
+
+    def __call__(self, up: torch.Tensor, gate: torch.Tensor | None = None) -> torch.Tensor:
+        if gate is None:
+            return self.act(up)
+        if self.kind == "clamped_swiglu":
+            return clamped_swiglu(gate, up, self.limit)
+        return self.act(gate) * up
 
 
 class MLP(nn.Module):
-    """down(act(up(x))), or for gated kinds down(act(gate(x)) * up(x))."""
+    """down(act(up(x))), or for gated kinds down(act(gate(x)) * up(x)); d_ff wide (or `d_ff`)."""
 
     component = "mlp"
 
-    def __init__(self, m: MLPShape):
+    def __init__(self, spec: ModelSpec, d_ff: int | None = None):
         super().__init__()
-        self.act = ACTIVATIONS[m.pointwise]
-        self.gate = nn.Linear(m.d_model, m.d_ff, bias=m.bias) if "gate" in m.inputs else None
-        self.up = nn.Linear(m.d_model, m.d_ff, bias=m.bias)
-        self.down = nn.Linear(m.d_ff, m.d_model, bias=m.bias)
+        d, h, bias = spec.d_model, d_ff or spec.d_ff, spec.biases.mlp
+        self.act = Activation(spec)
+        self.gate = nn.Linear(d, h, bias=bias) if spec.gated else None
+        self.up = nn.Linear(d, h, bias=bias)
+        self.down = nn.Linear(h, d, bias=bias)
 
     def forward(self, x):
-        h = self.act(self.gate(x)) * self.up(x) if self.gate is not None else self.act(self.up(x))
-        return self.down(h)
+        return self.down(self.act(self.up(x), self.gate(x) if self.gate is not None else None))
 
 
 class StackedLinear(nn.Module):
@@ -45,17 +78,19 @@ class StackedLinear(nn.Module):
 
 
 class Experts(nn.Module):
-    """The routed experts, each an MLP of d_expert; each one runs on the tokens routed to it only."""
+    """The routed experts, each an MLP of d_expert (with the MLP's biases: gpt-oss's expert biases);
+    each one runs on the tokens routed to it only."""
 
     component = "experts"
     role = "expert"
 
-    def __init__(self, m: MLPShape, experts: int):
+    def __init__(self, spec: ModelSpec):
         super().__init__()
-        self.act = ACTIVATIONS[m.pointwise]
-        self.gate = StackedLinear(experts, m.d_model, m.d_ff, m.bias) if "gate" in m.inputs else None
-        self.up = StackedLinear(experts, m.d_model, m.d_ff, m.bias)
-        self.down = StackedLinear(experts, m.d_ff, m.d_model, m.bias)
+        E, d, h, bias = spec.mlp.experts, spec.d_model, spec.mlp.d_expert, spec.biases.mlp
+        self.act = Activation(spec)
+        self.gate = StackedLinear(E, d, h, bias) if spec.gated else None
+        self.up = StackedLinear(E, d, h, bias)
+        self.down = StackedLinear(E, h, d, bias)
 
     def forward(self, x, e: int | slice):
         """Expert e on the rows x (N, d) routed to it; or, for a slice of experts, each on its own rows
@@ -65,10 +100,8 @@ class Experts(nn.Module):
             def lin(m, h):  # (E', rows, n_in) @ (E', n_in, n_out)
                 return torch.bmm(h, m.weight[e].transpose(1, 2))
 
-            h = self.act(lin(self.gate, x)) * lin(self.up, x) if self.gate is not None else self.act(lin(self.up, x))
-            return lin(self.down, h)
-        h = self.act(self.gate(x, e)) * self.up(x, e) if self.gate is not None else self.act(self.up(x, e))
-        return self.down(h, e)
+            return lin(self.down, self.act(lin(self.up, x), lin(self.gate, x) if self.gate is not None else None))
+        return self.down(self.act(self.up(x, e), self.gate(x, e) if self.gate is not None else None), e)
 
 
 class Router(nn.Linear):
@@ -87,28 +120,45 @@ class SharedGate(nn.Linear):
 
 
 class MoE(nn.Module):
-    """A router picks top_k experts per token (softmax over the experts, renormalised over the
-    top k when `normalize`); their outputs are summed with those weights, beside the shared expert
-    (gated by sigmoid(shared_gate(x)) where there is one)."""
+    """A router scores the experts per token — softmax over them, or a sigmoid each (DeepSeek-V3) —
+    and picks the top_k, by the scores plus a learned per-expert correction where there is one
+    (`router_correction`, ERNIE 4.5); the weights are the chosen scores without the correction,
+    renormalised over the top k when `normalize`, times `routed_scale` (transformers'
+    DeepseekV3TopkRouter, without its expert groups). The experts' outputs are summed with those
+    weights, beside the shared expert (gated by sigmoid(shared_gate(x)) where there is one)."""
+
+    # the MoE's own parameter (the correction) is the router's
+    parameter_components = {"router_correction": "router"}
+    parameter_roles = {"router_correction": "router"}
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        moe = spec.mlp
-        self.top_k, self.normalize = moe.top_k, moe.normalize
-        self.router = Router(spec.d_model, moe.experts, bias=moe.router_bias)
-        self.experts = Experts(MLPShape.of(spec, moe.d_expert), moe.experts)
-        self.shared = SharedExpert(MLPShape.of(spec, moe.d_shared)) if moe.d_shared else None
-        self.shared_gate = SharedGate(spec.d_model, 1, bias=False) if moe.shared_gate else None
+        moe, d = spec.mlp, spec.d_model
+        self.top_k, self.normalize, self.scoring = moe.top_k, moe.normalize, moe.scoring
+        self.routed_scale = moe.routed_scale
+        self.router = Router(d, moe.experts, bias=moe.router_bias)
+        self.router_correction = nn.Parameter(torch.empty(moe.experts)) if moe.correction_bias else None
+        self.experts = Experts(spec)
+        self.shared = SharedExpert(spec, moe.d_shared) if moe.d_shared else None
+        self.shared_gate = SharedGate(d, 1, bias=False) if moe.shared_gate else None
+
+    def route(self, flat):
+        """(N, d) -> the routing weights (N, k) and the chosen experts (N, k)."""
+        logits = self.router(flat).float()  # (N, E)
+        scores = logits.sigmoid() if self.scoring == "sigmoid" else logits.softmax(dim=-1)
+        choice = scores + self.router_correction.float() if self.router_correction is not None else scores
+        chosen = choice.topk(self.top_k, dim=-1).indices  # (N, k)
+        weights = scores.gather(1, chosen)
+        if self.normalize:
+            weights = weights / (weights.sum(dim=-1, keepdim=True) + (1e-20 if self.scoring == "sigmoid" else 0))
+        return weights * self.routed_scale if self.routed_scale != 1 else weights, chosen
 
     def forward(self, x):
         B, T, d = x.shape
         flat = x.reshape(B * T, d)  # (N, d)
         if flat.is_meta:  # shapes only: no values to route by, so spread the N·k routed rows evenly
             return self._meta_forward(flat).view(B, T, d)
-        probs = self.router(flat).float().softmax(dim=-1)  # (N, E)
-        weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k)
-        if self.normalize:
-            weights = weights / weights.sum(dim=-1, keepdim=True)
+        weights, chosen = self.route(flat)
         out = torch.zeros_like(flat)
         for e in range(self.router.out_features):  # each expert on the tokens routed to it
             rows, slot = (chosen == e).nonzero(as_tuple=True)

@@ -3,9 +3,12 @@
 One small module per concept, each tagged with the component of the analytic breakdown it holds
 (``component = "attention"`` ...), so measured and analytic counts compare key by key. Attributes
 are named after the same components: ``embed``, ``position``, ``token_type``, ``attention``,
-``cross_attention``, ``mlp`` (``router``, ``experts``, ``shared``), ``*_norm``, ``pooler``, ``head``.
-Every width comes from the shapes of archspec.blocks (AttentionShape, LatentShape, MLPShape,
-stack_shapes), the same objects the analytic description is built from.
+``mixer``, ``cross_attention``, ``mlp`` (``router``, ``experts``, ``shared``), ``*_norm``,
+``pooler``, ``head``. Every width is derived from the spec's fields in this package's own code
+(attention.py, mlp.py, norms.py, positions.py), never from the analytic description
+(archspec.blocks), so that "analytic == instantiated" compares two derivations. Layer i of a stack
+is built from the spec of its kind, ``archspec.layers.layer_kinds(spec, depth)[i]`` (the spec's
+pattern resolved, not the description).
 
 Shapes: B batch, T target (or only) length, S source/key length, d d_model, nh query heads,
 nkv key/value heads, dk per-head query/key width, dv per-head value width, V vocabulary.
@@ -20,8 +23,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from archspec.blocks import AttentionShape, LatentShape, MLPShape, StackShape, stack_shapes
 from archspec.errors import SpecError
+from archspec.layers import layer_kinds
 from archspec.reference.attention import (
     ATTENTION_MODES,
     RECOMPUTE_MODES,
@@ -32,8 +35,8 @@ from archspec.reference.attention import (
 )
 from archspec.reference.mlp import ACTIVATIONS, MLP, MoE
 from archspec.reference.norms import make_norm
-from archspec.reference.positions import Alibi, LearnedPosition, RelativePosition, Rotary, SinusoidalPosition
-from archspec.spec import ModelSpec
+from archspec.reference.positions import Alibi, LearnedPosition, RelativePosition, SinusoidalPosition
+from archspec.spec import MIXERS, ModelSpec
 
 # ---------------------------------------------------------------- components
 
@@ -49,19 +52,28 @@ class TokenTypeEmbedding(nn.Embedding):
 
 
 def sliding_window(spec: ModelSpec, index: int) -> int | None:
-    """The window of layer `index`'s self-attention (None: it sees every earlier key): every layer, the
-    even ones (Gemma 2: 0, 2, ...) or the odd ones (GPT-Neo), as attention.sliding_layers says."""
-    att = spec.attention
-    if att.kind != "standard" or not att.sliding_window:
-        return None
-    layers = att.sliding_layers
-    return att.sliding_window if layers == "all" or (layers == "even") == (index % 2 == 0) else None
+    """The window of layer `index`'s self-attention (None: it sees every earlier key), as the layer's
+    kind says (attention.sliding_layers: every layer, the even ones (Gemma 2) or the odd ones (GPT-Neo))."""
+    depth = max(spec.decoder_layers, spec.encoder_layers, index + 1)
+    att = layer_kinds(spec, depth)[index][1].attention
+    return att.sliding_window if att.kind == "standard" else None
+
+
+def build_mixer(spec: ModelSpec) -> nn.Module:
+    """A recurrent mixer (Mamba, Mamba-2, Gated DeltaNet) of the layer's kind, from
+    archspec.reference.mixers (imported on first use): forward(x, cache) -> (B, T, d)."""
+    from archspec.reference import mixers
+
+    return mixers.MIXERS[spec.attention.kind](spec)
 
 
 class Block(nn.Module):
-    """Self-attention, cross-attention (decoder with an encoder), MLP, each with a residual and its
-    norm(s): pre x + f(N(x)), post N(x + f(x)), sandwich x + N2(f(N1(x))); or, in a parallel block,
-    x + attention(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared.
+    """One layer, built from the spec of its kind: its token mixer (self-attention, latent attention,
+    a recurrent mixer, or none), cross-attention (decoder with an encoder), its MLP (dense, experts,
+    or none), each sub-layer with a residual and its norm(s): pre x + f(N(x)), post N(x + f(x)),
+    sandwich x + N2(f(N1(x))), post_sublayer x + N2(f(x)) (OLMo 2); or, in a parallel block,
+    x + mixer(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared. Each sub-layer's output is
+    multiplied by residual_scale before its add (Granite).
 
     `recompute_all` (full recomputation): the block keeps only its inputs for backward and runs again
     there (torch.utils.checkpoint); set through Transformer.set_execution.
@@ -69,75 +81,101 @@ class Block(nn.Module):
 
     recompute_all = False
 
-    def __init__(self, spec: ModelSpec, stack: StackShape, index: int):
+    def __init__(self, spec: ModelSpec, causal: bool, cross: bool):
         super().__init__()
         self.norm_position = spec.norm_position
         self.parallel = spec.block.kind == "parallel"
-        att = spec.attention
-        window = sliding_window(spec, index)
-        self.attention_norm = make_norm(spec)
-        if att.kind == "latent":
-            self.attention = LatentAttention(spec, LatentShape.of(spec))
-        else:
-            self.attention = SelfAttention(spec, AttentionShape.of(spec), stack.causal, window)
-        self.attention_post_norm = make_norm(spec) if self.norm_position == "sandwich" else None
-        self.cross_attention_norm = make_norm(spec) if stack.cross else None
-        self.cross_attention = CrossAttention(spec, AttentionShape.of(spec)) if stack.cross else None
-        self.cross_attention_post_norm = make_norm(spec) if stack.cross and self.norm_position == "sandwich" else None
+        self.residual_scale = spec.residual_scale
+        pre = self.norm_position != "post_sublayer"  # a norm before (pre, sandwich) or after the add (post)
+        after = self.norm_position in ("sandwich", "post_sublayer")  # a norm on the sub-layer's output
+        mixer = spec.attention.kind
+        self.mixer_name = "mixer" if mixer in MIXERS else "attention" if mixer != "none" else None
+        self.attention_norm = self.mixer_norm = self.attention = self.mixer = None
+        if self.mixer_name is not None:
+            setattr(self, f"{self.mixer_name}_norm", make_norm(spec) if pre else None)
+            if mixer in MIXERS:
+                self.mixer = build_mixer(spec)
+            else:
+                self.attention = LatentAttention(spec) if mixer == "latent" else SelfAttention(spec, causal)
+        self.attention_post_norm = make_norm(spec) if after and mixer not in MIXERS and mixer != "none" else None
+        self.mixer_post_norm = make_norm(spec) if after and mixer in MIXERS else None
+        self.cross_attention_norm = make_norm(spec) if cross and pre else None
+        self.cross_attention = CrossAttention(spec) if cross else None
+        self.cross_attention_post_norm = make_norm(spec) if cross and after else None
+        has_mlp = spec.mlp.kind != "none"
         shared_norm = self.parallel and spec.block.shared_norm
-        self.mlp_norm = None if shared_norm else make_norm(spec)
-        moe = spec.mlp.kind == "moe" and index >= spec.mlp.dense_layers
-        self.mlp = MoE(spec) if moe else MLP(MLPShape.of(spec))
-        self.mlp_post_norm = make_norm(spec) if self.norm_position == "sandwich" else None
+        self.mlp_norm = make_norm(spec) if has_mlp and pre and not shared_norm else None
+        self.mlp = {"moe": MoE, "dense": MLP, "none": lambda s: None}[spec.mlp.kind](spec)
+        self.mlp_post_norm = make_norm(spec) if has_mlp and after else None
 
-    def residual(self, x, norm, f, post_norm=None):
+    def residual(self, x, name: str, f):
+        norm, post = getattr(self, f"{name}_norm"), getattr(self, f"{name}_post_norm")
+        s = self.residual_scale
+
+        def scaled(y):
+            return y * s if s != 1 else y
+
         if self.norm_position == "post":
-            return norm(x + f(x))
+            return norm(x + scaled(f(x)))
         if self.norm_position == "sandwich":
-            return x + post_norm(f(norm(x)))
-        return x + f(norm(x))
+            return x + scaled(post(f(norm(x))))
+        if self.norm_position == "post_sublayer":
+            return x + scaled(post(f(x)))
+        return x + scaled(f(norm(x)))
 
-    def forward(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
+    def forward(self, x, memory=None, cache: dict | None = None, bias=None):
         if self.recompute_all and cache is None and torch.is_grad_enabled():
-            return checkpoint(self.run, x, memory, position, None, bias, use_reentrant=False)
-        return self.run(x, memory, position, cache, bias)
+            return checkpoint(self.run, x, memory, None, bias, use_reentrant=False)
+        return self.run(x, memory, cache, bias)
 
-    def run(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
+    def mix(self, h, cache: dict | None, bias=None):
+        """The token mixer on its (normalised) input."""
+        if self.attention is not None:
+            return self.attention(h, cache, bias)
+        seen = cache.get("seen", 0) if cache is not None else 0
+        out = self.mixer(h, cache)
+        if cache is not None:  # positions seen, for a model whose first layers hold no attention cache
+            cache["seen"] = seen + h.shape[1]
+        return out
+
+    def run(self, x, memory=None, cache: dict | None = None, bias=None):
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
+        if self.mixer_name is None and cache is not None:
+            self_cache["seen"] = self_cache.get("seen", 0) + x.shape[1]
         if self.parallel:
-            h = self.attention_norm(x)
-            m = self.mlp_norm(x) if self.mlp_norm is not None else h
-            return x + self.attention(h, position, self_cache, bias) + self.mlp(m)
-        x = self.residual(x, self.attention_norm, lambda h: self.attention(h, position, self_cache, bias),
-                          self.attention_post_norm)  # fmt: skip
+            s = self.residual_scale
+            first = getattr(self, f"{self.mixer_name}_norm") if self.mixer_name else None
+            h = first(x) if first is not None else x
+            out = self.mix(h, self_cache, bias) if self.mixer_name else 0
+            if self.mlp is not None:
+                out = out + self.mlp(self.mlp_norm(x) if self.mlp_norm is not None else h)
+            return x + (out * s if s != 1 else out)
+        if self.mixer_name is not None:
+            x = self.residual(x, self.mixer_name, lambda h: self.mix(h, self_cache, bias))
         if self.cross_attention is not None:
-            x = self.residual(x, self.cross_attention_norm, lambda h: self.cross_attention(h, memory, cross_cache),
-                              self.cross_attention_post_norm)  # fmt: skip
-        return self.residual(x, self.mlp_norm, self.mlp, self.mlp_post_norm)
+            x = self.residual(x, "cross_attention", lambda h: self.cross_attention(h, memory, cross_cache))
+        return self.residual(x, "mlp", self.mlp) if self.mlp is not None else x
 
 
 class Stack(nn.Module):
-    """Positions, an optional embedding norm, the blocks (one shared block run `layers` times with
-    share_layers), an optional final norm."""
+    """Positions added to the embeddings or to the scores (rotary positions live in each layer's
+    attention), an optional embedding norm, the blocks (layer i of its kind; one shared block run
+    `layers` times with share_layers), an optional final norm."""
 
-    def __init__(self, spec: ModelSpec, stack: StackShape):
+    def __init__(self, spec: ModelSpec, layers: int, causal: bool, cross: bool):
         super().__init__()
         p, e = spec.position, spec.d_embed
-        self.n_layers = stack.layers
+        self.n_layers = layers
         self.position = {
             "learned": lambda: LearnedPosition(spec.max_positions, p.offset, e),
             "sinusoidal": lambda: SinusoidalPosition(spec.max_positions, e),
-            "rotary": lambda: Rotary(spec.rotary_dims, p.base, p.interleaved),
             "alibi": lambda: Alibi(spec.n_heads),
-            "relative": lambda: RelativePosition(p.buckets, p.max_distance, spec.n_heads, not stack.causal),
-            "none": lambda: None,
-        }[p.kind]()
-        if spec.attention.kind == "latent":  # the rotary part of each head only
-            self.position = Rotary(spec.attention.rope_dims, p.base, p.interleaved)
+            "relative": lambda: RelativePosition(p.buckets, p.max_distance, spec.n_heads, not causal),
+        }.get(p.kind, lambda: None)()
         self.embedding_norm = make_norm(spec, e) if spec.embedding_norm else None
-        copies = 1 if spec.share_layers else stack.layers
-        self.layers = nn.ModuleList(Block(spec, stack, i) for i in range(copies))
+        kinds = layer_kinds(spec, 1 if spec.share_layers else layers)
+        self.layers = nn.ModuleList(Block(kind, causal, cross) for _, kind in kinds)
         self.final_norm = make_norm(spec) if spec.final_norm else None
 
     def embed_positions(self, x, start: int = 0):
@@ -156,7 +194,7 @@ class Stack(nn.Module):
             bias = self.position.bias(T, start + T, start, x.device, x.dtype)
         for i in range(self.n_layers):
             layer = self.layers[i if len(self.layers) > 1 else 0]
-            x = layer(x, memory, self.position, cache[i] if cache is not None else None, bias)
+            x = layer(x, memory, cache[i] if cache is not None else None, bias)
         return self.final_norm(x) if self.final_norm is not None else x
 
 
@@ -189,8 +227,8 @@ class MLMHead(nn.Module):
         super().__init__()
         e = spec.d_embed
         self.dense = nn.Linear(spec.d_model, e)
-        self.act = ACTIVATIONS[MLPShape.of(spec).pointwise]
-        self.norm = make_norm(spec, e, "layernorm", inside=True)
+        self.act = ACTIVATIONS[spec.activation]
+        self.norm = make_norm(spec, e, "layernorm", inside=True, affine="weight_bias")
         self.weight = nn.Parameter(torch.empty(spec.vocab_size, e))
         self.bias = nn.Parameter(torch.empty(spec.vocab_size))
 
@@ -220,6 +258,39 @@ class Pooler(nn.Module):
 # ---------------------------------------------------------------- the model
 
 
+class MTPHead(nn.Linear):
+    role = "head"
+
+
+class MTPModule(nn.Module):
+    """One multi-token-prediction module (DeepSeek-V3, section 2.2): norms of the hidden state and of
+    the next token's embedding, a projection of the two (2 d_model -> d_model), one block of its
+    kind, a final norm and, where the checkpoint stores them, its own token table and output head.
+    Everything in it is the component 'mtp'. Built only when asked (build(spec, mtp=True)):
+    transformers does not build it, and forward does not run it."""
+
+    component = "mtp"
+    seals = ("component",)
+
+    def __init__(self, spec: ModelSpec, kind: ModelSpec):
+        super().__init__()
+        d, V = spec.d_model, spec.vocab_size
+        self.embed_norm, self.hidden_norm = make_norm(spec), make_norm(spec)
+        self.proj = nn.Linear(2 * d, d, bias=False)
+        self.block = Block(kind, causal=True, cross=False)
+        self.final_norm = make_norm(spec)
+        own = spec.mtp.own_tables
+        self.embed = TokenEmbedding(V, d) if own else None
+        self.head = MTPHead(d, V, bias=False) if own else None
+
+
+def mtp_modules(spec: ModelSpec) -> nn.ModuleList:
+    """The spec's MTP modules, each a block of mtp.kind (default: the last decoder layer's kind)."""
+    m = spec.mtp
+    kind = spec.kind_spec(m.kind) if m.kind is not None else layer_kinds(spec, spec.decoder_layers)[-1][1]
+    return nn.ModuleList(MTPModule(spec, kind) for _ in range(m.modules))
+
+
 class Transformer(nn.Module):
     """Decoder-only, encoder-only or encoder-decoder, as the spec's layer counts say.
 
@@ -228,7 +299,7 @@ class Transformer(nn.Module):
     - with ``head = "none"``: the last hidden states (B, T, d) instead of logits
     """
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, mtp: bool = False):
         super().__init__()
         self.spec = spec
         d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
@@ -239,12 +310,17 @@ class Transformer(nn.Module):
         self.token_type = TokenTypeEmbedding(spec.type_vocab_size, e) if spec.type_vocab_size else None
         self.embed_proj = EmbeddingProjection(e, d) if e != d else None
         # Vaswani et al. 2017, 3.4 (and Gemma): embeddings multiplied by sqrt(d_model)
-        self.embed_scale = math.sqrt(d) if spec.embedding_scale == "sqrt_d_model" else 1.0
-        stacks = {s.name: Stack(spec, s) for s in stack_shapes(spec)}
-        self.encoder = stacks.get("encoder")
-        self.decoder = stacks.get("decoder")
+        # (Granite: a number, its embedding_multiplier)
+        scale = spec.embedding_scale
+        self.embed_scale = math.sqrt(d) if scale == "sqrt_d_model" else 1.0 if scale == "none" else float(scale)
+        # an encoder reads the source (bidirectional); a decoder the target (causal), cross-attending
+        # to the encoder's output when there is one
+        self.encoder = Stack(spec, spec.encoder_layers, False, False) if spec.encoder_layers else None
+        cross = bool(spec.encoder_layers)
+        self.decoder = Stack(spec, spec.decoder_layers, True, cross) if spec.decoder_layers else None
         self.pooler = Pooler(d) if spec.pooler else None
         self.head = {"lm": Head, "mlm": MLMHead, "none": lambda s: None}[spec.head.kind](spec)
+        self.mtp = mtp_modules(spec) if mtp and spec.mtp is not None else None
         self.tie_weights()
         self.attention_mode, self.recompute = "flash", "none"
 
