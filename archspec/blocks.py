@@ -118,9 +118,10 @@ class AttentionShape(NamedTuple):
 
     @property
     def kv_per_token(self) -> int:
-        """Values cached per token: keys and values of every key/value head (the keys once when they
-        serve as values)."""
-        return self.k + self.v
+        """Values cached per token: keys and values of every key/value head. When the keys serve as
+        values, the cache still holds both (transformers' Gemma 4 caches the rotated, normed keys and,
+        apart, the values taken from the raw keys): kv_heads · (d_head + d_value)."""
+        return self.k + self.kv_heads * self.d_value
 
 
 class LatentShape(NamedTuple):

@@ -433,8 +433,8 @@ ATTENTION = ("flash", "eager")
 
 def attention_mode(spec: ModelSpec, attention: str) -> str:
     """The attention that actually runs: 'flash' (a fused kernel: scores never stored) or 'eager'
-    (explicit products: the probabilities stored). Soft-capped scores have no fused kernel, and the
-    CPU's fused kernel needs d_head = d_value, so those run eagerly whatever is asked."""
+    (explicit products: the probabilities stored). Soft-capped scores and sinks have no fused kernel,
+    and the CPU's fused kernel needs d_head = d_value, so those run eagerly whatever is asked."""
     if attention not in ATTENTION:
         raise SpecError(f"unknown attention {shown(attention)}; use flash (fused, the default) or eager")
     from archspec.layers import layer_groups
@@ -442,7 +442,8 @@ def attention_mode(spec: ModelSpec, attention: str) -> str:
     for stack_layers in (spec.encoder_layers, spec.decoder_layers):
         for group in layer_groups(spec, stack_layers) if stack_layers else ():
             att = group.spec.attention
-            if att.kind == "standard" and att.softcap is not None or group.spec.d_head != group.spec.d_value:
+            explicit = att.kind == "standard" and (att.softcap is not None or att.sinks)
+            if explicit or group.spec.d_head != group.spec.d_value:
                 return "eager"
     return attention
 

@@ -147,9 +147,9 @@ def check_buildable(spec: ModelSpec) -> None:
         )
 
 
-def check_fits(spec: ModelSpec, device: torch.device, dtype: torch.dtype) -> None:
+def check_fits(spec: ModelSpec, device: torch.device, dtype: torch.dtype, mtp: bool = False) -> None:
     """Refuse, with the numbers, to allocate weights that would not fit."""
-    need = count_params(spec).total * dtype.itemsize
+    need = count_params(spec, mtp=mtp).total * dtype.itemsize
     have = available_memory(device)
     if have is not None and need > have:
         raise InsufficientMemoryError(
@@ -167,13 +167,15 @@ def build(
     check_memory: bool = True,
     attention: str = "flash",
     recompute: str = "none",
+    mtp: bool = False,
 ) -> Transformer:
     """The reference model of `spec`.
 
     device: 'meta' allocates nothing (shapes only); 'cpu' (default) or 'cuda' get real weights,
     initialised as GPT-2 does (see init_weights), deterministically under `seed`.
     attention ('flash' | 'eager') and recompute ('none' | 'selective' | 'full'): how forward runs,
-    see Transformer.set_execution.
+    see Transformer.set_execution. mtp: also the multi-token-prediction modules (`spec.mtp`) at
+    mtp.{i}, which transformers does not build and forward does not run.
     """
     if not isinstance(spec, ModelSpec):
         raise TypeError(f"build() takes a ModelSpec, got {type(spec).__name__}")
@@ -189,11 +191,11 @@ def build(
         )
     check_buildable(spec)
     with torch.device("meta"):
-        model = Transformer(spec).to(dt).set_execution(attention, recompute)
+        model = Transformer(spec, mtp=mtp).to(dt).set_execution(attention, recompute)
     if dev.type == "meta":
         return model
     if check_memory:
-        check_fits(spec, dev, dt)
+        check_fits(spec, dev, dt, mtp)
     return materialize(model, dev, seed=seed)
 
 

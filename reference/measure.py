@@ -26,22 +26,31 @@ def count_by_tag(model: nn.Module, tag: str, keys: tuple[str, ...], default: str
     tagged ancestor; `default` where no module on the path carries one.
 
     A tied tensor counts once, under the first module that registers it (the token embedding,
-    which the model registers before the output head). A parameter with no tag is an error, not a
-    silent zero.
+    which the model registers before the output head). A module's `parameter_<tag>s` files some of
+    its own parameters elsewhere (the MoE's correction bias under the router); a module whose
+    `seals` names the tag gives it to everything below it (the MTP modules: component 'mtp'). A
+    parameter with no tag is an error, not a silent zero.
     """
     counts = dict.fromkeys(keys, 0)
     seen: set[int] = set()
     tags: dict[str, str | None] = {}  # module path -> its tag, or its nearest tagged ancestor's
+    sealed: dict[str, bool] = {}  # module path -> whether an ancestor's tag holds for everything below it
     for path, module in model.named_modules():  # parents come before their children
         parent = path.rpartition(".")[0] if path else None
-        tags[path] = getattr(module, tag, None) or (tags[parent] if parent is not None else default)
+        if parent is not None and sealed[parent]:
+            tags[path], sealed[path] = tags[parent], True
+        else:
+            tags[path] = getattr(module, tag, None) or (tags[parent] if parent is not None else default)
+            sealed[path] = tag in getattr(module, "seals", ())
+        own = getattr(module, f"parameter_{tag}s", {})  # a module's own parameter filed elsewhere
         for name, p in module.named_parameters(recurse=False):
             if id(p) in seen:
                 continue
             seen.add(id(p))
-            if tags[path] is None:
+            where = tags[path] if sealed[path] else own.get(name, tags[path])
+            if where is None:
                 raise ValueError(f"parameter {path}.{name} has no {tag}")
-            counts[tags[path]] += p.numel()
+            counts[where] += p.numel()
     return counts
 
 

@@ -3,9 +3,12 @@
 One small module per concept, each tagged with the component of the analytic breakdown it holds
 (``component = "attention"`` ...), so measured and analytic counts compare key by key. Attributes
 are named after the same components: ``embed``, ``position``, ``token_type``, ``attention``,
-``cross_attention``, ``mlp`` (``router``, ``experts``, ``shared``), ``*_norm``, ``pooler``, ``head``.
-Every width comes from the shapes of archspec.blocks (AttentionShape, LatentShape, MLPShape,
-stack_shapes), the same objects the analytic description is built from.
+``mixer``, ``cross_attention``, ``mlp`` (``router``, ``experts``, ``shared``), ``*_norm``,
+``pooler``, ``head``. Every width is derived from the spec's fields in this package's own code
+(attention.py, mlp.py, norms.py, positions.py), never from the analytic description
+(archspec.blocks), so that "analytic == instantiated" compares two derivations. Layer i of a stack
+is built from the spec of its kind, ``archspec.layers.layer_kinds(spec, depth)[i]`` (the spec's
+pattern resolved, not the description).
 
 Shapes: B batch, T target (or only) length, S source/key length, d d_model, nh query heads,
 nkv key/value heads, dk per-head query/key width, dv per-head value width, V vocabulary.
@@ -20,12 +23,20 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from archspec.blocks import AttentionShape, LatentShape, MLPShape, StackShape, stack_shapes
 from archspec.errors import SpecError
-from archspec.spec import ModelSpec
-
-SINUSOID_BASE = 10000.0  # Vaswani et al. 2017, section 3.5
-
+from archspec.layers import layer_kinds
+from archspec.reference.attention import (
+    ATTENTION_MODES,
+    RECOMPUTE_MODES,
+    AttentionCore,
+    CrossAttention,
+    LatentAttention,
+    SelfAttention,
+)
+from archspec.reference.mlp import ACTIVATIONS, MLP, MoE
+from archspec.reference.norms import make_norm
+from archspec.reference.positions import Alibi, LearnedPosition, RelativePosition, SinusoidalPosition
+from archspec.spec import MIXERS, ModelSpec
 
 # ---------------------------------------------------------------- components
 
@@ -40,506 +51,29 @@ class TokenTypeEmbedding(nn.Embedding):
     role = "embedding"
 
 
-class LayerNorm(nn.LayerNorm):
-    component = "norm"
-
-
-class RMSNorm(nn.RMSNorm):
-    component = "norm"
-
-
-def make_norm(spec: ModelSpec, width: int | None = None, kind: str | None = None, inside: bool = False) -> nn.Module:
-    """A norm of the spec's kind and epsilon over d_model (or `width`). `inside` a component (QK-norm,
-    latent attention, the masked-LM head) it is untagged, so its parameters count with that component."""
-    layernorm = (kind or spec.norm) == "layernorm"
-    cls = (nn.LayerNorm if layernorm else nn.RMSNorm) if inside else (LayerNorm if layernorm else RMSNorm)
-    return cls(width or spec.d_model, eps=spec.norm_eps)
-
-
-class LearnedPosition(nn.Module):
-    """A learned table of max_positions + offset rows, added to the embeddings; position p reads
-    row p + offset (OPT, BART and RoBERTa keep 2 rows in front)."""
-
-    component = "position"
-    role = "embedding"
-
-    def __init__(self, max_positions: int, offset: int, width: int):
-        super().__init__()
-        self.max_positions, self.offset = max_positions, offset
-        self.weight = nn.Parameter(torch.empty(max_positions + offset, width))
-
-    def forward(self, T: int, start: int = 0) -> torch.Tensor:
-        if start + T > self.max_positions:
-            raise ValueError(
-                f"sequence of {start + T} positions is longer than the learned position table "
-                f"(max_positions={self.max_positions})"
-            )
-        return self.weight[self.offset + start : self.offset + start + T]  # (T, d)
-
-
-class SinusoidalPosition(nn.Module):
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...): a buffer, no parameters."""
-
-    component = "position"
-
-    def __init__(self, max_positions: int, d_model: int):
-        super().__init__()
-        self.d_model = d_model
-        self.register_buffer("table", self._table(max_positions), persistent=False)
-
-    def _table(self, n: int, device=None) -> torch.Tensor:
-        pos = torch.arange(n, dtype=torch.float32, device=device)[:, None]  # (n, 1)
-        inv = SINUSOID_BASE ** (-torch.arange(0, self.d_model, 2, dtype=torch.float32, device=device) / self.d_model)
-        table = torch.empty(n, self.d_model, device=device)
-        table[:, 0::2] = torch.sin(pos * inv)
-        table[:, 1::2] = torch.cos(pos * inv)
-        return table  # (n, d)
-
-    def reset_buffers(self) -> None:
-        self.table = self._table(self.table.shape[0], self.table.device)
-
-    def forward(self, T: int, start: int = 0) -> torch.Tensor:
-        if start + T > self.table.shape[0]:  # no table limit: extend on the fly
-            return self._table(start + T, self.table.device)[start:]
-        return self.table[start : start + T]
-
-
-class Rotary(nn.Module):
-    """Rotary position embedding (Su et al. 2021) on the first `dims` of each head, in LLaMA's
-    rotate-half layout or GPT-J's interleaved pairs; frequencies are a buffer."""
-
-    component = "position"
-
-    def __init__(self, dims: int, base: float, interleaved: bool):
-        super().__init__()
-        self.dims, self.base, self.interleaved = dims, base, interleaved
-        self.register_buffer("inv_freq", self._inv_freq(), persistent=False)
-
-    def _inv_freq(self, device=None) -> torch.Tensor:
-        return 1.0 / self.base ** (torch.arange(0, self.dims, 2, dtype=torch.float32, device=device) / self.dims)
-
-    def reset_buffers(self) -> None:
-        self.inv_freq = self._inv_freq(self.inv_freq.device)
-
-    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """x: (B, h, T, dk) -> x with its first `dims` rotated by positions start .. start + T - 1."""
-        T = x.shape[-2]
-        pos = torch.arange(start, start + T, dtype=torch.float32, device=x.device)
-        freqs = torch.outer(pos, self.inv_freq.float())  # (T, dims/2)
-        rot, rest = x[..., : self.dims], x[..., self.dims :]
-        if self.interleaved:  # pairs (x0, x1), (x2, x3), ...
-            cos, sin = (
-                freqs.cos().repeat_interleave(2, -1).to(x.dtype),
-                freqs.sin().repeat_interleave(2, -1).to(x.dtype),
-            )
-            pairs = rot.unflatten(-1, (-1, 2))
-            turned = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
-        else:  # the two halves
-            angles = torch.cat((freqs, freqs), dim=-1)  # (T, dims)
-            cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-            x1, x2 = rot.chunk(2, dim=-1)
-            turned = torch.cat((-x2, x1), dim=-1)
-        rotated = rot * cos + turned * sin
-        return torch.cat((rotated, rest), dim=-1) if self.dims < x.shape[-1] else rotated  # no copy when whole
-
-
-class Alibi(nn.Module):
-    """ALiBi (Press et al. 2022): head h adds slope_h * (key position) to its scores, which softmax
-    makes a penalty on distance; slopes as BLOOM computes them. No parameters."""
-
-    component = "position"
-
-    def __init__(self, heads: int):
-        super().__init__()
-        self.heads = heads
-
-    def slopes(self, device) -> torch.Tensor:
-        n = 2 ** math.floor(math.log2(self.heads))
-        base = 2 ** (-(2 ** -(math.log2(n) - 3)))
-        slopes = [base ** (i + 1) for i in range(n)]
-        if n < self.heads:
-            extra = 2 ** (-(2 ** -(math.log2(2 * n) - 3)))
-            slopes += [extra ** (2 * i + 1) for i in range(self.heads - n)]
-        return torch.tensor(slopes, device=device)
-
-    def bias(self, T: int, S: int, device, dtype) -> torch.Tensor:
-        keys = torch.arange(S, device=device, dtype=torch.float32)
-        return (self.slopes(device)[:, None, None] * keys).to(dtype).expand(self.heads, T, S)  # (nh, T, S)
-
-
-class RelativePosition(nn.Module):
-    """T5's relative position bias: a table of buckets x heads, looked up by the bucket of each
-    key-query distance (half the buckets exact, half logarithmic up to max_distance)."""
-
-    component = "position"
-    role = "embedding"
-
-    def __init__(self, buckets: int, max_distance: int, heads: int, bidirectional: bool):
-        super().__init__()
-        self.buckets, self.max_distance, self.bidirectional = buckets, max_distance, bidirectional
-        self.weight = nn.Parameter(torch.empty(buckets, heads))
-
-    def bucket(self, relative: torch.Tensor) -> torch.Tensor:
-        n, out = self.buckets, torch.zeros_like(relative)
-        if self.bidirectional:
-            n //= 2
-            out += (relative > 0).long() * n
-            relative = relative.abs()
-        else:
-            relative = -torch.clamp(relative, max=0)
-        exact = n // 2
-        large = (
-            exact
-            + (
-                torch.log(relative.float().clamp(min=1) / exact) / math.log(self.max_distance / exact) * (n - exact)
-            ).long()
-        )
-        large = torch.clamp(large, max=n - 1)
-        return out + torch.where(relative < exact, relative, large)
-
-    def bias(self, T: int, S: int, start: int, device, dtype) -> torch.Tensor:
-        q = torch.arange(start, start + T, device=device)[:, None]
-        k = torch.arange(S, device=device)[None, :]
-        return self.weight[self.bucket(k - q)].permute(2, 0, 1).to(dtype)  # (nh, T, S)
-
-
-# ---------------------------------------------------------------- attention
-
-
-ATTENTION_MODES = ("flash", "eager")
-RECOMPUTE_MODES = ("none", "selective", "full")
-
-
-def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bias=None, window: int | None = None,
-           softcap: float | None = None, gqa: bool = False, mode: str = "flash") -> torch.Tensor:  # fmt: skip
-    """softmax(scale · q kᵀ + bias) v over all heads; q (B, nh, T, dk), k (B, nkv, S, dk), v (B, nkv, S, dv).
-
-    The full score matrix is computed (and counted). A causal mask hides the future; `start` keys
-    (a cache) precede the T queries; `window` hides keys more than window - 1 positions back;
-    `bias` (nh, T, S) is added to the scores; `softcap` caps them as c · tanh(s / c). With `gqa`,
-    fewer K/V heads than query heads are shared by groups (grouped-query attention).
-    mode 'flash': torch's fused kernel (it keeps its output and the log-sum-exp for backward, not
-    the scores); 'eager': explicit products and softmax (autograd keeps the probabilities). No fused
-    kernel soft-caps: with `softcap` the products are always explicit.
-    """
-    T, S = q.shape[-2], k.shape[-2]
-    if mode == "flash" and causal and T == S and not window and bias is None and softcap is None:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
-    mask = None
-    if (causal and T > 1) or window:
-        qpos = torch.arange(S - T, S, device=q.device)[:, None]  # the queries are the last T positions
-        kpos = torch.arange(S, device=q.device)[None, :]
-        mask = torch.ones(T, S, dtype=torch.bool, device=q.device)
-        if causal:
-            mask &= kpos <= qpos
-        if window:
-            mask &= kpos > qpos - window
-    if mode == "eager" or softcap is not None:
-        return eager_attention(q, k, v, mask, scale, bias, softcap)
-    if bias is not None:
-        if mask is not None:
-            bias = bias.masked_fill(~mask, float("-inf"))
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale, enable_gqa=gqa)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
-
-
-def eager_attention(q, k, v, mask=None, scale: float | None = None, bias=None, softcap: float | None = None):
-    """The same attention as explicit steps, scores and probabilities materialised; `mask` (T, S) is
-    True where a query may see a key."""
-    group = q.shape[1] // k.shape[1]
-    if group > 1:  # each K/V head serves `group` consecutive query heads
-        k = k.repeat_interleave(group, dim=1)  # (B, nh, S, dk)
-        v = v.repeat_interleave(group, dim=1)  # (B, nh, S, dv)
-    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # head-major copies, kept by the products
-    scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (B, nh, T, S)
-    if softcap is not None:
-        scores = softcap * torch.tanh(scores / softcap)
-    if bias is not None:
-        scores = scores + bias
-    if mask is not None:  # additive: keys a query may not see get -inf
-        scores = scores + torch.zeros(mask.shape, dtype=scores.dtype, device=q.device).masked_fill(~mask, -math.inf)
-    return scores.softmax(dim=-1) @ v  # (B, nh, T, dv)
-
-
-class AttentionCore(nn.Module):
-    """What the attention modules share: how the core softmax(q kᵀ) v runs.
-
-    `mode` is 'flash' or 'eager' (see attend); `recompute_core` (selective recomputation) keeps
-    only q, k, v for backward and runs the core again there (torch.utils.checkpoint).
-    Set both through Transformer.set_execution. On the CPU, torch's fused kernel needs
-    d_head == d_value; otherwise, in training, 'flash' runs eager attention rather than torch's own
-    fallback, so that what autograd keeps is the same at every batch size and dtype (in eval mode
-    torch's scaled_dot_product_attention chooses, as FLOP counters expect to see it).
-    """
-
-    mode = "flash"
-    recompute_core = False
-
-    def core(self, q, k, v, *args, **kwargs) -> torch.Tensor:
-        mode = self.mode
-        if self.training and mode == "flash" and q.device.type == "cpu" and q.shape[-1] != v.shape[-1]:
-            mode = "eager"
-        if self.recompute_core and torch.is_grad_enabled():
-            return checkpoint(attend, q, k, v, *args, mode=mode, use_reentrant=False, **kwargs)
-        return attend(q, k, v, *args, mode=mode, **kwargs)
-
-
-class SelfAttention(AttentionCore):
-    """Multi-head self-attention with grouped-query K/V, independent d_head / d_value, optional
-    QK-norm, score scale, soft-capping and a sliding window."""
-
-    component = "attention"
-
-    def __init__(self, spec: ModelSpec, a: AttentionShape, causal: bool, window: int | None):
-        super().__init__()
-        cfg = spec.attention
-        self.causal, self.window, self.scale, self.softcap = causal, window, cfg.scale, cfg.softcap
-        self.nh, self.nkv, self.dk, self.dv = a.heads, a.kv_heads, a.d_head, a.d_value
-        self.split = (a.q, a.k, a.v)
-        self.qkv = nn.Linear(a.d_model, sum(self.split), bias=a.qkv_bias)
-        self.q_norm = make_norm(spec, a.d_head, inside=True) if cfg.qk_norm else None
-        self.k_norm = make_norm(spec, a.d_head, inside=True) if cfg.qk_norm else None
-        self.out = nn.Linear(a.out_in, a.d_model, bias=a.out_bias)
-
-    def forward(self, x, position=None, cache: dict | None = None, bias=None) -> torch.Tensor:
-        B, T, _ = x.shape
-        q, k, v = self.qkv(x).split(self.split, dim=-1)
-        q = q.view(B, T, self.nh, self.dk).transpose(1, 2)  # (B, nh, T, dk)
-        k = k.view(B, T, self.nkv, self.dk).transpose(1, 2)  # (B, nkv, T, dk)
-        v = v.view(B, T, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, T, dv)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        start = cache.get("seen", 0) if cache is not None else 0
-        if isinstance(position, Rotary):
-            q, k = position(q, start), position(k, start)
-        if cache is not None:
-            if "k" in cache:
-                k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, held + T, dk)
-                v = torch.cat((cache["v"], v), dim=-2)
-            # a window of w keys needs only the w - 1 before the next query (as transformers' cache keeps)
-            keep = k.shape[-2] if not self.window else min(k.shape[-2], self.window - 1)
-            cache["k"], cache["v"], cache["seen"] = k[..., -keep:, :], v[..., -keep:, :], start + T
-        y = self.core(q, k, v, self.causal, start, self.scale, bias, self.window, self.softcap, self.nkv != self.nh)
-        return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
-
-
-class LatentAttention(AttentionCore):
-    """Multi-head latent attention (DeepSeek-V2/V3): queries through q_a -> norm -> q_b (or one q),
-    keys and values through kv_a (the latent and one rotary key shared by the heads) -> norm -> kv_b;
-    the cache keeps the latent and the rotary key."""
-
-    component = "attention"
-
-    def __init__(self, spec: ModelSpec, s: LatentShape):
-        super().__init__()
-        self.s, self.scale = s, spec.attention.scale if hasattr(spec.attention, "scale") else None
-        if s.q_rank:
-            self.q_a = nn.Linear(s.d_model, s.q_rank, bias=s.qkv_bias)
-            self.q_norm = make_norm(spec, s.q_rank, inside=True)
-            self.q_b = nn.Linear(s.q_rank, s.q, bias=False)
-        else:
-            self.q = nn.Linear(s.d_model, s.q, bias=False)
-        self.kv_a = nn.Linear(s.d_model, s.kv_a, bias=s.qkv_bias)
-        self.kv_norm = make_norm(spec, s.kv_rank, inside=True)
-        self.kv_b = nn.Linear(s.kv_rank, s.kv_b, bias=False)
-        self.out = nn.Linear(s.out_in, s.d_model, bias=s.out_bias)
-
-    def forward(self, x, position=None, cache: dict | None = None, bias=None) -> torch.Tensor:
-        s, (B, T, _) = self.s, x.shape
-        nope, rope = s.d_head - s.rope_dims, s.rope_dims
-        q = self.q_b(self.q_norm(self.q_a(x))) if s.q_rank else self.q(x)
-        q = q.view(B, T, s.heads, s.d_head).transpose(1, 2)  # (B, nh, T, dk)
-        latent, k_rope = self.kv_a(x).split((s.kv_rank, rope), dim=-1)  # (B, T, kv_rank), (B, T, rope)
-        start = cache["latent"].shape[1] if cache is not None and "latent" in cache else 0
-        k_rope = position(k_rope[:, None], start)  # (B, 1, T, rope): one rotary key for every head
-        if cache is not None:
-            if "latent" in cache:
-                latent = torch.cat((cache["latent"], latent), dim=1)
-                k_rope = torch.cat((cache["k_rope"], k_rope), dim=2)
-            cache["latent"], cache["k_rope"] = latent, k_rope
-        S = latent.shape[1]
-        kv = self.kv_b(self.kv_norm(latent)).view(B, S, s.heads, nope + s.d_value).transpose(1, 2)
-        k_nope, v = kv.split((nope, s.d_value), dim=-1)  # (B, nh, S, nope), (B, nh, S, dv)
-        q = torch.cat((q[..., :nope], position(q[..., nope:], start)), dim=-1)
-        k = torch.cat((k_nope, k_rope.expand(B, s.heads, S, rope)), dim=-1)  # (B, nh, S, dk)
-        y = self.core(q, k, v, True, start, self.scale)  # (B, nh, T, dv)
-        return self.out(y.transpose(1, 2).reshape(B, T, s.heads * s.d_value))
-
-
-class CrossAttention(AttentionCore):
-    """Decoder queries over the encoder output (memory): keys and values come from the memory."""
-
-    component = "cross_attention"
-
-    def __init__(self, spec: ModelSpec, a: AttentionShape):
-        super().__init__()
-        self.scale = spec.attention.scale
-        self.nh, self.nkv, self.dk, self.dv = a.heads, a.kv_heads, a.d_head, a.d_value
-        self.split = (a.k, a.v)
-        self.q = nn.Linear(a.d_model, a.q, bias=a.qkv_bias)
-        self.kv = nn.Linear(a.d_model, sum(self.split), bias=a.qkv_bias)
-        self.out = nn.Linear(a.out_in, a.d_model, bias=a.out_bias)
-
-    def forward(self, x, memory, cache: dict | None = None) -> torch.Tensor:
-        B, T, _ = x.shape
-        q = self.q(x).view(B, T, self.nh, self.dk).transpose(1, 2)  # (B, nh, T, dk)
-        if cache is not None and "k" in cache:  # the memory's keys and values are computed once
-            k, v = cache["k"], cache["v"]
-        else:
-            S = memory.shape[1]
-            k, v = self.kv(memory).split(self.split, dim=-1)
-            k = k.view(B, S, self.nkv, self.dk).transpose(1, 2)  # (B, nkv, S, dk)
-            v = v.view(B, S, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, S, dv)
-            if cache is not None:
-                cache["k"], cache["v"] = k, v
-        y = self.core(q, k, v, causal=False, scale=self.scale, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
-        return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))
-
-
-# ---------------------------------------------------------------- MLP, experts and blocks
-
-
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
-
-
-class MLP(nn.Module):
-    """down(act(up(x))), or for gated kinds down(act(gate(x)) * up(x))."""
-
-    component = "mlp"
-
-    def __init__(self, m: MLPShape):
-        super().__init__()
-        self.act = ACTIVATIONS[m.pointwise]
-        self.gate = nn.Linear(m.d_model, m.d_ff, bias=m.bias) if "gate" in m.inputs else None
-        self.up = nn.Linear(m.d_model, m.d_ff, bias=m.bias)
-        self.down = nn.Linear(m.d_ff, m.d_model, bias=m.bias)
-
-    def forward(self, x):
-        h = self.act(self.gate(x)) * self.up(x) if self.gate is not None else self.act(self.up(x))
-        return self.down(h)
-
-
-class StackedLinear(nn.Module):
-    """`copies` linear maps n_in -> n_out in one (copies, n_out, n_in) tensor (the experts)."""
-
-    def __init__(self, copies: int, n_in: int, n_out: int, bias: bool):
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(copies, n_out, n_in))
-        self.bias = nn.Parameter(torch.empty(copies, n_out)) if bias else None
-
-    def forward(self, x, e: int):
-        return F.linear(x, self.weight[e], self.bias[e] if self.bias is not None else None)
-
-
-class Experts(nn.Module):
-    """The routed experts, each an MLP of d_expert; each one runs on the tokens routed to it only."""
-
-    component = "experts"
-    role = "expert"
-
-    def __init__(self, m: MLPShape, experts: int):
-        super().__init__()
-        self.act = ACTIVATIONS[m.pointwise]
-        self.gate = StackedLinear(experts, m.d_model, m.d_ff, m.bias) if "gate" in m.inputs else None
-        self.up = StackedLinear(experts, m.d_model, m.d_ff, m.bias)
-        self.down = StackedLinear(experts, m.d_ff, m.d_model, m.bias)
-
-    def forward(self, x, e: int | slice):
-        """Expert e on the rows x (N, d) routed to it; or, for a slice of experts, each on its own rows
-        x (E', rows, d) as batched matmuls (the meta device, where only shapes matter)."""
-        if isinstance(e, slice):
-
-            def lin(m, h):  # (E', rows, n_in) @ (E', n_in, n_out)
-                return torch.bmm(h, m.weight[e].transpose(1, 2))
-
-            h = self.act(lin(self.gate, x)) * lin(self.up, x) if self.gate is not None else self.act(lin(self.up, x))
-            return lin(self.down, h)
-        h = self.act(self.gate(x, e)) * self.up(x, e) if self.gate is not None else self.act(self.up(x, e))
-        return self.down(h, e)
-
-
-class Router(nn.Linear):
-    component = "router"
-    role = "router"
-
-
-class SharedExpert(MLP):
-    component = "shared_experts"
-    role = "shared_expert"
-
-
-class SharedGate(nn.Linear):
-    component = "shared_experts"
-    role = "shared_expert"
-
-
-class MoE(nn.Module):
-    """A router picks top_k experts per token (softmax over the experts, renormalised over the
-    top k when `normalize`); their outputs are summed with those weights, beside the shared expert
-    (gated by sigmoid(shared_gate(x)) where there is one)."""
-
-    def __init__(self, spec: ModelSpec):
-        super().__init__()
-        moe = spec.mlp
-        self.top_k, self.normalize = moe.top_k, moe.normalize
-        self.router = Router(spec.d_model, moe.experts, bias=moe.router_bias)
-        self.experts = Experts(MLPShape.of(spec, moe.d_expert), moe.experts)
-        self.shared = SharedExpert(MLPShape.of(spec, moe.d_shared)) if moe.d_shared else None
-        self.shared_gate = SharedGate(spec.d_model, 1, bias=False) if moe.shared_gate else None
-
-    def forward(self, x):
-        B, T, d = x.shape
-        flat = x.reshape(B * T, d)  # (N, d)
-        if flat.is_meta:  # shapes only: no values to route by, so spread the N·k routed rows evenly
-            return self._meta_forward(flat).view(B, T, d)
-        probs = self.router(flat).float().softmax(dim=-1)  # (N, E)
-        weights, chosen = probs.topk(self.top_k, dim=-1)  # (N, k)
-        if self.normalize:
-            weights = weights / weights.sum(dim=-1, keepdim=True)
-        out = torch.zeros_like(flat)
-        for e in range(self.router.out_features):  # each expert on the tokens routed to it
-            rows, slot = (chosen == e).nonzero(as_tuple=True)
-            if rows.numel():
-                y = self.experts(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
-                out = out.index_add(0, rows, y)
-        if self.shared is not None:
-            shared = self.shared(flat)
-            if self.shared_gate is not None:
-                shared = torch.sigmoid(self.shared_gate(flat)) * shared
-            out = out + shared
-        return out.view(B, T, d)
-
-    def _meta_forward(self, flat):
-        """On the meta device: the same modules on the same number of rows (N·k routed rows in all,
-        which is what the FLOPs depend on), expert e taking N·k // E of them (one more for the first
-        N·k mod E experts)."""
-        E, routed = self.router.out_features, flat.shape[0] * self.top_k
-        self.router(flat)
-        out = torch.zeros_like(flat)
-        q, extra = divmod(routed, E)
-        for rows, experts in ((q + 1, slice(0, extra)), (q, slice(extra, E))):
-            if rows and experts.stop > experts.start:
-                self.experts(flat.new_empty(experts.stop - experts.start, rows, flat.shape[1]), experts)
-        if self.shared is not None:
-            shared = self.shared(flat)
-            out = out + (torch.sigmoid(self.shared_gate(flat)) * shared if self.shared_gate is not None else shared)
-        return out
-
-
 def sliding_window(spec: ModelSpec, index: int) -> int | None:
-    """The window of layer `index`'s self-attention (None: it sees every earlier key): every layer, the
-    even ones (Gemma 2: 0, 2, ...) or the odd ones (GPT-Neo), as attention.sliding_layers says."""
-    att = spec.attention
-    if att.kind != "standard" or not att.sliding_window:
-        return None
-    layers = att.sliding_layers
-    return att.sliding_window if layers == "all" or (layers == "even") == (index % 2 == 0) else None
+    """The window of layer `index`'s self-attention (None: it sees every earlier key), as the layer's
+    kind says (attention.sliding_layers: every layer, the even ones (Gemma 2) or the odd ones (GPT-Neo))."""
+    depth = max(spec.decoder_layers, spec.encoder_layers, index + 1)
+    att = layer_kinds(spec, depth)[index][1].attention
+    return att.sliding_window if att.kind == "standard" else None
+
+
+def build_mixer(spec: ModelSpec) -> nn.Module:
+    """A recurrent mixer (Mamba, Mamba-2, Gated DeltaNet) of the layer's kind, from
+    archspec.reference.mixers (imported on first use): forward(x, cache) -> (B, T, d)."""
+    from archspec.reference import mixers
+
+    return mixers.MIXERS[spec.attention.kind](spec)
 
 
 class Block(nn.Module):
-    """Self-attention, cross-attention (decoder with an encoder), MLP, each with a residual and its
-    norm(s): pre x + f(N(x)), post N(x + f(x)), sandwich x + N2(f(N1(x))); or, in a parallel block,
-    x + attention(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared.
+    """One layer, built from the spec of its kind: its token mixer (self-attention, latent attention,
+    a recurrent mixer, or none), cross-attention (decoder with an encoder), its MLP (dense, experts,
+    or none), each sub-layer with a residual and its norm(s): pre x + f(N(x)), post N(x + f(x)),
+    sandwich x + N2(f(N1(x))), post_sublayer x + N2(f(x)) (OLMo 2); or, in a parallel block,
+    x + mixer(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared. Each sub-layer's output is
+    multiplied by residual_scale before its add (Granite).
 
     `recompute_all` (full recomputation): the block keeps only its inputs for backward and runs again
     there (torch.utils.checkpoint); set through Transformer.set_execution.
@@ -547,75 +81,101 @@ class Block(nn.Module):
 
     recompute_all = False
 
-    def __init__(self, spec: ModelSpec, stack: StackShape, index: int):
+    def __init__(self, spec: ModelSpec, causal: bool, cross: bool):
         super().__init__()
         self.norm_position = spec.norm_position
         self.parallel = spec.block.kind == "parallel"
-        att = spec.attention
-        window = sliding_window(spec, index)
-        self.attention_norm = make_norm(spec)
-        if att.kind == "latent":
-            self.attention = LatentAttention(spec, LatentShape.of(spec))
-        else:
-            self.attention = SelfAttention(spec, AttentionShape.of(spec), stack.causal, window)
-        self.attention_post_norm = make_norm(spec) if self.norm_position == "sandwich" else None
-        self.cross_attention_norm = make_norm(spec) if stack.cross else None
-        self.cross_attention = CrossAttention(spec, AttentionShape.of(spec)) if stack.cross else None
-        self.cross_attention_post_norm = make_norm(spec) if stack.cross and self.norm_position == "sandwich" else None
+        self.residual_scale = spec.residual_scale
+        pre = self.norm_position != "post_sublayer"  # a norm before (pre, sandwich) or after the add (post)
+        after = self.norm_position in ("sandwich", "post_sublayer")  # a norm on the sub-layer's output
+        mixer = spec.attention.kind
+        self.mixer_name = "mixer" if mixer in MIXERS else "attention" if mixer != "none" else None
+        self.attention_norm = self.mixer_norm = self.attention = self.mixer = None
+        if self.mixer_name is not None:
+            setattr(self, f"{self.mixer_name}_norm", make_norm(spec) if pre else None)
+            if mixer in MIXERS:
+                self.mixer = build_mixer(spec)
+            else:
+                self.attention = LatentAttention(spec) if mixer == "latent" else SelfAttention(spec, causal)
+        self.attention_post_norm = make_norm(spec) if after and mixer not in MIXERS and mixer != "none" else None
+        self.mixer_post_norm = make_norm(spec) if after and mixer in MIXERS else None
+        self.cross_attention_norm = make_norm(spec) if cross and pre else None
+        self.cross_attention = CrossAttention(spec) if cross else None
+        self.cross_attention_post_norm = make_norm(spec) if cross and after else None
+        has_mlp = spec.mlp.kind != "none"
         shared_norm = self.parallel and spec.block.shared_norm
-        self.mlp_norm = None if shared_norm else make_norm(spec)
-        moe = spec.mlp.kind == "moe" and index >= spec.mlp.dense_layers
-        self.mlp = MoE(spec) if moe else MLP(MLPShape.of(spec))
-        self.mlp_post_norm = make_norm(spec) if self.norm_position == "sandwich" else None
+        self.mlp_norm = make_norm(spec) if has_mlp and pre and not shared_norm else None
+        self.mlp = {"moe": MoE, "dense": MLP, "none": lambda s: None}[spec.mlp.kind](spec)
+        self.mlp_post_norm = make_norm(spec) if has_mlp and after else None
 
-    def residual(self, x, norm, f, post_norm=None):
+    def residual(self, x, name: str, f):
+        norm, post = getattr(self, f"{name}_norm"), getattr(self, f"{name}_post_norm")
+        s = self.residual_scale
+
+        def scaled(y):
+            return y * s if s != 1 else y
+
         if self.norm_position == "post":
-            return norm(x + f(x))
+            return norm(x + scaled(f(x)))
         if self.norm_position == "sandwich":
-            return x + post_norm(f(norm(x)))
-        return x + f(norm(x))
+            return x + scaled(post(f(norm(x))))
+        if self.norm_position == "post_sublayer":
+            return x + scaled(post(f(x)))
+        return x + scaled(f(norm(x)))
 
-    def forward(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
+    def forward(self, x, memory=None, cache: dict | None = None, bias=None):
         if self.recompute_all and cache is None and torch.is_grad_enabled():
-            return checkpoint(self.run, x, memory, position, None, bias, use_reentrant=False)
-        return self.run(x, memory, position, cache, bias)
+            return checkpoint(self.run, x, memory, None, bias, use_reentrant=False)
+        return self.run(x, memory, cache, bias)
 
-    def run(self, x, memory=None, position=None, cache: dict | None = None, bias=None):
+    def mix(self, h, cache: dict | None, bias=None):
+        """The token mixer on its (normalised) input."""
+        if self.attention is not None:
+            return self.attention(h, cache, bias)
+        seen = cache.get("seen", 0) if cache is not None else 0
+        out = self.mixer(h, cache)
+        if cache is not None:  # positions seen, for a model whose first layers hold no attention cache
+            cache["seen"] = seen + h.shape[1]
+        return out
+
+    def run(self, x, memory=None, cache: dict | None = None, bias=None):
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
+        if self.mixer_name is None and cache is not None:
+            self_cache["seen"] = self_cache.get("seen", 0) + x.shape[1]
         if self.parallel:
-            h = self.attention_norm(x)
-            m = self.mlp_norm(x) if self.mlp_norm is not None else h
-            return x + self.attention(h, position, self_cache, bias) + self.mlp(m)
-        x = self.residual(x, self.attention_norm, lambda h: self.attention(h, position, self_cache, bias),
-                          self.attention_post_norm)  # fmt: skip
+            s = self.residual_scale
+            first = getattr(self, f"{self.mixer_name}_norm") if self.mixer_name else None
+            h = first(x) if first is not None else x
+            out = self.mix(h, self_cache, bias) if self.mixer_name else 0
+            if self.mlp is not None:
+                out = out + self.mlp(self.mlp_norm(x) if self.mlp_norm is not None else h)
+            return x + (out * s if s != 1 else out)
+        if self.mixer_name is not None:
+            x = self.residual(x, self.mixer_name, lambda h: self.mix(h, self_cache, bias))
         if self.cross_attention is not None:
-            x = self.residual(x, self.cross_attention_norm, lambda h: self.cross_attention(h, memory, cross_cache),
-                              self.cross_attention_post_norm)  # fmt: skip
-        return self.residual(x, self.mlp_norm, self.mlp, self.mlp_post_norm)
+            x = self.residual(x, "cross_attention", lambda h: self.cross_attention(h, memory, cross_cache))
+        return self.residual(x, "mlp", self.mlp) if self.mlp is not None else x
 
 
 class Stack(nn.Module):
-    """Positions, an optional embedding norm, the blocks (one shared block run `layers` times with
-    share_layers), an optional final norm."""
+    """Positions added to the embeddings or to the scores (rotary positions live in each layer's
+    attention), an optional embedding norm, the blocks (layer i of its kind; one shared block run
+    `layers` times with share_layers), an optional final norm."""
 
-    def __init__(self, spec: ModelSpec, stack: StackShape):
+    def __init__(self, spec: ModelSpec, layers: int, causal: bool, cross: bool):
         super().__init__()
         p, e = spec.position, spec.d_embed
-        self.n_layers = stack.layers
+        self.n_layers = layers
         self.position = {
             "learned": lambda: LearnedPosition(spec.max_positions, p.offset, e),
             "sinusoidal": lambda: SinusoidalPosition(spec.max_positions, e),
-            "rotary": lambda: Rotary(spec.rotary_dims, p.base, p.interleaved),
             "alibi": lambda: Alibi(spec.n_heads),
-            "relative": lambda: RelativePosition(p.buckets, p.max_distance, spec.n_heads, not stack.causal),
-            "none": lambda: None,
-        }[p.kind]()
-        if spec.attention.kind == "latent":  # the rotary part of each head only
-            self.position = Rotary(spec.attention.rope_dims, p.base, p.interleaved)
+            "relative": lambda: RelativePosition(p.buckets, p.max_distance, spec.n_heads, not causal),
+        }.get(p.kind, lambda: None)()
         self.embedding_norm = make_norm(spec, e) if spec.embedding_norm else None
-        copies = 1 if spec.share_layers else stack.layers
-        self.layers = nn.ModuleList(Block(spec, stack, i) for i in range(copies))
+        kinds = layer_kinds(spec, 1 if spec.share_layers else layers)
+        self.layers = nn.ModuleList(Block(kind, causal, cross) for _, kind in kinds)
         self.final_norm = make_norm(spec) if spec.final_norm else None
 
     def embed_positions(self, x, start: int = 0):
@@ -634,7 +194,7 @@ class Stack(nn.Module):
             bias = self.position.bias(T, start + T, start, x.device, x.dtype)
         for i in range(self.n_layers):
             layer = self.layers[i if len(self.layers) > 1 else 0]
-            x = layer(x, memory, self.position, cache[i] if cache is not None else None, bias)
+            x = layer(x, memory, cache[i] if cache is not None else None, bias)
         return self.final_norm(x) if self.final_norm is not None else x
 
 
@@ -667,8 +227,8 @@ class MLMHead(nn.Module):
         super().__init__()
         e = spec.d_embed
         self.dense = nn.Linear(spec.d_model, e)
-        self.act = ACTIVATIONS[MLPShape.of(spec).pointwise]
-        self.norm = make_norm(spec, e, "layernorm", inside=True)
+        self.act = ACTIVATIONS[spec.activation]
+        self.norm = make_norm(spec, e, "layernorm", inside=True, affine="weight_bias")
         self.weight = nn.Parameter(torch.empty(spec.vocab_size, e))
         self.bias = nn.Parameter(torch.empty(spec.vocab_size))
 
@@ -698,6 +258,39 @@ class Pooler(nn.Module):
 # ---------------------------------------------------------------- the model
 
 
+class MTPHead(nn.Linear):
+    role = "head"
+
+
+class MTPModule(nn.Module):
+    """One multi-token-prediction module (DeepSeek-V3, section 2.2): norms of the hidden state and of
+    the next token's embedding, a projection of the two (2 d_model -> d_model), one block of its
+    kind, a final norm and, where the checkpoint stores them, its own token table and output head.
+    Everything in it is the component 'mtp'. Built only when asked (build(spec, mtp=True)):
+    transformers does not build it, and forward does not run it."""
+
+    component = "mtp"
+    seals = ("component",)
+
+    def __init__(self, spec: ModelSpec, kind: ModelSpec):
+        super().__init__()
+        d, V = spec.d_model, spec.vocab_size
+        self.embed_norm, self.hidden_norm = make_norm(spec), make_norm(spec)
+        self.proj = nn.Linear(2 * d, d, bias=False)
+        self.block = Block(kind, causal=True, cross=False)
+        self.final_norm = make_norm(spec)
+        own = spec.mtp.own_tables
+        self.embed = TokenEmbedding(V, d) if own else None
+        self.head = MTPHead(d, V, bias=False) if own else None
+
+
+def mtp_modules(spec: ModelSpec) -> nn.ModuleList:
+    """The spec's MTP modules, each a block of mtp.kind (default: the last decoder layer's kind)."""
+    m = spec.mtp
+    kind = spec.kind_spec(m.kind) if m.kind is not None else layer_kinds(spec, spec.decoder_layers)[-1][1]
+    return nn.ModuleList(MTPModule(spec, kind) for _ in range(m.modules))
+
+
 class Transformer(nn.Module):
     """Decoder-only, encoder-only or encoder-decoder, as the spec's layer counts say.
 
@@ -706,7 +299,7 @@ class Transformer(nn.Module):
     - with ``head = "none"``: the last hidden states (B, T, d) instead of logits
     """
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, mtp: bool = False):
         super().__init__()
         self.spec = spec
         d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
@@ -717,12 +310,17 @@ class Transformer(nn.Module):
         self.token_type = TokenTypeEmbedding(spec.type_vocab_size, e) if spec.type_vocab_size else None
         self.embed_proj = EmbeddingProjection(e, d) if e != d else None
         # Vaswani et al. 2017, 3.4 (and Gemma): embeddings multiplied by sqrt(d_model)
-        self.embed_scale = math.sqrt(d) if spec.embedding_scale == "sqrt_d_model" else 1.0
-        stacks = {s.name: Stack(spec, s) for s in stack_shapes(spec)}
-        self.encoder = stacks.get("encoder")
-        self.decoder = stacks.get("decoder")
+        # (Granite: a number, its embedding_multiplier)
+        scale = spec.embedding_scale
+        self.embed_scale = math.sqrt(d) if scale == "sqrt_d_model" else 1.0 if scale == "none" else float(scale)
+        # an encoder reads the source (bidirectional); a decoder the target (causal), cross-attending
+        # to the encoder's output when there is one
+        self.encoder = Stack(spec, spec.encoder_layers, False, False) if spec.encoder_layers else None
+        cross = bool(spec.encoder_layers)
+        self.decoder = Stack(spec, spec.decoder_layers, True, cross) if spec.decoder_layers else None
         self.pooler = Pooler(d) if spec.pooler else None
         self.head = {"lm": Head, "mlm": MLMHead, "none": lambda s: None}[spec.head.kind](spec)
+        self.mtp = mtp_modules(spec) if mtp and spec.mtp is not None else None
         self.tie_weights()
         self.attention_mode, self.recompute = "flash", "none"
 

@@ -99,9 +99,10 @@ class VerifyReport:
         }
 
 
-def compare_tensors(spec: ModelSpec, model) -> list[str]:
-    """Every parameter of `model` against the description's tensors, by path and shape."""
-    analytic = {t.path: t.shape for t in tensors(describe(spec))}
+def compare_tensors(spec: ModelSpec, model, mtp: bool = False) -> list[str]:
+    """Every parameter of `model` against the description's tensors (with `mtp`, the MTP modules'
+    too), by path and shape."""
+    analytic = {t.path: t.shape for t in tensors(describe(spec, mtp=mtp))}
     built = {name: tuple(p.shape) for name, p in model.named_parameters()}  # tied tensors once
     out = [f"tensor {path} {shape} is in the model, not in the description"
            for path, shape in built.items() if path not in analytic]  # fmt: skip
@@ -112,10 +113,12 @@ def compare_tensors(spec: ModelSpec, model) -> list[str]:
     return out
 
 
-def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len: int | None = None) -> VerifyReport:
+def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len: int | None = None,
+           mtp: bool = False) -> VerifyReport:  # fmt: skip
     """Build the reference model of `spec` on the meta device and compare it with the analytic figures:
     tensors by path and shape, parameters and forward FLOPs by component (batch × seq_len tokens,
-    max_positions by default)."""
+    max_positions by default); with `mtp`, the multi-token-prediction modules are built and counted
+    too (forward does not run them)."""
     from archspec.reference.build import build
     from archspec.reference.measure import (
         count_by_component,
@@ -131,8 +134,8 @@ def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len:
         analytic_flops = count_flops(spec, batch, seq_len, src_len)
     except ValueError as exc:
         raise SpecError(str(exc)) from None
-    analytic = count_params(spec)
-    model = build(spec, device="meta")
+    analytic = count_params(spec, mtp=mtp)
+    model = build(spec, device="meta", mtp=mtp)
     measured = count_by_component(model)
     by_role = count_by_role(model)
     T, S = analytic_flops.seq_len, analytic_flops.src_len
@@ -142,7 +145,7 @@ def verify(spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len:
         params=Pair(analytic.total, count_total(model)),
         components={c: Pair(analytic.components[c], measured[c]) for c in COMPONENTS},
         roles={r: Pair(v, by_role[r]) for r, v in analytic.roles.items()},
-        tensor_mismatches=compare_tensors(spec, model),
+        tensor_mismatches=compare_tensors(spec, model, mtp),
         flops=Pair(analytic_flops.forward, flops_total),
         flops_components={c: Pair(v, flops_by_component.get(c, 0)) for c, v in analytic_flops.components.items()},
         batch=batch,

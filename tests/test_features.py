@@ -38,8 +38,9 @@ def modern_specs(draw) -> ModelSpec:
         decoder_layers=dec,
         position=position,
         norm=draw(st.sampled_from(["layernorm", "rmsnorm"])),
-        norm_position=draw(st.sampled_from(["pre", "post", "sandwich"])),
-        activation=draw(st.sampled_from(["gelu", "swiglu"])),
+        norm_position=draw(st.sampled_from(["pre", "post", "sandwich", "post_sublayer"])),
+        activation=draw(st.sampled_from(["gelu", "swiglu", "relu2", "clamped_swiglu"])),
+        residual_scale=draw(st.sampled_from([1.0, 0.5])),
         bias=draw(
             st.sampled_from(
                 [True, False, {"qkv": True, "out": False, "mlp": False}, {"qkv": False, "out": True, "mlp": True}]
@@ -52,12 +53,17 @@ def modern_specs(draw) -> ModelSpec:
     if not (enc and dec) and draw(st.booleans()):
         data["block"] = {"kind": "parallel", "shared_norm": draw(st.booleans())}
         data["norm_position"] = "pre"
+    if data["norm"] == "layernorm" or draw(st.booleans()):
+        data["norm_affine"] = draw(st.sampled_from(["weight", "none"] + (["weight_bias"] if data["norm"] == "layernorm"
+                                                                         else [])))  # fmt: skip
     if latent:
         data["attention"] = {"kind": "latent", "q_rank": draw(st.sampled_from([None, 16])), "kv_rank": 8,
                              "rope_dims": 4}  # fmt: skip
         data["d_value"] = draw(st.sampled_from([4, 8]))
     elif draw(st.booleans()):
-        data["attention"] = {"kind": "standard", "qk_norm": draw(st.booleans()),
+        data["attention"] = {"kind": "standard", "qk_norm": draw(st.sampled_from([False, True, "full", "l2"])),
+                             "sinks": draw(st.booleans()), "gate": draw(st.booleans()),
+                             "shared_kv": draw(st.booleans()),
                              "scale": draw(st.sampled_from([None, 1.0])),
                              "softcap": draw(st.sampled_from([None, 20.0])),
                              "sliding_window": draw(st.sampled_from([None, 3])),
@@ -67,6 +73,8 @@ def modern_specs(draw) -> ModelSpec:
         data["mlp"] = {"kind": "moe", "experts": draw(st.integers(2, 4)), "top_k": draw(st.integers(1, 2)),
                        "d_expert": draw(st.sampled_from([8, 16])), "d_shared": draw(st.sampled_from([0, 12])),
                        "router_bias": draw(st.booleans()),
+                       "scoring": draw(st.sampled_from(["softmax", "sigmoid"])),
+                       "correction_bias": draw(st.booleans()),
                        "dense_layers": draw(st.integers(0, layers - 1))}  # fmt: skip
         data["mlp"]["shared_gate"] = bool(data["mlp"]["d_shared"]) and draw(st.booleans())
     elif enc and not dec and draw(st.booleans()):  # ALBERT: factorised embeddings, one shared block

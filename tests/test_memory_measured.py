@@ -105,7 +105,7 @@ def inventory(spec: ModelSpec, B, T, S, e, attention="flash", recompute="none") 
             attn, pos = self_attention_bytes(spec, B, n, e, attention, recompute)
             add(f"{p}.attention_norm", norm_bytes(spec, B, n, e))
             add(f"{p}.attention", attn)
-            add(f"{stack}.position", pos)
+            add(f"{p}.attention.rotary", pos)  # each attention rotates with its own (buffer-only) rotary
             if cross:
                 add(f"{p}.cross_attention_norm", norm_bytes(spec, B, n, e))
                 add(f"{p}.cross_attention", cross_attention_bytes(spec, B, T, S, e, attention, recompute, j == 0))
@@ -130,7 +130,7 @@ def by_component(paths: dict[str, int]) -> dict[str, int]:
         elif last.endswith("norm"):
             comp = "norm"
         else:
-            comp = {"target_embed": "embed"}.get(last, last)
+            comp = {"target_embed": "embed", "rotary": "position"}.get(last, last)
         out[comp] = out.get(comp, 0) + nbytes
     return out
 

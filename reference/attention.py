@@ -1,0 +1,280 @@
+"""Attention: the core softmax(q kᵀ) v (fused or explicit), and the attention modules that run it:
+self-attention, latent attention (DeepSeek) and cross-attention.
+
+Every width is derived here from the spec of the layer's kind, in its own words: q is n_heads ·
+d_head wide, k n_kv_heads · d_head, v n_kv_heads · d_value, the output projection reads n_heads ·
+d_value. Each attention owns its rotary embedding (a buffer, no parameters), built from its kind's
+position: a NoPE kind has none.
+
+Shapes: B batch, T query length, S key length, d d_model, nh query heads, nkv key/value heads,
+dk per-head query/key width, dv per-head value width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from archspec.reference.norms import L2Norm, make_norm
+from archspec.reference.positions import Rotary
+from archspec.spec import ModelSpec
+
+ATTENTION_MODES = ("flash", "eager")
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
+def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bias=None, window: int | None = None,
+           softcap: float | None = None, gqa: bool = False, mode: str = "flash", chunk: int | None = None,
+           sinks=None) -> torch.Tensor:  # fmt: skip
+    """softmax(scale · q kᵀ + bias) v over all heads; q (B, nh, T, dk), k (B, nkv, S, dk), v (B, nkv, S, dv).
+
+    The full score matrix is computed (and counted). The T queries sit at positions start ..
+    start + T - 1 and the S keys end with them (a cache holds the earlier ones). A causal mask hides
+    the future; `window` hides keys more than window - 1 positions back; `chunk` hides keys outside
+    the query's own chunk of positions (Llama 4's chunked attention); `bias` (nh, T, S) is added to
+    the scores; `softcap` caps them as c · tanh(s / c); `sinks` (nh,) is one more logit per head in
+    the softmax's denominator (gpt-oss). With `gqa`, fewer K/V heads than query heads are shared by
+    groups (grouped-query attention).
+    mode 'flash': torch's fused kernel (it keeps its output and the log-sum-exp for backward, not
+    the scores); 'eager': explicit products and softmax (autograd keeps the probabilities). No fused
+    kernel soft-caps or has sinks: with `softcap` or `sinks` the products are always explicit.
+    """
+    T, S = q.shape[-2], k.shape[-2]
+    plain = not window and not chunk and bias is None and softcap is None and sinks is None
+    if mode == "flash" and causal and T == S and plain:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
+    mask = None
+    if (causal and T > 1) or window or chunk:
+        qpos = torch.arange(start, start + T, device=q.device)[:, None]  # absolute positions
+        kpos = torch.arange(start + T - S, start + T, device=q.device)[None, :]
+        mask = torch.ones(T, S, dtype=torch.bool, device=q.device)
+        if causal:
+            mask &= kpos <= qpos
+        if window:
+            mask &= kpos > qpos - window
+        if chunk:
+            mask &= kpos // chunk == qpos // chunk
+    if mode == "eager" or softcap is not None or sinks is not None:
+        return eager_attention(q, k, v, mask, scale, bias, softcap, sinks)
+    if bias is not None:
+        if mask is not None:
+            bias = bias.masked_fill(~mask, float("-inf"))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale, enable_gqa=gqa)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=gqa)
+
+
+def eager_attention(q, k, v, mask=None, scale: float | None = None, bias=None, softcap: float | None = None,
+                    sinks=None):  # fmt: skip
+    """The same attention as explicit steps, scores and probabilities materialised; `mask` (T, S) is
+    True where a query may see a key. With `sinks`, as transformers' gpt_oss eager_attention_forward:
+    the sink logit joins each row, the row's maximum is subtracted, and the sink's probability is
+    dropped after the softmax."""
+    group = q.shape[1] // k.shape[1]
+    if group > 1:  # each K/V head serves `group` consecutive query heads
+        k = k.repeat_interleave(group, dim=1)  # (B, nh, S, dk)
+        v = v.repeat_interleave(group, dim=1)  # (B, nh, S, dv)
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()  # head-major copies, kept by the products
+    scores = (q @ k.transpose(-2, -1)) * (q.shape[-1] ** -0.5 if scale is None else scale)  # (B, nh, T, S)
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
+    if bias is not None:
+        scores = scores + bias
+    if mask is not None:  # additive: keys a query may not see get -inf
+        scores = scores + torch.zeros(mask.shape, dtype=scores.dtype, device=q.device).masked_fill(~mask, -math.inf)
+    if sinks is None:
+        return scores.softmax(dim=-1) @ v  # (B, nh, T, dv)
+    B, nh, T, _ = scores.shape
+    sink = sinks.to(scores.dtype).reshape(1, -1, 1, 1).expand(B, nh, T, 1)
+    logits = torch.cat((scores, sink), dim=-1)  # (B, nh, T, S + 1)
+    logits = logits - logits.max(dim=-1, keepdim=True).values
+    return logits.softmax(dim=-1)[..., :-1] @ v  # (B, nh, T, dv): the sink's share dropped
+
+
+class AttentionCore(nn.Module):
+    """What the attention modules share: how the core softmax(q kᵀ) v runs.
+
+    `mode` is 'flash' or 'eager' (see attend); `recompute_core` (selective recomputation) keeps
+    only q, k, v for backward and runs the core again there (torch.utils.checkpoint).
+    Set both through Transformer.set_execution. On the CPU, torch's fused kernel needs
+    d_head == d_value; otherwise, in training, 'flash' runs eager attention rather than torch's own
+    fallback, so that what autograd keeps is the same at every batch size and dtype (in eval mode
+    torch's scaled_dot_product_attention chooses, as FLOP counters expect to see it).
+    """
+
+    mode = "flash"
+    recompute_core = False
+
+    def core(self, q, k, v, *args, **kwargs) -> torch.Tensor:
+        mode = self.mode
+        if self.training and mode == "flash" and q.device.type == "cpu" and q.shape[-1] != v.shape[-1]:
+            mode = "eager"
+        if self.recompute_core and torch.is_grad_enabled():
+            return checkpoint(attend, q, k, v, *args, mode=mode, use_reentrant=False, **kwargs)
+        return attend(q, k, v, *args, mode=mode, **kwargs)
+
+
+def rotary_of(spec: ModelSpec, dims: int | None = None) -> Rotary | None:
+    """The rotary embedding of a layer whose kind has rotary positions (on `dims` of each head, or the
+    spec's rotated width), or None (NoPE, or positions added to the embeddings)."""
+    p = spec.position
+    if p.kind != "rotary":
+        return None
+    return Rotary(dims or spec.rotary_dims, p.base, p.interleaved)
+
+
+class SelfAttention(AttentionCore):
+    """Multi-head self-attention with grouped-query K/V, independent d_head / d_value, and the options
+    of its kind: QK-norm (per head, over all heads, or weightless L2), score scale, soft-capping, a
+    sliding window or chunks, sinks, an output gate, keys serving as values.
+
+    The fused projection's output is [q | gate | k | v] in that order, each block head-major: q is
+    nh · dk, the gate nh · dv (with `gate`: attn(..) * sigmoid(gate) before the output projection,
+    as Qwen3-Next, whose q_proj interleaves q and gate per head — a weight map de-interleaves it),
+    k nkv · dk, v nkv · dv (absent with `shared_kv`: the values are the raw keys, before any norm
+    or rotation, as Gemma 4 takes them). The cache of a windowed or chunked layer keeps the last
+    window - 1 (chunk - 1) keys and values, all the next query can see, as transformers' cache."""
+
+    component = "attention"
+
+    def __init__(self, spec: ModelSpec, causal: bool):
+        super().__init__()
+        att, b = spec.attention, spec.biases
+        self.causal, self.scale, self.softcap = causal, att.scale, att.softcap
+        self.window, self.chunk = att.sliding_window, att.chunk
+        self.nh, self.nkv, self.dk, self.dv = spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value
+        widths = {"q": self.nh * self.dk, "gate": self.nh * self.dv if att.gate else 0, "k": self.nkv * self.dk,
+                  "v": 0 if att.shared_kv else self.nkv * self.dv}  # fmt: skip
+        self.names = tuple(n for n, w in widths.items() if w)
+        self.split = tuple(widths[n] for n in self.names)
+        self.qkv = nn.Linear(spec.d_model, sum(self.split), bias=b.qkv)
+        self.qk_norm = "head" if att.qk_norm is True else att.qk_norm or None
+        if self.qk_norm == "full":  # over all heads at once (OLMo 2)
+            self.q_norm = make_norm(spec, widths["q"], inside=True)
+            self.k_norm = make_norm(spec, widths["k"], inside=True)
+        elif self.qk_norm == "head":  # over d_head, one weight shared by the heads (Qwen3)
+            self.q_norm, self.k_norm = make_norm(spec, self.dk, inside=True), make_norm(spec, self.dk, inside=True)
+        elif self.qk_norm == "l2":  # weightless, after the rotation (Llama 4)
+            self.q_norm, self.k_norm = L2Norm(spec.norm_eps), L2Norm(spec.norm_eps)
+        else:
+            self.q_norm = self.k_norm = None
+        self.rotary = rotary_of(spec)
+        self.sinks = nn.Parameter(torch.empty(self.nh)) if att.sinks else None
+        self.out = nn.Linear(self.nh * self.dv, spec.d_model, bias=b.out)
+
+    def forward(self, x, cache: dict | None = None, bias=None) -> torch.Tensor:
+        B, T, _ = x.shape
+        parts = dict(zip(self.names, self.qkv(x).split(self.split, dim=-1), strict=True))
+        q, k = parts["q"], parts["k"]
+        v = parts.get("v", k)  # shared_kv: the raw keys serve as values
+        if self.qk_norm == "full":
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.view(B, T, self.nh, self.dk).transpose(1, 2)  # (B, nh, T, dk)
+        k = k.view(B, T, self.nkv, self.dk).transpose(1, 2)  # (B, nkv, T, dk)
+        v = v.view(B, T, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, T, dv)
+        if self.qk_norm == "head":
+            q, k = self.q_norm(q), self.k_norm(k)
+        start = cache.get("seen", 0) if cache is not None else 0
+        if self.rotary is not None:
+            q, k = self.rotary(q, start), self.rotary(k, start)
+        if self.qk_norm == "l2":
+            q, k = self.q_norm(q), self.k_norm(k)
+        if cache is not None:
+            if "k" in cache:
+                k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, held + T, dk)
+                v = torch.cat((cache["v"], v), dim=-2)
+            # a window (chunk) of w keys needs only the w - 1 before the next query (as transformers' cache keeps)
+            limit = self.window or self.chunk
+            keep = k.shape[-2] if not limit else min(k.shape[-2], limit - 1)
+            held = k.shape[-2] - keep
+            cache["k"], cache["v"], cache["seen"] = k[..., held:, :], v[..., held:, :], start + T
+        y = self.core(q, k, v, self.causal, start, self.scale, bias, self.window, self.softcap, self.nkv != self.nh,
+                      chunk=self.chunk, sinks=self.sinks)  # fmt: skip
+        y = y.transpose(1, 2).reshape(B, T, self.nh * self.dv)  # (B, T, nh · dv)
+        if "gate" in parts:
+            y = y * torch.sigmoid(parts["gate"])
+        return self.out(y)
+
+
+class LatentAttention(AttentionCore):
+    """Multi-head latent attention (DeepSeek-V2/V3): queries through q_a -> norm -> q_b (or one q),
+    keys and values through kv_a (the latent and one rotary key shared by the heads) -> norm -> kv_b;
+    the cache keeps the latent and the rotary key. d_head = the no-rope width + rope_dims."""
+
+    component = "attention"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        a, b, d = spec.attention, spec.biases, spec.d_model
+        self.nh, self.dk, self.dv = spec.n_heads, spec.d_head, spec.d_value
+        self.q_rank, self.kv_rank, self.rope = a.q_rank, a.kv_rank, a.rope_dims
+        self.nope, self.scale = self.dk - self.rope, None
+        if a.q_rank:
+            self.q_a = nn.Linear(d, a.q_rank, bias=b.qkv)
+            self.q_norm = make_norm(spec, a.q_rank, inside=True)
+            self.q_b = nn.Linear(a.q_rank, self.nh * self.dk, bias=False)
+        else:
+            self.q = nn.Linear(d, self.nh * self.dk, bias=False)
+        self.kv_a = nn.Linear(d, a.kv_rank + a.rope_dims, bias=b.qkv)
+        self.kv_norm = make_norm(spec, a.kv_rank, inside=True)
+        self.kv_b = nn.Linear(a.kv_rank, self.nh * (self.nope + self.dv), bias=False)
+        self.rotary = rotary_of(spec, a.rope_dims)  # the rotary part of each head only
+        self.out = nn.Linear(self.nh * self.dv, d, bias=b.out)
+
+    def forward(self, x, cache: dict | None = None, bias=None) -> torch.Tensor:
+        B, T, _ = x.shape
+        nh, nope, rope = self.nh, self.nope, self.rope
+        q = self.q_b(self.q_norm(self.q_a(x))) if self.q_rank else self.q(x)
+        q = q.view(B, T, nh, self.dk).transpose(1, 2)  # (B, nh, T, dk)
+        latent, k_rope = self.kv_a(x).split((self.kv_rank, rope), dim=-1)  # (B, T, kv_rank), (B, T, rope)
+        start = cache["latent"].shape[1] if cache is not None and "latent" in cache else 0
+        k_rope = self.rotary(k_rope[:, None], start)  # (B, 1, T, rope): one rotary key for every head
+        if cache is not None:
+            if "latent" in cache:
+                latent = torch.cat((cache["latent"], latent), dim=1)
+                k_rope = torch.cat((cache["k_rope"], k_rope), dim=2)
+            cache["latent"], cache["k_rope"] = latent, k_rope
+        S = latent.shape[1]
+        kv = self.kv_b(self.kv_norm(latent)).view(B, S, nh, nope + self.dv).transpose(1, 2)
+        k_nope, v = kv.split((nope, self.dv), dim=-1)  # (B, nh, S, nope), (B, nh, S, dv)
+        q = torch.cat((q[..., :nope], self.rotary(q[..., nope:], start)), dim=-1)
+        k = torch.cat((k_nope, k_rope.expand(B, nh, S, rope)), dim=-1)  # (B, nh, S, dk)
+        y = self.core(q, k, v, True, start, self.scale)  # (B, nh, T, dv)
+        return self.out(y.transpose(1, 2).reshape(B, T, nh * self.dv))
+
+
+class CrossAttention(AttentionCore):
+    """Decoder queries over the encoder output (memory): keys and values come from the memory (the
+    keys serve as values with `shared_kv`)."""
+
+    component = "cross_attention"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        b, d = spec.biases, spec.d_model
+        self.scale = spec.attention.scale
+        self.nh, self.nkv, self.dk, self.dv = spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value
+        shared = spec.attention.shared_kv
+        self.split = (self.nkv * self.dk,) if shared else (self.nkv * self.dk, self.nkv * self.dv)
+        self.q = nn.Linear(d, self.nh * self.dk, bias=b.qkv)
+        self.kv = nn.Linear(d, sum(self.split), bias=b.qkv)
+        self.out = nn.Linear(self.nh * self.dv, d, bias=b.out)
+
+    def forward(self, x, memory, cache: dict | None = None) -> torch.Tensor:
+        B, T, _ = x.shape
+        q = self.q(x).view(B, T, self.nh, self.dk).transpose(1, 2)  # (B, nh, T, dk)
+        if cache is not None and "k" in cache:  # the memory's keys and values are computed once
+            k, v = cache["k"], cache["v"]
+        else:
+            S = memory.shape[1]
+            kv = self.kv(memory).split(self.split, dim=-1)
+            k, v = kv if len(kv) == 2 else (kv[0], kv[0])
+            k = k.view(B, S, self.nkv, self.dk).transpose(1, 2)  # (B, nkv, S, dk)
+            v = v.view(B, S, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, S, dv)
+            if cache is not None:
+                cache["k"], cache["v"] = k, v
+        y = self.core(q, k, v, causal=False, scale=self.scale, gqa=self.nkv != self.nh)  # (B, nh, T, dv)
+        return self.out(y.transpose(1, 2).reshape(B, T, self.nh * self.dv))

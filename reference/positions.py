@@ -1,0 +1,161 @@
+"""Positions: the learned and sinusoidal tables added to the embeddings, rotary embedding of queries
+and keys, ALiBi's and T5's biases on the scores.
+
+Shapes: B batch, T length, S key length, d width, nh heads, dk per-head width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+SINUSOID_BASE = 10000.0  # Vaswani et al. 2017, section 3.5
+
+
+class LearnedPosition(nn.Module):
+    """A learned table of max_positions + offset rows, added to the embeddings; position p reads
+    row p + offset (OPT, BART and RoBERTa keep 2 rows in front)."""
+
+    component = "position"
+    role = "embedding"
+
+    def __init__(self, max_positions: int, offset: int, width: int):
+        super().__init__()
+        self.max_positions, self.offset = max_positions, offset
+        self.weight = nn.Parameter(torch.empty(max_positions + offset, width))
+
+    def forward(self, T: int, start: int = 0) -> torch.Tensor:
+        if start + T > self.max_positions:
+            raise ValueError(
+                f"sequence of {start + T} positions is longer than the learned position table "
+                f"(max_positions={self.max_positions})"
+            )
+        return self.weight[self.offset + start : self.offset + start + T]  # (T, d)
+
+
+class SinusoidalPosition(nn.Module):
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...): a buffer, no parameters."""
+
+    component = "position"
+
+    def __init__(self, max_positions: int, d_model: int):
+        super().__init__()
+        self.d_model = d_model
+        self.register_buffer("table", self._table(max_positions), persistent=False)
+
+    def _table(self, n: int, device=None) -> torch.Tensor:
+        pos = torch.arange(n, dtype=torch.float32, device=device)[:, None]  # (n, 1)
+        inv = SINUSOID_BASE ** (-torch.arange(0, self.d_model, 2, dtype=torch.float32, device=device) / self.d_model)
+        table = torch.empty(n, self.d_model, device=device)
+        table[:, 0::2] = torch.sin(pos * inv)
+        table[:, 1::2] = torch.cos(pos * inv)
+        return table  # (n, d)
+
+    def reset_buffers(self) -> None:
+        self.table = self._table(self.table.shape[0], self.table.device)
+
+    def forward(self, T: int, start: int = 0) -> torch.Tensor:
+        if start + T > self.table.shape[0]:  # no table limit: extend on the fly
+            return self._table(start + T, self.table.device)[start:]
+        return self.table[start : start + T]
+
+
+class Rotary(nn.Module):
+    """Rotary position embedding (Su et al. 2021) on the first `dims` of each head, in LLaMA's
+    rotate-half layout or GPT-J's interleaved pairs; frequencies are a buffer."""
+
+    component = "position"
+
+    def __init__(self, dims: int, base: float, interleaved: bool):
+        super().__init__()
+        self.dims, self.base, self.interleaved = dims, base, interleaved
+        self.register_buffer("inv_freq", self._inv_freq(), persistent=False)
+
+    def _inv_freq(self, device=None) -> torch.Tensor:
+        return 1.0 / self.base ** (torch.arange(0, self.dims, 2, dtype=torch.float32, device=device) / self.dims)
+
+    def reset_buffers(self) -> None:
+        self.inv_freq = self._inv_freq(self.inv_freq.device)
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """x: (B, h, T, dk) -> x with its first `dims` rotated by positions start .. start + T - 1."""
+        T = x.shape[-2]
+        pos = torch.arange(start, start + T, dtype=torch.float32, device=x.device)
+        freqs = torch.outer(pos, self.inv_freq.float())  # (T, dims/2)
+        rot, rest = x[..., : self.dims], x[..., self.dims :]
+        if self.interleaved:  # pairs (x0, x1), (x2, x3), ...
+            cos, sin = (
+                freqs.cos().repeat_interleave(2, -1).to(x.dtype),
+                freqs.sin().repeat_interleave(2, -1).to(x.dtype),
+            )
+            pairs = rot.unflatten(-1, (-1, 2))
+            turned = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+        else:  # the two halves
+            angles = torch.cat((freqs, freqs), dim=-1)  # (T, dims)
+            cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+            x1, x2 = rot.chunk(2, dim=-1)
+            turned = torch.cat((-x2, x1), dim=-1)
+        rotated = rot * cos + turned * sin
+        return torch.cat((rotated, rest), dim=-1) if self.dims < x.shape[-1] else rotated  # no copy when whole
+
+
+class Alibi(nn.Module):
+    """ALiBi (Press et al. 2022): head h adds slope_h * (key position) to its scores, which softmax
+    makes a penalty on distance; slopes as BLOOM computes them. No parameters."""
+
+    component = "position"
+
+    def __init__(self, heads: int):
+        super().__init__()
+        self.heads = heads
+
+    def slopes(self, device) -> torch.Tensor:
+        n = 2 ** math.floor(math.log2(self.heads))
+        base = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        slopes = [base ** (i + 1) for i in range(n)]
+        if n < self.heads:
+            extra = 2 ** (-(2 ** -(math.log2(2 * n) - 3)))
+            slopes += [extra ** (2 * i + 1) for i in range(self.heads - n)]
+        return torch.tensor(slopes, device=device)
+
+    def bias(self, T: int, S: int, device, dtype) -> torch.Tensor:
+        keys = torch.arange(S, device=device, dtype=torch.float32)
+        return (self.slopes(device)[:, None, None] * keys).to(dtype).expand(self.heads, T, S)  # (nh, T, S)
+
+
+class RelativePosition(nn.Module):
+    """T5's relative position bias: a table of buckets x heads, looked up by the bucket of each
+    key-query distance (half the buckets exact, half logarithmic up to max_distance)."""
+
+    component = "position"
+    role = "embedding"
+
+    def __init__(self, buckets: int, max_distance: int, heads: int, bidirectional: bool):
+        super().__init__()
+        self.buckets, self.max_distance, self.bidirectional = buckets, max_distance, bidirectional
+        self.weight = nn.Parameter(torch.empty(buckets, heads))
+
+    def bucket(self, relative: torch.Tensor) -> torch.Tensor:
+        n, out = self.buckets, torch.zeros_like(relative)
+        if self.bidirectional:
+            n //= 2
+            out += (relative > 0).long() * n
+            relative = relative.abs()
+        else:
+            relative = -torch.clamp(relative, max=0)
+        exact = n // 2
+        large = (
+            exact
+            + (
+                torch.log(relative.float().clamp(min=1) / exact) / math.log(self.max_distance / exact) * (n - exact)
+            ).long()
+        )
+        large = torch.clamp(large, max=n - 1)
+        return out + torch.where(relative < exact, relative, large)
+
+    def bias(self, T: int, S: int, start: int, device, dtype) -> torch.Tensor:
+        q = torch.arange(start, start + T, device=device)[:, None]
+        k = torch.arange(S, device=device)[None, :]
+        return self.weight[self.bucket(k - q)].permute(2, 0, 1).to(dtype)  # (nh, T, S)
