@@ -164,6 +164,7 @@ def cmd_show(args) -> int:
             given = s.model_fields_set
             rows = [[k, _fmt_value(v), "" if k in given else "default"] for k, v in s.resolved().items()]
             rows.append(["(kind)", s.kind, "derived"])
+            rows += [[f"({stack} layers)", kinds, "derived"] for stack, kinds in _kind_counts(s).items()]
             blocks.append(table(rows, ["field", "value", ""], args.format))
         return "\n\n".join(blocks)
 
@@ -172,9 +173,31 @@ def cmd_show(args) -> int:
 
 
 def _fmt_value(v: Any) -> str:
+    """A value as a spec file writes it: true/false, null, inline tables {key = value} without the
+    fields left unset, lists in brackets."""
     if isinstance(v, bool):
         return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_fmt_value(x)}" for k, x in v.items() if x is not None) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_fmt_value(x) for x in v) + "]"
+    if isinstance(v, str) and v not in ("none",) and " " in v:
+        return repr(v)
     return str(v)
+
+
+def _kind_counts(spec) -> dict[str, str]:
+    """Each stack's layer kinds with their counts, from the per-layer view: {'decoder': '6 x local, 2 x global'}."""
+    from archspec.layers import layer_groups
+
+    stacks = {"encoder": spec.encoder_layers, "decoder": spec.decoder_layers}
+    return {
+        stack: ", ".join(f"{g.count:,} x {g.kind}" for g in layer_groups(spec, depth))
+        for stack, depth in stacks.items()
+        if depth
+    }
 
 
 def _layers(spec) -> str:
@@ -209,6 +232,11 @@ def cmd_params(args) -> int:
             per = "; ".join(
                 f"{stack} layer {human(v['total'])} ({exact(v['total'])})" for stack, v in c.per_layer.items()
             )
+            kinds = "; ".join(
+                f"{stack}: " + ", ".join(f"{k['layers']:,} x {name} {human(k['total'])} ({exact(k['total'])})"
+                                         for name, k in ks.items())
+                for stack, ks in c.kinds.items() if len(ks) > 1
+            )  # fmt: skip
             dev = (c.estimate - c.total) / c.total
             lines = [
                 head,
@@ -218,7 +246,8 @@ def cmd_params(args) -> int:
                     args.format,
                     colalign=("left", "right", "right", "right"),
                 ),
-                f"per layer: {per}",
+                f"per layer: {per}" + (" (the kind most layers have)" if kinds else ""),
+                *([f"layers by kind: {kinds}"] if kinds else []),
                 f"non-embedding (Kaplan's N): {human(c.non_embedding)} ({exact(c.non_embedding)})",
                 f"seed estimate 12*L*d^2 + V*d: {human(c.estimate)} ({exact(c.estimate)}), {signed_pct(dev)} vs exact; "
                 "leaves out biases, norms, position tables, cross-attention and any other departure "
@@ -489,6 +518,7 @@ def cmd_flops(args) -> int:
             f"({fixed(f.forward_per_token, 0 if f.forward_per_token.denominator == 1 else 2)}), "
             f"training {human(f.training_per_token)}; "
             f"MACs (fvcore's 'flops') {sci(f.macs)}",
+            *_by_kind(f.kinds, "forward_per_layer", sci, "forward FLOPs per layer by kind"),
             "not modelled: lookups, the loss, the optimizer step, the pooler's tanh, dropout",
             "",
             "published approximations for this batch (training FLOPs):",
@@ -520,6 +550,17 @@ def cmd_flops(args) -> int:
         blocks.append("\n".join(lines))
     _render(args, objects, lambda: "\n\n".join(blocks))
     return EXIT_OK
+
+
+def _by_kind(kinds: dict[str, dict[str, int]], key: str, fmt: Callable[[Any], str], label: str) -> list[str]:
+    """One line for a heterogeneous stack: each kind's layers and its figure for one layer (nothing when
+    every layer of each stack is alike)."""
+    stacks: dict[str, list[str]] = {}
+    for name, row in kinds.items():
+        stack, _, kind = name.partition(".")
+        stacks.setdefault(stack, []).append(f"{row['layers']:,} x {kind} {fmt(row[key])}")
+    shown_ = [f"{stack}: {', '.join(rows)}" for stack, rows in stacks.items() if len(rows) > 1]
+    return [f"{label}: {'; '.join(shown_)}"] if shown_ else []
 
 
 # ---------------------------------------------------------------- memory
@@ -701,6 +742,8 @@ def cmd_memory(args) -> int:
             f"{spec.name}: {shape}, {m.dtype}, {m.optimizer}; {scope}",
             table(rows, ["", "memory", "bytes"], args.format, colalign=("left", "right", "right")),
             f"training bytes per parameter: {m.per_param_note}",
+            *_by_kind(m.kinds, "activations_bytes_per_layer", human_bytes, "activations per layer by kind"),
+            *_by_kind(m.kinds, "kv_cache_bytes_per_layer", human_bytes, "KV cache or state per layer by kind"),
         ]
         if m.lora:
             lines.append(f"LoRA rank {m.lora['rank']} on {m.lora['targets']}: {m.trainable_params:,} trainable "

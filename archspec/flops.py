@@ -60,6 +60,8 @@ class FlopCount:
     causal_half: bool = False
     params: int = 0
     approximations: dict[str, dict] = field(default_factory=dict)
+    # '{stack}.{kind}' -> {"layers": how many, "forward_per_layer": exact matmul FLOPs of one such layer}
+    kinds: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
@@ -114,6 +116,7 @@ class FlopCount:
             "non_matmul_estimate_total": self.non_matmul_total,
             "not_modelled": list(NOT_MODELLED),
             "approximations": {k: dict(v) for k, v in self.approximations.items()},
+            "kinds": {k: dict(v) for k, v in self.kinds.items()},
         }
 
 
@@ -161,9 +164,12 @@ def count_flops(
     components = {"attention": 0, "cross_attention": 0, "mixer": 0, "mlp": 0, "router": 0, "experts": 0,
                   "shared_experts": 0, "pooler": 0, "head": 0}  # fmt: skip
     non_matmul = dict.fromkeys(NON_MATMUL_CATEGORIES, 0)
+    kinds: dict[str, dict[str, int]] = {}
     for part in describe(spec):
         n = part.repeat
         work = Work(lengths, part.stack, causal_half)
+        layer = kinds.setdefault(f"{part.stack.name}.{part.kind}", {"layers": n, "forward_per_layer": 0}) if (
+            part.layered) else None  # fmt: skip
         for e in part.entries:
             for category, value in e.non_matmul(work).items():
                 non_matmul[category] += n * value
@@ -171,6 +177,8 @@ def count_flops(
                 key = f"{part.component}.{name}" if name else part.component
                 ops[key] = ops.get(key, 0) + n * flops
                 components[part.component] = components.get(part.component, 0) + n * flops
+                if layer is not None:
+                    layer["forward_per_layer"] += flops
     forward = sum(components.values())
     pc = count_params(spec)
     T = lengths.target
@@ -186,6 +194,7 @@ def count_flops(
         causal_half=causal_half,
         params=pc.total,
         approximations=approximations(spec, B, T, forward, pc),
+        kinds=kinds,
     )
 
 

@@ -29,7 +29,7 @@ Conventions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -548,6 +548,9 @@ class MemoryEstimate:
     global_batch: int | None = None
     accumulation_steps: int = 1
     offload: str | None = None  # "optimizer": the optimizer states (and fp32 master copy) in host memory
+    # '{stack}.{kind}' -> {"layers", "activations_bytes_per_layer", "kv_cache_bytes_per_layer"} (one layer of
+    # each kind, the whole batch, before any parallel split)
+    kinds: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def host_bytes(self) -> int:
@@ -598,6 +601,7 @@ class MemoryEstimate:
             "experts": self.experts_format,
             "trainable_params": self.trainable_params,
             "lora": dict(self.lora) if self.lora else None,
+            "kinds": {k: dict(v) for k, v in self.kinds.items()},
             "micro_batch": self.batch,
             "global_batch": self.global_batch,
             "accumulation_steps": self.accumulation_steps,
@@ -737,6 +741,7 @@ def estimate_memory(
         lora = {"rank": lora_rank, "targets": lora_targets, "base_bytes": base, "adapter_bytes": adapter}
 
     kv = nbytes(kv_cache_bytes(spec, batch, lengths.target, kv_key, lengths.source), Fraction(1, model_split))
+    kinds = layer_kinds_memory(spec, lengths, act_dtype, recompute, dropout, mode, kv_key)
     per_param = float(weights_pp + grads_pp + optim_pp)
     master = "an fp32 master copy and " if mixed and optimizer != "none" else ""
     note = (
@@ -778,7 +783,26 @@ def estimate_memory(
         global_batch=global_batch,
         accumulation_steps=steps,
         offload=offload,
+        kinds=kinds,
     )
+
+
+def layer_kinds_memory(spec: ModelSpec, lengths: Lengths, act_dtype: str, recompute: str, dropout: bool,
+                       attention: str, kv_dtype: str) -> dict[str, dict[str, int]]:  # fmt: skip
+    """One layer of each kind: the activation bytes it saves and the cache it holds, whole batch."""
+    per_kv = dtype_bytes(kv_cache_dtype(kv_dtype))
+    out: dict[str, dict[str, int]] = {}
+    for part in describe(spec):
+        if not part.layered:
+            continue
+        key = f"{part.stack.name}.{part.kind}"
+        row = out.setdefault(key, {"layers": part.repeat, "activations_bytes_per_layer": 0,
+                                   "kv_cache_bytes_per_layer": 0})  # fmt: skip
+        saved = saved_bytes([part._replace(repeat=1)], lengths, act_dtype, recompute, dropout, True, attention)
+        row["activations_bytes_per_layer"] += sum(saved.values())
+        kv = sum(lengths.batch * c.values(lengths, part.stack) * _cached_bytes(c, per_kv) for c in part.cached)
+        row["kv_cache_bytes_per_layer"] += nbytes(kv, 1)
+    return out
 
 
 LORA_GROUPS = {"attention": ("q", "k", "v", "o"), "mlp": ("gate", "up", "down")}

@@ -62,13 +62,24 @@ class _Member(_Table):
         return self.kind if defaults else handler(self)
 
 
-def _shorthand(value: Any) -> Any:
-    """'lm' -> {'kind': 'lm'}: a bare string names a member with its defaults."""
-    return {"kind": value} if isinstance(value, str) else value
+def _shorthand(value: Any, default: str | None = None) -> Any:
+    """'lm' -> {'kind': 'lm'}: a bare string names a member with its defaults; a table without a kind
+    is of the field's default kind (`[attention] qk_norm = "head"` is standard attention)."""
+    if isinstance(value, str):
+        return {"kind": value}
+    if default is not None and isinstance(value, dict) and "kind" not in value:
+        return {"kind": default, **value}
+    return value
 
 
 def _union(*members: type[_Member]):
-    return Annotated[Union[members], Field(discriminator="kind"), BeforeValidator(_shorthand)]  # noqa: UP007
+    """A sub-table field: one of `members` by its `kind`, the first member when the table names none."""
+    default = members[0].model_fields["kind"].default
+    return Annotated[
+        Union[members],  # noqa: UP007
+        Field(discriminator="kind"),
+        BeforeValidator(lambda value: _shorthand(value, default)),
+    ]
 
 
 # -- positions
@@ -366,6 +377,11 @@ class LayerKind(_Table):
     d_value: int | None = Field(None, ge=1, description="per-head value width of this kind")
     d_ff: int | None = Field(None, ge=1, description="MLP hidden width of this kind")
 
+    @model_serializer(mode="wrap")
+    def _only_changes(self, handler):
+        """A kind is written as the fields it changes."""
+        return {k: v for k, v in handler(self).items() if v is not None}
+
 
 class Layers(_Table):
     """Which kind each layer of a stack has: the `prefix` kinds for its first layers, then `pattern`
@@ -374,6 +390,11 @@ class Layers(_Table):
 
     prefix: list[str] = Field(default_factory=list, description="kinds of the first layers, in order")
     pattern: list[str] = Field(min_length=1, description="kinds repeated over the remaining layers")
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler):
+        """Written without an empty prefix."""
+        return {k: v for k, v in handler(self).items() if v or k == "pattern"}
 
 
 class MTP(_Table):
@@ -610,7 +631,7 @@ class ModelSpec(BaseModel):
         """The block features of 2025-2026 models, each against the fields it needs."""
         if self.norm == "rmsnorm" and self.norm_affine == "weight_bias":
             raise ValueError("norm_affine='weight_bias' needs norm='layernorm'; RMSNorm has no bias")
-        if "swiglu_limit" in given and self.activation != "clamped_swiglu":
+        if self.swiglu_limit != 7.0 and self.activation != "clamped_swiglu":
             raise ValueError(f"swiglu_limit is the clamp of activation='clamped_swiglu', not of {self.activation!r}")
         if self.norm_position == "post_sublayer" and self.block.kind == "parallel":
             raise ValueError("norm_position='post_sublayer' is for sequential blocks, not block kind 'parallel'")
@@ -758,7 +779,7 @@ class ModelSpec(BaseModel):
         data = dict(data)
         for name, members in SUBTABLES.items():
             if name in data and not isinstance(data[name], _Member):
-                table = _shorthand(data[name])
+                table = _shorthand(data[name], next(iter(members)))
                 data[name] = members[table["kind"]].model_construct(**table)
         for name, table_type in TABLES.items():
             if isinstance(data.get(name), dict):

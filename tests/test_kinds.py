@@ -1,0 +1,170 @@
+"""Layer kinds: the [layers] pattern resolved once into a per-layer view, read by every quantity.
+
+Each expected number here is written out independently of the code under test: a list comprehension
+of the released rule (Gemma 3's `layer_types`), the arithmetic of one layer, or the same model
+written the older way (`sliding_layers`, `dense_layers`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import archspec
+from archspec.flops import count_flops
+from archspec.layers import compact, layer_groups, layer_kinds
+from archspec.memory import estimate_memory, kv_cache_bytes
+from archspec.params import count_params
+from archspec.spec import ModelSpec
+
+BASE = dict(vocab_size=1000, d_model=64, n_heads=4, n_kv_heads=2, max_positions=512, position="rotary",
+            norm="rmsnorm", activation="swiglu", bias=False, d_ff=128)  # fmt: skip
+
+
+def gemma3_like(layers: int) -> ModelSpec:
+    return ModelSpec(
+        name="g3",
+        decoder_layers=layers,
+        **BASE,
+        kinds={"local": {"attention": {"sliding_window": 16}, "position": {"base": 1e4}},
+               "global": {"position": {"base": 1e6}}},
+        layers={"pattern": ["local"] * 5 + ["global"]},
+    )  # fmt: skip
+
+
+def test_a_repeating_unit_is_cut_at_the_end_of_the_stack():
+    # transformers' Gemma3TextConfig: "sliding_attention" if (i + 1) % 6 else "full_attention"
+    released = ["local" if (i + 1) % 6 else "global" for i in range(62)]
+    spec = gemma3_like(62)
+    assert [k for k, _ in layer_kinds(spec, 62)] == released
+    groups = {g.kind: g for g in layer_groups(spec, 62)}
+    assert groups["local"].count == released.count("local") == 52
+    assert list(groups["global"].indices()) == [i for i, k in enumerate(released) if k == "global"]
+
+
+def test_each_kind_sees_its_own_changes_and_the_model_defaults():
+    spec = gemma3_like(12)
+    local, glob = spec.kind_spec("local"), spec.kind_spec("global")
+    assert local.attention.sliding_window == 16 and glob.attention.sliding_window is None
+    assert local.position.base == 1e4 and glob.position.base == 1e6
+    assert local.d_ff == glob.d_ff == 128 and local.n_kv_heads == 2
+
+
+def test_the_older_sliding_layers_are_the_same_kinds_written_out():
+    old = ModelSpec(name="old", decoder_layers=6, **BASE, attention={"sliding_window": 8, "sliding_layers": "even"})
+    new = ModelSpec(name="new", decoder_layers=6, **BASE,
+                    kinds={"sliding": {"attention": {"sliding_window": 8}}, "full": {}},
+                    layers={"pattern": ["sliding", "full"]})  # fmt: skip
+    assert count_params(old).total == count_params(new).total
+    assert count_flops(old, seq_len=64).forward == count_flops(new, seq_len=64).forward
+    for tokens in (5, 64):
+        assert kv_cache_bytes(old, 2, tokens) == kv_cache_bytes(new, 2, tokens)
+    assert [k for k, _ in layer_kinds(old, 6)] == ["sliding", "full"] * 3
+
+
+def test_the_older_dense_layers_are_a_prefix_kind():
+    moe = {"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 32}
+    old = ModelSpec(name="old", decoder_layers=5, **BASE, mlp={**moe, "dense_layers": 2})
+    new = ModelSpec(name="new", decoder_layers=5, **BASE, mlp=moe, kinds={"dense": {"mlp": "dense"}, "moe": {}},
+                    layers={"prefix": ["dense", "dense"], "pattern": ["moe"]})  # fmt: skip
+    a, b = count_params(old), count_params(new)
+    assert (a.total, a.active, a.components) == (b.total, b.active, b.components)
+    assert a.kinds["decoder"]["dense"]["layers"] == 2 and a.kinds["decoder"]["moe"]["layers"] == 3
+
+
+def test_deepseek_v3_lists_its_three_dense_and_fifty_eight_moe_layers():
+    kinds = count_params(archspec.preset("deepseek-v3")).kinds["decoder"]
+    d, heads, q_rank, kv_rank, rope, nope, dv = 7168, 128, 1536, 512, 64, 128, 128
+    attention = (d * q_rank + q_rank + q_rank * heads * (nope + rope) + d * (kv_rank + rope) + kv_rank
+                 + kv_rank * heads * (nope + dv) + heads * dv * d)  # fmt: skip
+    dense = attention + 3 * d * 18432 + 2 * d
+    assert kinds["dense"] == {"layers": 3, "norm": 2 * d, "attention": attention, "mlp": 3 * d * 18432, "total": dense}
+    assert kinds["moe"]["layers"] == 58
+    assert kinds["moe"]["experts"] == 256 * 3 * d * 2048
+    # the per-layer figure is the layer most of the stack has: an MoE layer, not the dense first one
+    assert count_params(archspec.preset("deepseek-v3")).per_layer["decoder"]["total"] == kinds["moe"]["total"]
+
+
+def test_a_window_keeps_the_window_less_one_keys_as_transformers_cache_does():
+    spec = archspec.preset("mistral-7b")  # 32 layers, 8 key/value heads of 128, window 4096
+    per_token = 32 * 8 * 128 * 2 * 2  # keys and values, bf16
+    assert kv_cache_bytes(spec, 1, 32768) == per_token * 4095
+    assert kv_cache_bytes(spec, 1, 1000) == per_token * 1000
+
+
+def test_a_chunked_kind_caches_its_chunk_and_a_nope_kind_has_no_rotation():
+    spec = ModelSpec(name="l4", decoder_layers=4, **BASE,
+                     kinds={"chunked": {"attention": {"chunk": 32}}, "nope": {"position": "none"}},
+                     layers={"pattern": ["chunked", "chunked", "chunked", "nope"]})  # fmt: skip
+    per_layer_token = 2 * 16 * 2 * 2  # kv heads x d_head x (k, v) x bf16
+    assert kv_cache_bytes(spec, 1, 100) == per_layer_token * (3 * 31 + 100)
+    assert spec.kind_spec("nope").rotary_dims == 0 and spec.kind_spec("chunked").rotary_dims == 16
+
+
+@pytest.mark.parametrize("quantity", ["params", "flops", "memory"])
+def test_cost_follows_the_kinds_not_the_depth(quantity):
+    """A quantity of an L-layer stack is a + b·L for L a multiple of the unit: two shallow stacks
+    predict a million-layer one exactly (and it is computed over kinds, not layer by layer)."""
+
+    def value(layers: int) -> int:
+        spec = gemma3_like(layers)
+        if quantity == "params":
+            return count_params(spec).total
+        if quantity == "flops":
+            return count_flops(spec, seq_len=32).forward
+        m = estimate_memory(spec, seq_len=32)
+        return m.weights_bytes + m.activations_bytes + m.kv_cache_bytes
+
+    v6, v12 = value(6), value(12)
+    per_unit = v12 - v6
+    assert value(10**6 - 4) == v6 + per_unit * (10**6 - 4 - 6) // 6
+
+
+def test_compact_finds_the_shortest_prefix_and_unit():
+    assert compact(["l"] * 5 + ["g"] + ["l"] * 5 + ["g"] + ["l"] * 2) == ([], ["l"] * 5 + ["g"])
+    assert compact(["d", "d", "d"] + ["m"] * 58) == (["d", "d", "d"], ["m"])
+    assert compact(["a", "b", "c"]) == ([], ["a", "b", "c"])
+
+
+def test_show_writes_the_compact_pattern_and_it_loads_back(run_cli, tmp_path):
+    spec = gemma3_like(62)
+    path = tmp_path / "g3.json"
+    path.write_text(json.dumps(spec.model_dump(exclude_unset=True)))
+    code, out, err = run_cli("show", str(path), "--format", "json")
+    assert code == 0, err
+    (obj,) = json.loads(out)
+    assert obj["layers"] == {"pattern": ["local"] * 5 + ["global"]}
+    assert obj["kinds"]["global"] == {"position": {"base": 1e6}}
+    back = ModelSpec.model_validate({k: v for k, v in obj.items() if k != "kind"})
+    assert count_params(back).kinds == count_params(spec).kinds
+
+
+def test_params_lists_the_kinds_of_a_heterogeneous_stack(run_cli):
+    code, out, _ = run_cli("params", "deepseek-v3")
+    assert code == 0
+    assert "layers by kind: decoder: 3 x dense 583.5M (583,483,392), 58 x moe 11.5B (11,507,286,016)" in out
+
+
+BAD = [
+    ({"kinds": {"a": {}}}, "kinds are placed by [layers]"),
+    ({"kinds": {"a": {}}, "layers": {"pattern": ["b"]}}, "layers names kind 'b', which is not one of the kinds (a)"),
+    ({"kinds": {"a": {}, "b": {}}, "layers": {"pattern": ["a"]}}, "kinds.b is never used"),
+    ({"kinds": {"a": {}}, "layers": {"pattern": ["a"] * 5}}, "more than decoder_layers=4"),
+    ({"kinds": {"a": {"attention": {"sliding_window": 0}}}, "layers": {"pattern": ["a"]}}, "kinds.a:"),
+    ({"kinds": {"a": {"colour": 1}}, "layers": {"pattern": ["a"]}}, "colour"),
+    ({"kinds": {"A b": {}}, "layers": {"pattern": ["A b"]}}, "kind name 'A b'"),
+    ({"kinds": {"a": {}}, "layers": {"pattern": ["a"]}, "attention": {"sliding_window": 4, "sliding_layers": "odd"}},
+     "give the window to a kind"),
+    ({"kinds": {"a": {"position": "alibi"}}, "layers": {"pattern": ["a"]}}, "rotary options or 'none'"),
+    ({"layers": {"pattern": []}}, "layers.pattern"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("change, message", BAD, ids=[m for _, m in BAD])
+def test_bad_kinds_are_one_line_naming_the_problem(change, message, run_cli, tmp_path):
+    data = {"name": "bad", "decoder_layers": 4, **BASE, **change}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    code, out, err = run_cli("params", str(path))
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err, err
