@@ -42,6 +42,7 @@ from fractions import Fraction
 
 from archspec.errors import SpecError
 from archspec.hardware import Accelerator, accelerator
+from archspec.layers import moe_specs
 from archspec.spec import ModelSpec
 
 ACTIVATION_BYTES = 2  # bf16 activations cross the interconnect
@@ -214,36 +215,60 @@ def check_layout(spec: ModelSpec, layout: Layout) -> None:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise SpecError(f"{what} must be a positive whole number, got {n!r}")
     check_split(spec, layout.tensor_parallel, layout.pipeline_parallel)
-    t = layout.tensor_parallel
-    m = spec.mlp
-    if t > 1 and m.kind == "moe":
+    t, e = layout.tensor_parallel, layout.expert_parallel
+    moes = [k.mlp for k in moe_specs(spec)]
+    for m in moes if t > 1 else ():
         for what, n in (("mlp.d_expert", m.d_expert), ("mlp.d_shared", m.d_shared)):
             if n and n % t:
                 raise SpecError(f"tensor_parallel={t} does not divide {what}={n} of {spec.name}")
-    e = layout.expert_parallel
     if e > 1:
-        if m.kind != "moe":
+        if not moes:
             raise SpecError(f"expert_parallel={e}: {spec.name} has no routed experts to spread")
-        if m.experts % e:
-            raise SpecError(
-                f"expert_parallel={e} does not divide mlp.experts={m.experts} of {spec.name}; "
-                "expert parallelism puts the same number of experts on every device"
-            )
+        for m in moes:
+            if m.experts % e:
+                raise SpecError(
+                    f"expert_parallel={e} does not divide mlp.experts={m.experts} of {spec.name}; "
+                    "expert parallelism puts the same number of experts on every device"
+                )
 
 
-def _stage_weights(spec, slots, fmt, experts, layout) -> tuple[Fraction, Fraction]:
-    """(weights every decode step reads, routed-expert weights) of one device of a stage, in bytes."""
+def touched(moe, batch: int) -> Fraction:
+    """The expected share of a layer's routed experts that `batch` tokens touch, each choosing top_k of
+    the experts uniformly and independently: 1 - (1 - k/E)^B."""
+    return 1 - (1 - Fraction(moe.top_k, moe.experts)) ** batch
+
+
+def _stage_weights(spec, slots, fmt, experts, layout, batch: int) -> tuple[Fraction, Fraction, Fraction]:
+    """(weights every decode step reads, routed-expert weights, the routed-expert weights a decode step
+    of `batch` tokens reads) of one device of a stage, in bytes; each MoE kind with its own top_k of E."""
     from archspec.memory import slot_bytes
 
     tied = spec.head.kind != "none" and spec.tie_embeddings
-    always = routed = Fraction(0)
+    always = routed = read = Fraction(0)
     for s in slots:
         b = slot_bytes(s, fmt, experts, layout.tensor_parallel, layout.expert_parallel, tied)
         if s.part.role == "expert":
             routed += b
+            read += b * touched(s.part.group.spec.mlp, batch)
         else:
             always += b
-    return always, routed
+    return always, routed, read
+
+
+def _mean_kv(spec, slots, batch_local, prompt_len: int, gen_len: int, kv_key, tp) -> Fraction:
+    """The mean cache the G decode steps read (P, P + 1, ..., P + G - 1 cached tokens). The cache is
+    linear in its length between the lengths where a window or chunk fills (w - 1 tokens): summed
+    exactly segment by segment, each segment the mean of its ends times its steps."""
+    first, last = prompt_len, prompt_len + gen_len - 1
+    kinks = sorted({c.limit - 1 for s in slots for c in s.part.cached if c.limit and first < c.limit - 1 < last})
+    total, lo = Fraction(0), first
+    for hi in (*kinks, last):
+        if hi < lo:
+            continue
+        ends = sum(_kv_device(spec, slots, batch_local, t, kv_key, tp) for t in (lo, hi))
+        total += Fraction(ends * (hi - lo + 1), 2)
+        lo = hi + 1
+    return total / gen_len
 
 
 def _kv_device(spec, slots, batch_local, tokens, kv_key, tp) -> int:
@@ -306,7 +331,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
     check_layout(spec, layout)
     key = canonical_format(dtype, "dtype")
     x_key = canonical_format(experts, "--experts") if experts else None
-    if x_key and spec.mlp.kind != "moe":
+    if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
     kv_key = kv_cache_dtype(kv_dtype or key)
     context = prompt_len + gen_len
@@ -327,31 +352,29 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
     peak = acc.peak(key if STORAGE[key].dtype else "bf16")
     prefill_flops = count_flops(spec, batch, prompt_len).forward
     stages = stage_slots(spec, pp)
-    moe = spec.mlp if spec.mlp.kind == "moe" else None
-    touched = 1 - (1 - Fraction(moe.top_k, moe.experts)) ** batch if moe else Fraction(1)
 
     weights = kv_full = 0
     decode_w = decode_kv = Fraction(0)
     per_stage = []
     for slots in stages:
-        always, routed = _stage_weights(spec, slots, key, x_key, layout)
+        always, routed, read = _stage_weights(spec, slots, key, x_key, layout, batch)
         w = math.ceil(always + routed)
         kv = _kv_device(spec, slots, b_local, context, kv_key, tp)
         per_stage.append((w, slots))
         if w + kv > weights + kv_full:
             weights, kv_full = w, kv
-        decode_w += always + routed * touched
-        # step i of G reads the cache of the P + i - 1 tokens before it; the mean over the G steps is the
-        # mean of the first and the last step's cache (linear in its length)
-        decode_kv += Fraction(_kv_device(spec, slots, b_local, prompt_len, kv_key, tp)
-                              + _kv_device(spec, slots, b_local, context - 1, kv_key, tp), 2)  # fmt: skip
+        decode_w += always + read
+        # step i of G reads the cache of the P + i tokens before it (a window or a state caps it): the mean
+        # over the G steps, summed exactly
+        decode_kv += _mean_kv(spec, slots, b_local, prompt_len, gen_len, kv_key, tp)
 
     # communication per decode step (rows = the sequences of one expert-parallel rank) and for prefill
     from archspec.blocks import Pointwise
 
-    sublayers = sum((s.hi - s.lo) * sum(isinstance(e, Pointwise) and e.cost == "residual" for e in s.part.entries)
+    sublayers = sum(s.layers * sum(isinstance(e, Pointwise) and e.cost == "residual" for e in s.part.entries)
                     for st in stages for s in st if s.part.layered)  # fmt: skip
-    moe_layers = sum(s.hi - s.lo for st in stages for s in st if s.part.role == "expert")
+    # routed rows per token over all MoE layers: each MoE kind's layers times its top_k
+    moe_routes = sum(s.layers * s.part.group.spec.mlp.top_k for st in stages for s in st if s.part.role == "expert")
     d = spec.d_model
 
     def comm(rows: int) -> float:
@@ -360,8 +383,8 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         sent = 0.0
         if tp > 1:
             sent += sublayers * 2 * (tp - 1) / tp * rows * d * ACTIVATION_BYTES
-        if ep > 1 and moe:
-            sent += moe_layers * 2 * rows * moe.top_k * d * ACTIVATION_BYTES * (ep - 1) / ep
+        if ep > 1:
+            sent += moe_routes * 2 * rows * d * ACTIVATION_BYTES * (ep - 1) / ep
         if pp > 1:
             sent += (pp - 1) * rows * d * ACTIVATION_BYTES
         return sent / interconnect
@@ -380,11 +403,13 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         "modelled",
         f"weights in {key}" + (f", routed experts in {x_key}" if x_key else "") + f", KV cache in {kv_key}",
     ]  # fmt: skip
-    if moe:
+    moes = [k.mlp for k in moe_specs(spec)]
+    moe = moes[0] if moes else None
+    for m in moes:
         assumptions.append(
             f"routing uniform and independent: a decode step of {batch} token{'s' if batch > 1 else ''} reads "
             "E(1 - (1 - k/E)^B) = "
-            f"{float(moe.experts * touched):.3g} of {moe.experts} routed experts per MoE layer (top-{moe.top_k}); "
+            f"{float(m.experts * touched(m, batch)):.3g} of {m.experts} routed experts per MoE layer (top-{m.top_k}); "
             "shared experts, routers, dense layers, attention, embeddings and head read every step"
         )
     if layout.devices > 1:
@@ -425,7 +450,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         decode_kv_bytes_per_token=decode_kv,
         communication_seconds_per_token=comm(b_local),
         prefill_communication_seconds=comm(b_local * prompt_len),
-        expected_experts=float(moe.experts * touched) if moe else None,
+        expected_experts=float(moe.experts * touched(moe, batch)) if moe else None,
         max_batch=mb,
         assumptions=tuple(assumptions),
     )

@@ -168,6 +168,21 @@ def layer_groups(spec: ModelSpec, depth: int) -> list[LayerGroup]:
     return [LayerGroup(k, specs[k], where) for k in where.kinds()]
 
 
+def kind_specs(spec: ModelSpec) -> list[ModelSpec]:
+    """The spec of every distinct kind in any stack (the model's own when every layer is alike)."""
+    out: list[ModelSpec] = []
+    for depth in (spec.encoder_layers, spec.decoder_layers):
+        for group in layer_groups(spec, depth) if depth else ():
+            if all(group.spec is not s for s in out):
+                out.append(group.spec)
+    return out
+
+
+def moe_specs(spec: ModelSpec) -> list[ModelSpec]:
+    """The specs of the kinds whose MLP is a mixture of experts."""
+    return [s for s in kind_specs(spec) if s.mlp.kind == "moe"]
+
+
 def layer_kinds(spec: ModelSpec, depth: int) -> list[tuple[str, ModelSpec]]:
     """Layer by layer: (kind, the spec that layer sees). Walks the stack: for building, not counting."""
     where, specs = placement(spec, depth)

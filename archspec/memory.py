@@ -37,6 +37,7 @@ from archspec.blocks import AttentionShape, Cached, Lengths, Linear, Part, descr
 from archspec.checks import check_args, check_int, check_text
 from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
+from archspec.layers import moe_specs
 from archspec.params import count_params
 from archspec.spec import ModelSpec
 
@@ -342,12 +343,15 @@ def check_split(spec: ModelSpec, tensor_parallel: int, pipeline_parallel: int) -
     """Tensor parallelism t splits query heads, key/value heads and d_ff t ways (Megatron-LM's column
     and row split); pipeline parallelism p needs at least p layers."""
     if tensor_parallel > 1:
-        for what, n in (("n_heads", spec.n_heads), ("n_kv_heads", spec.n_kv_heads), ("d_ff", spec.d_ff)):
-            if n % tensor_parallel:
-                raise SpecError(
-                    f"tensor_parallel={tensor_parallel} does not divide {what}={n} of {spec.name}; "
-                    f"tensor parallelism splits {what} evenly across devices"
-                )
+        from archspec.layers import kind_specs
+
+        for k in kind_specs(spec):  # every kind's widths (Gemma 4: other heads on its global layers)
+            for what, n in (("n_heads", k.n_heads), ("n_kv_heads", k.n_kv_heads), ("d_ff", k.d_ff)):
+                if n % tensor_parallel:
+                    raise SpecError(
+                        f"tensor_parallel={tensor_parallel} does not divide {what}={n} of {spec.name}; "
+                        f"tensor parallelism splits {what} evenly across devices"
+                    )
     if pipeline_parallel > spec.n_layers:
         raise SpecError(
             f"pipeline_parallel={pipeline_parallel} is more stages than {spec.name} has layers ({spec.n_layers}); "
@@ -705,7 +709,7 @@ def estimate_memory(
 
     w_key = canonical_format(storage) if storage is not None else key
     x_key = canonical_format(experts, "--experts") if experts is not None else None
-    if x_key and spec.mlp.kind != "moe":
+    if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
     kv_key = kv_cache_dtype(kv_dtype if kv_dtype is not None else w_key)
     if offload not in (None, "optimizer"):

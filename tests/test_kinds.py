@@ -7,6 +7,7 @@ written the older way (`sliding_layers`, `dense_layers`)."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -168,3 +169,27 @@ def test_bad_kinds_are_one_line_naming_the_problem(change, message, run_cli, tmp
     code, out, err = run_cli("params", str(path))
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_decode_reads_the_windowed_cache_step_by_step():
+    from archspec.inference import estimate_inference
+
+    spec = archspec.preset("mistral-7b")
+    est = estimate_inference(spec, "h200", batch=1, prompt_len=4000, gen_len=200)
+    per_token = 32 * 8 * 128 * 2 * 2
+    steps = [min(t, 4095) * per_token for t in range(4000, 4200)]  # the window fills during decoding
+    assert est.decode_kv_bytes_per_token == Fraction(sum(steps), len(steps))
+
+
+def test_moe_decode_reads_only_the_moe_kinds_experts():
+    from archspec.inference import estimate_inference
+
+    moe = {"kind": "moe", "experts": 8, "top_k": 2, "d_expert": 64}
+    spec = ModelSpec(name="l4", decoder_layers=4, **BASE, kinds={"dense": {"mlp": "dense"}, "moe": {"mlp": moe}},
+                     layers={"pattern": ["dense", "moe"]})  # fmt: skip
+    dense_twin = spec.replace(kinds={"dense": {"mlp": "dense"}, "moe": {"mlp": "dense"}})
+    one, eight = (estimate_inference(spec, "h200", batch=b, prompt_len=8, gen_len=4) for b in (1, 8))
+    experts = 2 * 8 * 3 * 64 * 64 * 2  # two MoE layers of 8 experts (gate, up, down), bf16
+    always = one.decode_weights_bytes - Fraction(experts * 2, 8)  # batch 1 reads 2 of 8 experts
+    assert eight.decode_weights_bytes == always + experts * (1 - (1 - Fraction(2, 8)) ** 8)
+    assert estimate_inference(dense_twin, "h200", batch=1, prompt_len=8, gen_len=4).expected_experts is None
