@@ -14,6 +14,7 @@ stack); only ``indices`` walks the layers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -52,12 +53,20 @@ class Placement(NamedTuple):
         out += full * self.pattern.count(kind) + self.pattern[:rest].count(kind)
         return out
 
-    def count_in(self, kind: str, lo: int, hi: int) -> int:
-        """Layers of `kind` among layers lo .. hi - 1."""
-        return self._below(kind, hi) - self._below(kind, lo)
-
-    def _below(self, kind: str, x: int) -> int:
-        return Placement(self.runs, self.pattern, max(0, min(x, self.depth))).count(kind)
+    def count_in(self, kind: str, lo: int, hi: int, mod: int = 1, res: int = 0) -> int:
+        """Layers i of `kind` with lo <= i < hi (and i % mod == res), counted over the runs and the
+        pattern's arithmetic progressions, not layer by layer."""
+        hi = min(hi, self.depth)
+        out, at = 0, 0
+        for k, n in self.runs:
+            if k == kind:
+                out += _progression(at, 1, min(at + n, self.depth), lo, hi, mod, res)
+            at += n
+        period = len(self.pattern)
+        for j, k in enumerate(self.pattern):
+            if k == kind:
+                out += _progression(at + j, period, self.depth, lo, hi, mod, res)
+        return out
 
     def first(self, kind: str) -> int:
         at = 0
@@ -90,6 +99,23 @@ class Placement(NamedTuple):
                     return
                 yield base + j
             base += period
+
+
+def _progression(start: int, step: int, end: int, lo: int, hi: int, mod: int, res: int) -> int:
+    """How many of start, start + step, ... (below `end`) lie in [lo, hi) and are res modulo mod."""
+    hi = min(hi, end)
+    if hi <= lo or start >= hi:
+        return 0
+    q_lo = max(0, -(-(lo - start) // step))
+    q_hi = -(-(hi - start) // step)  # terms start + step q < hi
+    if q_hi <= q_lo:
+        return 0
+    cycle = mod // math.gcd(step, mod)
+    out = 0
+    for q0 in range(cycle):
+        if (start + step * q0) % mod == res % mod:
+            out += (q_hi - 1 - q0) // cycle - (q_lo - 1 - q0) // cycle
+    return out
 
 
 class LayerGroup(NamedTuple):

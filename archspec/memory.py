@@ -155,14 +155,13 @@ def canonical_format(name: str, what: str = "--weights") -> str:
     return key
 
 
-def use_more_bits_layers(lo: int, hi: int, n: int) -> int:
-    """How many of layers lo .. hi - 1 of a stack of n use_more_bits(i, n) picks, in closed form."""
+def more_bits_layers(part: Part, lo: int, hi: int) -> int:
+    """How many of the part's layers among lo .. hi - 1 use_more_bits picks: the first n/8 and the last
+    n/8 layers, and every third in between ((i - n/8) % 3 == 2), counted over the kind's placement."""
+    n, where, kind = part.stack.layers, part.group.placement, part.kind
     a, b = n // 8, 7 * n // 8
-
-    def below(x: int) -> int:  # layers 0 .. x - 1
-        return min(x, a) + max(0, x - b) + max(0, min(x, b) - a) // 3
-
-    return below(hi) - below(lo)
+    return (where.count_in(kind, lo, min(hi, a)) + where.count_in(kind, max(lo, b), hi)
+            + where.count_in(kind, max(lo, a), min(hi, b), 3, a + 2))  # fmt: skip
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -185,10 +184,6 @@ class Slot(NamedTuple):
         if not self.part.holds:
             return 0
         return min(self.layers, 1) if self.part.shared else self.layers
-
-    def indices(self):
-        """The stage's layers of the part's kind (walks them: for per-layer rules only)."""
-        return (i for i in self.part.group.indices() if self.lo <= i < self.hi) if self.part.layered else iter(())
 
 
 def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1) -> list[list[Slot]]:
@@ -278,10 +273,7 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
             more_bits = f.more_bits and kind == "matrix" and leaf == "weight" and part.layered
             if more_bits and module in ("down", "qkv", "kv"):
                 more = STORAGE[f.more_bits].bits - f.bits
-                if slot.layers == slot.hi - slot.lo:  # every layer of the range has this kind
-                    picked = use_more_bits_layers(slot.lo, slot.hi, part.stack.layers)
-                else:
-                    picked = sum(1 for i in slot.indices() if use_more_bits(i, part.stack.layers))
+                picked = more_bits_layers(part, slot.lo, slot.hi)
                 if module == "down":
                     out += picked * values * more
                 elif part.component in ("attention", "cross_attention"):  # the value rows of the fused projection

@@ -163,12 +163,21 @@ def use_more_bits(i: int, n: int) -> bool:  # llama.cpp src/llama-quant.cpp, as 
 
 
 @pytest.mark.parametrize("n", [1, 7, 12, 32, 61, 80, 126])
-def test_use_more_bits_count_equals_the_rule_layer_by_layer(n):
-    from archspec.memory import use_more_bits_layers
+@pytest.mark.parametrize("pattern", [["a"], ["a", "b"], ["a", "a", "b"], ["b", "a", "a", "a", "a", "a"]])
+def test_use_more_bits_count_equals_the_rule_layer_by_layer(n, pattern):
+    from archspec.blocks import describe
+    from archspec.layers import layer_kinds
+    from archspec.memory import more_bits_layers
 
-    assert use_more_bits_layers(0, n, n) == sum(use_more_bits(i, n) for i in range(n))
-    lo, hi = min(3, n), max(min(3, n), n - 1)
-    assert use_more_bits_layers(lo, hi, n) == sum(use_more_bits(i, n) for i in range(lo, hi))
+    if len(pattern) > n:
+        pytest.skip("the pattern is longer than the stack")
+    spec = archspec.ModelSpec(name="t", vocab_size=64, d_model=16, decoder_layers=n, n_heads=2, max_positions=8,
+                              kinds={k: {} for k in pattern}, layers={"pattern": pattern})  # fmt: skip
+    per_layer = [k for k, _ in layer_kinds(spec, n)]
+    for part in (p for p in describe(spec) if p.layered and p.component == "mlp"):
+        for lo, hi in ((0, n), (min(3, n), max(min(3, n), n - 1))):
+            rule = sum(use_more_bits(i, n) for i in range(lo, hi) if per_layer[i] == part.kind)
+            assert more_bits_layers(part, lo, hi) == rule
 
 
 def test_q4_k_m_gguf_of_llama_2_7b_tensor_by_tensor():
