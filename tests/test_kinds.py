@@ -193,3 +193,77 @@ def test_moe_decode_reads_only_the_moe_kinds_experts():
     always = one.decode_weights_bytes - Fraction(experts * 2, 8)  # batch 1 reads 2 of 8 experts
     assert eight.decode_weights_bytes == always + experts * (1 - (1 - Fraction(2, 8)) ** 8)
     assert estimate_inference(dense_twin, "h200", batch=1, prompt_len=8, gen_len=4).expected_experts is None
+
+
+# ---------------------------------------------------------------- fuzzed patterns: a count or one line
+
+
+def _cli(*argv: str) -> tuple[int, str, str]:
+    """The command line in this process; any exception but SystemExit escapes (a traceback for the user)."""
+    import contextlib
+    import io
+
+    from archspec.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+NAMES = st.sampled_from(["a", "b", "local", "global", "Bad Name", "", "moe"])
+OVERRIDE = st.one_of(
+    st.fixed_dictionaries({}, optional={
+        "attention": st.one_of(st.sampled_from(["standard", "none", "mamba2", "latent", 7]),
+                               st.fixed_dictionaries({}, optional={"sliding_window": st.integers(-2, 40),
+                                                                   "chunk": st.integers(0, 40),
+                                                                   "qk_norm": st.sampled_from([True, "full", "l2", "x"]),
+                                                                   "sinks": st.booleans(), "colour": st.just(1)})),
+        "mlp": st.one_of(st.sampled_from(["dense", "none", "moe"]),
+                         st.just({"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 16})),
+        "position": st.sampled_from(["none", "alibi", {"base": 1e4}, {"base": -1}]),
+        "n_kv_heads": st.integers(0, 5),
+        "d_ff": st.integers(-1, 64),
+    }),
+    st.just("dense"),
+)  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+@given(
+    kinds=st.dictionaries(NAMES, OVERRIDE, max_size=3),
+    prefix=st.lists(NAMES, max_size=3),
+    pattern=st.lists(NAMES, max_size=5),
+    depth=st.integers(1, 6),
+    with_layers=st.booleans(),
+)
+def test_fuzzed_kinds_count_exactly_or_fail_in_one_line(kinds, prefix, pattern, depth, with_layers, tmp_path_factory):
+    data = {"name": "fuzz", "decoder_layers": depth, **BASE, "kinds": kinds}
+    if with_layers:
+        data["layers"] = {"prefix": prefix, "pattern": pattern}
+    path = tmp_path_factory.mktemp("kinds") / "spec.json"
+    path.write_text(json.dumps(data))
+    code, out, err = _cli("params", str(path), "--format", "json")
+    if code != 0:
+        assert code == 2 and out == "" and err.startswith("archspec: error: ") and err.count("\n") == 1, err
+        return
+    (obj,) = json.loads(out)
+    spec = archspec.load_spec(path)
+    # the kinds' layers add up to the stack, and the total is the sum over the per-layer view
+    per_layer = [k for k, _ in layer_kinds(spec, depth)]
+    kinds_out = obj["kinds"]["decoder"]
+    assert sum(k["layers"] for k in kinds_out.values()) == depth
+    assert {name: k["layers"] for name, k in kinds_out.items()} == {k: per_layer.count(k) for k in set(per_layer)}
+    outside = obj["total"] - sum(k["layers"] * k["total"] for k in kinds_out.values())
+    assert (
+        outside
+        == count_params(spec.replace(decoder_layers=1, kinds={}, layers=None)).total
+        - count_params(spec.replace(decoder_layers=1, kinds={}, layers=None)).kinds["decoder"]["layer"]["total"]
+    )
