@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from archspec.errors import SpecError, clip, one_line
+from archspec.errors import NoAdapter, SpecError, clip, one_line
 from archspec.render import FORMATS
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -90,6 +90,81 @@ def _specs(args: argparse.Namespace, default_all: bool = False):
     if not refs and default_all:
         refs = preset_names()
     return [resolve_model(ref, overrides) for ref in refs]
+
+
+# the commands that count a config.json of a model_type without an adapter by building transformers' model
+MEASURED_COMMANDS = ("params", "compare", "flops")
+
+
+def _models(args: argparse.Namespace, batch: int = 1, seq_len: int | None = None) -> list:
+    """Specs, and for a config.json whose model_type has no adapter, what building transformers' model on
+    the meta device measures (archspec.reference.hf_fallback.Measured: labelled measured, never analytic)."""
+    from archspec.catalog import resolve_model
+    from archspec.loading import parse_assignments
+
+    overrides = parse_assignments(args.overrides)
+    out = []
+    for ref in list(args.models or []):
+        try:
+            out.append(resolve_model(ref, overrides))
+        except NoAdapter as exc:
+            out.append(_measure(exc, args.command, bool(overrides), batch, seq_len))
+    return out
+
+
+def _install_hint(exc: NoAdapter, missing: str) -> str:
+    from archspec import hf
+
+    near = hf.nearest_types(exc.raw.get("model_type"))
+    return (
+        f"{exc.where}: model_type {exc.raw.get('model_type')!r} has no adapter"
+        + (f" (nearest supported: {', '.join(near)})" if near else "")
+        + f"; without an adapter archspec counts a model by building transformers' model, which needs {missing}: "
+        "pip install 'archspec-transformers[hf]'"
+    )
+
+
+def _measure(exc: NoAdapter, command: str, overrides: bool, batch: int, seq_len: int | None):
+    if overrides:
+        raise SpecError(
+            f"{exc.where}: --set changes spec fields, and model_type {exc.raw.get('model_type')!r} has no adapter, "
+            "so there is no spec (it is measured by building transformers' model)"
+        )
+    try:
+        from archspec.reference import hf_fallback
+
+        hf_fallback._import()
+    except ImportError as err:
+        name = (getattr(err, "name", None) or "torch").split(".")[0]
+        raise SpecError(
+            _install_hint(exc, "torch and transformers" if name not in ("transformers",) else name)
+        ) from None
+    try:
+        return hf_fallback.measure(exc.raw, exc.name, exc.where, batch, seq_len)
+    except SpecError as err:
+        raise SpecError(f"model_type {exc.raw.get('model_type')!r} has no adapter, and {err}") from None
+
+
+def _no_spec(exc: NoAdapter, command: str) -> str:
+    """The refusal of a command that needs a spec, for a model_type without an adapter."""
+    from archspec import hf
+
+    near = hf.nearest_types(exc.raw.get("model_type"))
+    return (
+        f"{exc.where}: model_type {exc.raw.get('model_type')!r} has no adapter, so there is no spec for "
+        f"`archspec {command}`"
+        + (f" (nearest supported: {', '.join(near)})" if near else "")
+        + "; `archspec params`, `compare` and `flops` count it by building transformers' model"
+    )
+
+
+def _is_measured(m) -> bool:
+    return type(m).__name__ == "Measured"
+
+
+MEASURED_LINE = (
+    "not analytic: this model_type has no adapter, so there is no spec; the counts are measured on transformers' model"
+)
 
 
 def _emit(text: str) -> None:
@@ -217,13 +292,16 @@ def cmd_params(args) -> int:
     from archspec.params import COMPONENTS, count_params
     from archspec.render import exact, human, pct, signed_pct, table
 
-    specs = _specs(args)
-    counts = [count_params(s) for s in specs]
-    objects = [c.to_dict() for c in counts]
+    specs = _models(args)
+    counts = [s if _is_measured(s) else count_params(s) for s in specs]
+    objects = [c.params_dict() if _is_measured(c) else c.to_dict() for c in counts]
 
     def people() -> str:
         blocks = []
         for spec, c in zip(specs, counts):
+            if _is_measured(c):
+                blocks.append(_measured_params_block(c, args.format))
+                continue
             rows = [[name, human(n), exact(n), pct(c.share(name))] for name in COMPONENTS if (n := c.components[name])]
             rows.append(["total", human(c.total), exact(c.total), pct(1.0)])
             if c.active != c.total:  # a mixture of experts: what one token uses, beside the total
@@ -260,6 +338,80 @@ def cmd_params(args) -> int:
     return EXIT_OK
 
 
+def _measured_params_block(m, fmt: str) -> str:
+    from archspec.render import exact, human, pct, table
+
+    rows = [[group, human(n), exact(n), pct(n / m.total)] for group, n in m.components.items()]
+    rows.append(["total", human(m.total), exact(m.total), pct(1.0)])
+    if m.active is not None and m.active != m.total:
+        rows.append(["active per token", human(m.active), exact(m.active), pct(m.active / m.total)])
+    lines = [
+        f"{m.name}: {m.source} ({m.architecture}, model_type {m.model_type})",
+        MEASURED_LINE,
+        table(rows, ["module", "params", "exact", "share"], fmt, colalign=("left", "right", "right", "right")),
+        f"non-embedding (total less nn.Embedding tables): {human(m.non_embedding)} ({exact(m.non_embedding)})",
+    ]
+    if m.active is not None and m.active != m.total:
+        lines.append(f"active: {m.active_note}")
+    elif m.active is None:
+        lines.append(f"active: not known ({m.active_note})")
+    if m.estimate is not None:
+        lines.append(f"seed estimate 12*L*d^2 + V*d: {human(m.estimate)} ({exact(m.estimate)})")
+    return "\n".join(lines)
+
+
+def _measured_compare_dict(m) -> dict[str, Any]:
+    from archspec.flops import exact_number
+
+    out = m.params_dict()
+    per_token = None if m.forward is None else exact_number(_fraction_of(m.forward, m.batch * m.seq_len))
+    out.update(seq_len=m.seq_len, forward_per_token=per_token)
+    return out
+
+
+def _fraction_of(num: int, den: int):
+    from fractions import Fraction
+
+    return Fraction(num, den)
+
+
+def _measured_compare_table(measured: list, fmt: str) -> str:
+    from archspec.render import human, table
+
+    body = [[m.name, m.model_type, m.layers or "-", m.d_model or "-", f"{m.vocab_size:,}" if m.vocab_size else "-",
+             human(m.total), human(m.active) if m.active is not None else "not known", human(m.non_embedding),
+             human(_fraction_of(m.forward, m.batch * m.seq_len)) if m.forward is not None else "not measured"]
+            for m in measured]  # fmt: skip
+    headers = ["model", "model_type", "layers", "d_model", "vocab", "params", "active", "non-emb",
+               f"FLOPs/token at {measured[0].seq_len:,}"]  # fmt: skip
+    sources = sorted({m.source for m in measured})
+    return (
+        "measured, not analytic (model_types without an adapter; FlopCounterMode over one forward pass):\n"
+        + table(body, headers, fmt)
+        + "\n"
+        + "; ".join(sources)
+    )
+
+
+def _measured_flops_block(m, fmt: str) -> str:
+    from archspec.render import human, sci, table
+
+    if m.forward is None:
+        rows = [["forward (FlopCounterMode)", "not measured", ""]]
+    else:
+        per_token = human(_fraction_of(m.forward, m.batch * m.seq_len))
+        rows = [["forward (FlopCounterMode, matmul)", sci(m.forward), per_token],
+                ["training (3 x forward)", sci(3 * m.forward), ""]]  # fmt: skip
+    lines = [
+        f"{m.name}: batch {m.batch} x {m.seq_len} tokens; {m.source} ({m.architecture}, model_type {m.model_type})",
+        MEASURED_LINE,
+        table(rows, ["", "FLOPs", "per token"], fmt, colalign=("left", "right", "right")),
+    ]
+    if m.flops_note:
+        lines.append(f"FLOPs: {m.flops_note}")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------- compare
 
 
@@ -268,10 +420,19 @@ def cmd_compare(args) -> int:
     from archspec.memory import kv_cache_dtype
     from archspec.render import human, human_bytes, table
 
-    rows = [compare(s, args.seq_len, args.dtype) for s in _specs(args)]
-    objects = [r.to_dict() for r in rows]
+    models = _models(args, 1, args.seq_len)
+    measured = [m for m in models if _is_measured(m)]
+    rows = [compare(s, args.seq_len, args.dtype) for s in models if not _is_measured(s)]
+    by_name = iter(r.to_dict() for r in rows)
+    objects = [_measured_compare_dict(m) if _is_measured(m) else next(by_name) for m in models]
 
     def people() -> str:
+        text = analytic() if rows else ""
+        if measured:
+            text = (text + "\n\n" if text else "") + _measured_compare_table(measured, args.format)
+        return text
+
+    def analytic() -> str:
         kv = kv_cache_dtype(args.dtype)
         moe = any(r.count.active != r.count.total for r in rows)
         headers = ["model", "layers", "d_model", "heads", "d_head", "d_ff", "vocab", "ctx", "params",
@@ -479,7 +640,11 @@ def cmd_flops(args) -> int:
     if args.gpus and not peak:
         raise SpecError("--gpus needs --gpu NAME or --peak-tflops N")
     objects, blocks = [], []
-    for spec in _specs(args):
+    for spec in _models(args, args.batch, args.seq_len):
+        if _is_measured(spec):
+            objects.append(spec.flops_dict())
+            blocks.append(_measured_flops_block(spec, args.format))
+            continue
         f = count_flops(spec, args.batch, args.seq_len, args.src_len, args.causal_half)
         obj = f.to_dict()
         cost = None
@@ -1678,6 +1843,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"argument --set: `archspec {args.command}` reads no MODEL, so --set has nothing to change")
     try:
         return args.run(args)
+    except NoAdapter as exc:
+        sys.stderr.write(f"archspec: error: {one_line(_no_spec(exc, args.command))}\n")
+        return EXIT_BAD_INPUT
     except SpecError as exc:
         if _progress_state["live"]:
             _progress_write(None)

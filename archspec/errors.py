@@ -16,6 +16,15 @@ class SpecError(ValueError):
     """Bad input: an unknown preset, an invalid field, a malformed file, a bad option."""
 
 
+class NoAdapter(SpecError):
+    """A Hugging Face config whose model_type has no adapter: there is no spec, but transformers (when
+    installed) can build and measure the model (archspec.reference.hf_fallback). Carries the file's object."""
+
+    def __init__(self, message: str, raw: dict, name: str, where: str):
+        super().__init__(message)
+        self.raw, self.name, self.where = raw, name, where
+
+
 class _Repr(reprlib.Repr):
     """reprlib with small limits, and integers shown by size beyond a few dozen digits (repr of a
     huge integer costs quadratic time and fails beyond 4,300 digits)."""

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from archspec.errors import SpecError, shown
+from archspec.errors import NoAdapter, SpecError, shown
 from archspec.hf import deepseek, encoders, gemma, gpt, llama, seq2seq, t5
 from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported
 
@@ -57,7 +57,16 @@ def _architecture(raw: dict[str, Any], where: str) -> str | None:
     return archs[0]
 
 
-def _family_of(raw: dict[str, Any], where: str) -> Family:
+def nearest_types(model_type: Any, n: int = 3) -> list[str]:
+    """The supported model_types closest in spelling to `model_type` (did-you-mean)."""
+    import difflib
+
+    if not isinstance(model_type, str):
+        return []
+    return difflib.get_close_matches(model_type, sorted(FAMILIES), n=n, cutoff=0.4)
+
+
+def _family_of(raw: dict[str, Any], where: str, name: str = "") -> Family:
     model_type = raw.get("model_type")
     if model_type is None:
         arch = _architecture(raw, where)
@@ -67,8 +76,15 @@ def _family_of(raw: dict[str, Any], where: str) -> Family:
             f"{where}: no model_type, and architectures {shown(raw.get('architectures'))} names no supported "
             f"class; supported model_types: {_supported_types()}"
         )
-    if not isinstance(model_type, str) or model_type not in FAMILIES:
+    if not isinstance(model_type, str):
         raise SpecError(f"{where}: model_type {shown(model_type)} is not supported; supported: {_supported_types()}")
+    if model_type not in FAMILIES:
+        raise NoAdapter(
+            f"{where}: model_type {shown(model_type)} is not supported; supported: {_supported_types()}",
+            raw,
+            name or where,
+            where,
+        )
     return FAMILIES[model_type]
 
 
@@ -117,7 +133,7 @@ def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any]
 def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
     """Spec data (the given fields) of a config.json's object."""
     where = where or name
-    family = _family_of(raw, where)
+    family = _family_of(raw, where, name)
     cfg = _canonical(family, raw)
     data: dict[str, Any] = {"name": name}
     try:
