@@ -75,14 +75,14 @@ def build_transformers(raw: dict, device: str = "meta"):
 COMPONENT_PATTERNS = [
     (r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out)\b", "head"),
     (r"\bpooler\b", "pooler"),
-    (r"(wpe|embed_positions|position_embeddings|relative_attention_bias)$", "position"),
+    (r"(wpe|embed_positions|position_embeddings|relative_attention_bias|positions_embed)$", "position"),
     (r"token_type_embeddings$", "token_type"),
-    (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in)$", "embed"),
+    (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in|tokens_embed)$", "embed"),
     (
         r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|query_layernorm|key_layernorm|q_norm|k_norm)$",
         "attention",
     ),  # norms inside attention
-    (r"(norm|Norm|ln_\w+|layernorm_embedding)$", "norm"),
+    (r"(norm|Norm|ln_\w+|layernorm_embedding|norm_[12f])$", "norm"),  # MPT, DBRX: norm_1, norm_2, norm_f
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
     (r"mlp\.gate$", "router"),
     (r"(mlp|block_sparse_moe)\.router$|mlp\.gate\.wg$|ffn\.router\.layer$", "router"),  # Phi-MoE, Granite, DBRX
@@ -366,6 +366,18 @@ ZOO_TOYS = {
     "cohere": {"model_type": "cohere", "architectures": ["CohereForCausalLM"], **TOY, "attention_bias": True},
     "cohere2": {"model_type": "cohere2", "architectures": ["Cohere2ForCausalLM"], **TOY, "num_hidden_layers": 4,
                 "sliding_window": 8, "sliding_window_pattern": 2},
+    "openai-gpt": {"model_type": "openai-gpt", "architectures": ["OpenAIGPTLMHeadModel"], "vocab_size": 100,
+                   "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "afn": "relu"},
+    "gpt-bigcode-mqa": {"model_type": "gpt_bigcode", "architectures": ["GPTBigCodeForCausalLM"], "vocab_size": 100,
+                        "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "n_inner": 96},
+    "gpt-bigcode-mha": {"model_type": "gpt_bigcode", "architectures": ["GPTBigCodeForCausalLM"], "vocab_size": 100,
+                        "n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": False,
+                        "scale_attn_weights": False, "tie_word_embeddings": False},
+    "mpt": {"model_type": "mpt", "architectures": ["MptForCausalLM"], "vocab_size": 100, "d_model": 64, "n_layers": 2,
+            "n_heads": 4, "max_seq_len": 32, "attn_config": {"softmax_scale": 0.5}},
+    "dbrx": {"model_type": "dbrx", "architectures": ["DbrxForCausalLM"], "vocab_size": 100, "d_model": 64,
+             "n_layers": 2, "n_heads": 4, "max_seq_len": 32, "attn_config": {"kv_n_heads": 2, "rope_theta": 500000.0},
+             "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}},
 }  # fmt: skip
 
 
@@ -543,12 +555,19 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "exaone4", "sliding_window_pattern": "LLXG"}, "exaone4 key sliding_window_pattern='LLXG'"),
         ({"model_type": "smollm3", "no_rope_layers": [1, 2]}, "smollm3 key no_rope_layers=[1, 2]"),
         ({"model_type": "hunyuan_v1_moe", "num_experts": [4, 8]}, "hunyuan_v1_moe key num_experts=[4, 8]"),
+        ({"model_type": "mpt", "expansion_ratio": 2}, "mpt key expansion_ratio=2 is not supported"),
+        ({"model_type": "mpt", "attn_config": {"qk_ln": True}}, "mpt key attn_config.qk_ln=True is not supported"),
+        (
+            {"model_type": "dbrx", "ffn_config": {"moe_normalize_expert_weights": 2}},
+            "dbrx key ffn_config.moe_normalize_expert_weights=2 is not supported",
+        ),
+        ({"model_type": "gpt_bigcode", "add_cross_attention": True}, "gpt_bigcode key add_cross_attention=True"),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
         "qwen-moe-layers type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
         "malformed not-an-object stablelm-qk-norm cohere-qk-norm cohere2-pattern ministral-layer-types "
-        "exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer"
+        "exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn mpt-qk-ln dbrx-normalize bigcode-cross"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -580,7 +599,8 @@ def test_unknown_model_type_lists_the_supported_ones(run_cli, tmp_path):
 # repositories; see tests/data/hf/SOURCES.md): tested from transformers' defaults and ZOO_TOYS only
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
-    "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2",
+    "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
+    "dbrx",
 }  # fmt: skip
 
 
