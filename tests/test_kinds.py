@@ -223,7 +223,7 @@ OVERRIDE = st.one_of(
         "attention": st.one_of(st.sampled_from(["standard", "none", "mamba2", "latent", 7]),
                                st.fixed_dictionaries({}, optional={"sliding_window": st.integers(-2, 40),
                                                                    "chunk": st.integers(0, 40),
-                                                                   "qk_norm": st.sampled_from([True, "full", "l2", "x"]),
+                                                                   "qk_norm": st.sampled_from([True, "l2", "x"]),
                                                                    "sinks": st.booleans(), "colour": st.just(1)})),
         "mlp": st.one_of(st.sampled_from(["dense", "none", "moe"]),
                          st.just({"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 16})),

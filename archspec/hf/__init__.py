@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from archspec.errors import NoAdapter, SpecError, shown
-from archspec.hf import deepseek, encoders, gemma, gpt, llama, seq2seq, t5
+from archspec.hf import cohere, decoders, deepseek, encoders, gemma, gpt, granite, llama, seq2seq, t5
 from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported
 
 __all__ = ["CLASSES", "FAMILIES", "Family", "Imported", "from_mapping", "spec_name"]
 
-LINEAGES = (gpt, llama, gemma, deepseek, t5, seq2seq, encoders)
+LINEAGES = (gpt, llama, gemma, deepseek, t5, seq2seq, encoders, decoders, granite, cohere)
 
 FAMILIES: dict[str, Family] = {}
 for _f in (f for lineage in LINEAGES for f in lineage.FAMILIES):
@@ -130,6 +130,15 @@ def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any]
     return arch
 
 
+def _value(cfg: Config, key: str) -> Any:
+    """A key's value; a dotted key names one inside a nested table (MPT's attn_config.qk_ln)."""
+    if key in cfg or "." not in key:
+        return cfg.get(key)
+    table, _, sub = key.partition(".")
+    nested = cfg.get(table)
+    return nested.get(sub) if isinstance(nested, dict) else None
+
+
 def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
     """Spec data (the given fields) of a config.json's object."""
     where = where or name
@@ -140,7 +149,7 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
         for refusal in family.refuse:
             if not refusal.ok(cfg):
                 raise SpecError(
-                    f"{where}: {family.model_type} key {refusal.key}={shown(cfg.get(refusal.key))} is not "
+                    f"{where}: {family.model_type} key {refusal.key}={shown(_value(cfg, refusal.key))} is not "
                     f"supported ({refusal.why})"
                 )
         data.update(family.fixed)

@@ -173,3 +173,20 @@ def kv_heads(cfg: Config, where: str) -> dict[str, Any]:
 def window(key: str = "sliding_window") -> Callable[[Config, str], dict[str, Any]]:
     """A sliding window on every layer (Mistral, Phi-3, StarCoder2); null means full attention."""
     return lambda cfg, where: {"attention": {"kind": "standard", "sliding_window": cfg[key]}} if cfg.get(key) else {}
+
+
+def layer_kinds(per_layer: list[str], kinds: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Spec data of a per-layer list of kind names (one per layer, resolved from `layer_types`,
+    `no_rope_layers`, a sliding-window pattern...) and each kind's overrides: `kinds` and `layers` (a
+    prefix and the shortest repeating unit, archspec.layers.compact). A stack of one kind needs neither
+    and gives {} (the caller applies that kind's overrides to the model itself)."""
+    from archspec.layers import compact
+
+    used = list(dict.fromkeys(per_layer))
+    if len(used) <= 1:
+        return {}
+    prefix, unit = compact(per_layer)
+    layers: dict[str, Any] = {"pattern": unit}
+    if prefix:
+        layers["prefix"] = prefix
+    return {"kinds": {name: kinds[name] for name in used}, "layers": layers}

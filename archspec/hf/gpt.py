@@ -1,4 +1,5 @@
-"""GPT-2 and its descendants: GPT-Neo, GPT-J, GPT-NeoX, OPT, BLOOM, Falcon, Phi-2."""
+"""GPT-2, its ancestor and descendants: GPT (2018), GPT-Neo, GPT-J, GPT-NeoX, OPT, BLOOM, Falcon, Phi-2,
+GPTBigCode (StarCoder), MPT and DBRX."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from archspec.hf.engine import (
     Config,
     Family,
     Refusal,
+    activation,
     biases,
     combine,
     ff,
@@ -107,6 +109,57 @@ def _phi(cfg: Config, where: str) -> dict[str, Any]:
     if cfg["qk_layernorm"]:
         out["attention"] = {"kind": "standard", "qk_norm": True}
     return out
+
+
+def _gpt_bigcode(cfg: Config, where: str) -> dict[str, Any]:
+    """GPTBigCode: GPT-2's block with one key/value head when multi_query (c_attn: d + 2 * d_head rows)."""
+    out: dict[str, Any] = {"n_kv_heads": 1 if cfg["multi_query"] else cfg["n_head"]}
+    if not cfg["scale_attn_weights"]:
+        out["attention"] = {"kind": "standard", "scale": 1.0}
+    return out
+
+
+def _table(cfg: Config, key: str) -> dict[str, Any]:
+    """A nested config (MPT's attn_config, DBRX's attn_config and ffn_config): a dict, or absent."""
+    value = cfg.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _nested(key: str, sub: str, ok: Any, why: str) -> Refusal:
+    return Refusal(f"{key}.{sub}", lambda c: ok(_table(c, key).get(sub)), why)
+
+
+def _mpt(cfg: Config, where: str) -> dict[str, Any]:
+    """MptBlock: LayerNorms without bias, Wqkv and out_proj without bias, up_proj to 4 * d_model, exact GELU,
+    ALiBi over n_heads; softmax_scale replaces 1/sqrt(d_head) when given."""
+    out: dict[str, Any] = {"d_ff": 4 * cfg["d_model"]}
+    scale = _table(cfg, "attn_config").get("softmax_scale")
+    if scale is not None:
+        out["attention"] = {"kind": "standard", "scale": float(scale)}
+    return out
+
+
+def _dbrx(cfg: Config, where: str) -> dict[str, Any]:
+    """DBRX: fused Wqkv for kv_n_heads key/value heads, rotary positions, LayerNorms without bias, a router
+    without bias (ffn.router.layer) over moe_num_experts gated experts of ffn_hidden_size (w1, v1, w2)."""
+    attn, ffn = _table(cfg, "attn_config"), _table(cfg, "ffn_config")
+    act = (ffn.get("ffn_act_fn") or {"name": "silu"}).get("name", "silu")
+    return {
+        "n_kv_heads": attn.get("kv_n_heads", 1),
+        "activation": activation({"ffn_act_fn.name": act}, "ffn_act_fn.name", True, where),
+        "position": {"kind": "rotary", "base": float(attn.get("rope_theta", 10000.0))},
+        "mlp": {
+            "kind": "moe",
+            "experts": ffn.get("moe_num_experts", 4),
+            "top_k": ffn.get("moe_top_k", 1),
+            "d_expert": ffn.get("ffn_hidden_size", 3584),
+            "normalize": ffn.get("moe_normalize_expert_weights", 1.0) is not None,
+        },
+    }
+
+
+def _dbrx_normalize_ok(value: Any) -> bool:
+    return value in (None, 1, 1.0)
 
 
 # fmt: off
@@ -251,6 +304,82 @@ FAMILIES = [
         fixed={"norm": "layernorm", "norm_position": "pre", "bias": True,
                "block": {"kind": "parallel", "shared_norm": True}},
         derive=combine(plain_mlp("hidden_act"), kv_heads, _phi),
+    ),
+    Family(
+        "openai-gpt",
+        "OpenAIGPT",
+        ("LMHeadModel", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "n_embd", "decoder_layers": "n_layer", "n_heads": "n_head",
+         "max_positions": "n_positions", "norm_eps": "layer_norm_epsilon"},
+        {"vocab_size": 40478, "n_positions": 512, "n_embd": 768, "n_layer": 12, "n_head": 12, "afn": "gelu",
+         "layer_norm_epsilon": 1e-5, "tie_word_embeddings": True},
+        # Radford et al. 2018: LayerNorm after each residual add, learned positions, no final norm
+        fixed={"position": "learned", "norm": "layernorm", "norm_position": "post", "final_norm": False,
+               "bias": True},
+        aliases={"hidden_size": "n_embd", "max_position_embeddings": "n_positions", "num_attention_heads": "n_head",
+                 "num_hidden_layers": "n_layer"},
+        derive=combine(lambda cfg, where: {"d_ff": 4 * cfg["n_embd"]}, plain_mlp("afn")),
+    ),
+    Family(
+        "gpt_bigcode",
+        "GPTBigCode",
+        ("ForCausalLM", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "n_embd", "decoder_layers": "n_layer", "n_heads": "n_head",
+         "max_positions": "n_positions", "norm_eps": "layer_norm_epsilon"},
+        {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12, "n_inner": None,
+         "activation_function": "gelu_pytorch_tanh", "layer_norm_epsilon": 1e-5, "scale_attn_weights": True,
+         "multi_query": True, "add_cross_attention": False, "tie_word_embeddings": True},
+        fixed={"position": "learned", "norm": "layernorm", "norm_position": "pre", "bias": True},
+        aliases={"hidden_size": "n_embd", "max_position_embeddings": "n_positions", "num_attention_heads": "n_head",
+                 "num_hidden_layers": "n_layer"},
+        refuse=(must_be_falsy("add_cross_attention", "cross-attention in a decoder-only model is not represented"),),
+        derive=combine(ff("n_inner", "n_embd"), plain_mlp("activation_function"), _gpt_bigcode),
+    ),
+    Family(
+        "mpt",
+        "Mpt",
+        ("ForCausalLM", "Model"),
+        # no position table (ALiBi): max_positions is max_seq_len
+        {"vocab_size": "vocab_size", "d_model": "d_model", "decoder_layers": "n_layers", "n_heads": "n_heads",
+         "max_positions": "max_seq_len", "norm_eps": "layer_norm_epsilon"},
+        {"d_model": 2048, "n_heads": 16, "n_layers": 24, "expansion_ratio": 4, "max_seq_len": 2048,
+         "vocab_size": 50368, "layer_norm_epsilon": 1e-5, "attn_config": None, "logit_scale": None, "no_bias": True,
+         "tie_word_embeddings": True},
+        fixed={"position": "alibi", "norm": "layernorm", "norm_affine": "weight", "norm_position": "pre",
+               "bias": False, "activation": "gelu"},
+        aliases={"hidden_size": "d_model", "num_attention_heads": "n_heads", "num_hidden_layers": "n_layers",
+                 "max_position_embeddings": "max_seq_len"},
+        refuse=(
+            # transformers' MptMLP and MptAttention ignore these keys; a checkpoint that sets them has other shapes
+            must_be("expansion_ratio", 4, "transformers builds up_proj 4 * d_model wide whatever expansion_ratio says"),
+            must_be("no_bias", True, "transformers builds MPT without biases whatever no_bias says"),
+            must_be("logit_scale", None, "transformers' MptForCausalLM does not scale the logits"),
+            _nested("attn_config", "attn_type", lambda v: v in (None, "multihead_attention"),
+                    "multi-query MPT attention is not built by transformers"),
+            _nested("attn_config", "qk_ln", lambda v: not v, "QK LayerNorms are not built by transformers' MPT"),
+            _nested("attn_config", "alibi", lambda v: v in (None, True),
+                    "transformers' MPT always uses ALiBi"),
+            _nested("attn_config", "prefix_lm", lambda v: not v, "a bidirectional prefix is not represented"),
+        ),
+        derive=_mpt,
+    ),
+    Family(
+        "dbrx",
+        "Dbrx",
+        ("ForCausalLM", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "d_model", "decoder_layers": "n_layers", "n_heads": "n_heads",
+         "max_positions": "max_seq_len"},
+        {"d_model": 2048, "n_heads": 16, "n_layers": 24, "max_seq_len": 2048, "vocab_size": 32000,
+         "attn_config": None, "ffn_config": None, "tie_word_embeddings": False},
+        # nn.LayerNorm(d_model, bias=False): default eps 1e-5
+        fixed={"norm": "layernorm", "norm_affine": "weight", "norm_position": "pre", "norm_eps": 1e-5, "bias": False},
+        aliases={"hidden_size": "d_model", "num_attention_heads": "n_heads", "num_hidden_layers": "n_layers",
+                 "max_position_embeddings": "max_seq_len"},
+        refuse=(
+            _nested("ffn_config", "moe_normalize_expert_weights", _dbrx_normalize_ok,
+                    "routing weights normalised by a p-norm other than p=1 are not represented"),
+        ),
+        derive=_dbrx,
     ),
 ]
 # fmt: on
