@@ -1356,9 +1356,8 @@ def main(argv: list[str] | None = None) -> int:
 def _discard_stdout() -> None:
     """Point the standard output at the null device, so that what is left in its buffer cannot fail
     again when the interpreter exits (Python's advice for a closed pipe)."""
+    import contextlib
     import os
 
-    try:
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # not a real file (a test's capture)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture): nothing to discard
-        pass

@@ -16,11 +16,11 @@ so rank 0 holds ceil(dim0 / N) rows of every tensor and is the largest rank):
   gradients and states are DTensors sharded on dim 0. FSDP2 stores each parameter's shard padded to
   ceil(dim0 / N) rows on every rank. (``fully_shard(reshard_after_forward=False)`` is the same at
   rest; it only keeps the gathered parameters from forward to backward.)
-- tp T (ranks == T, so no data-parallel dimension: every ZeRO stage is the same plan): Megatron-style tensor parallelism with DTensor
-  ``parallelize_module`` (see ``tensor_parallel``): query/key/value, query, key/value, MLP input
-  projections column-wise, attention and MLP output projections row-wise (their biases replicated),
-  token embeddings and an untied output head (and its bias) sharded on the vocabulary; norms, the
-  position table and token types replicated.
+- tp T (ranks == T, so no data-parallel dimension: every ZeRO stage is the same plan): Megatron-style
+  tensor parallelism with DTensor ``parallelize_module`` (see ``tensor_parallel``): query/key/value,
+  query, key/value, MLP input projections column-wise, attention and MLP output projections
+  row-wise (their biases replicated), token embeddings and an untied output head (and its bias)
+  sharded on the vocabulary; norms, the position table and token types replicated.
 
 ``torch.distributed.optim.ZeroRedundancyOptimizer`` (torch's own ZeRO-1) assigns whole parameters to
 ranks instead, greedily by size: its largest rank depends on the parameter sizes, not dim0 / N.
