@@ -728,6 +728,60 @@ def test_precision_inf_can_no_longer_match_anything(tmp_path):
     refused("validate", path, message="precision")
 
 
+# a precision is bounded by the printed text: no coarser than the figure, no finer than its last digit
+PRECISIONS = [  # (printed, precision, accepted)
+    ("124M", 1e-300, False), ("124M", 5e-324, False), ("124M", 1e5, False), ("124M", 0.5, False),
+    ("124439808", 0.1, False), ("124439808", 1e-300, False), ("124.4M", 1e4, False),
+    ("124M", 1e6, True), ("124M", 1e7, True), ("340M", 1e6, True), ("124439808", 1.0, True), ("124.4M", 1e5, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("printed, precision, accepted", PRECISIONS, ids=[f"{p}@{q:g}" for p, q, _ in PRECISIONS])
+def test_a_degenerate_precision_is_refused_and_never_a_match(tmp_path, printed, precision, accepted):
+    claim = CLAIM.replace("124M", printed) + f"precision = {precision!r}\n"
+    path = write(tmp_path, "c.toml", FAMILY + claim)
+    if not accepted:
+        refused("validate", path, message=f"precision {precision:g} is finer than the last digit printed")
+        return
+    (obj,) = answered("validate", path, codes=(0, 1))
+    (c,) = obj["claims"]
+    # independently: the claimed figure from its digits, and rounding half up at the precision, by Decimal
+    claimed = Decimal(printed.replace("M", "e6"))
+    unit = Decimal(repr(precision))
+    nearest = (Decimal(MY_GPT_TOTAL) / unit + Decimal("0.5")).to_integral_value(rounding="ROUND_FLOOR")
+    assert (c["status"] == "match") == (nearest == (claimed / unit + Decimal("0.5")).to_integral_value("ROUND_FLOOR"))
+
+
+SOLVED = [  # (printed, field): what the figure says of the field, worked out below by brute force
+    ("124M", "vocab_size"), ("117M", "vocab_size"), ("1M", "vocab_size"), ("124439808", "vocab_size"),
+    ("124439809", "vocab_size"), ("124.44M", "max_positions"), ("130M", "max_positions"), ("10M", "max_positions"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("printed, field", SOLVED, ids=[f"{p}-{f}" for p, f in SOLVED])
+def test_solve_for_gives_every_value_that_fits_or_says_none_does(tmp_path, printed, field):
+    path = write(tmp_path, "c.toml", FAMILY + CLAIM.replace("124M", printed) + f"solve_for = '{field}'\n")
+    (obj,) = answered("validate", path, codes=(0, 1))
+    implied = obj["claims"][0]["implied"]
+    claimed, unit = (Decimal(printed.replace("M", "e6")), Decimal(1) if "M" not in printed else None)
+    if unit is None:
+        digits = printed[:-1]
+        unit = Decimal(10) ** (6 - (len(digits.split(".")[1]) if "." in digits else 0))
+        if "." not in digits:
+            unit *= 10 ** (len(digits) - len(digits.rstrip("0")))
+    spec = ModelSpec(name="my-gpt", vocab_size=50257, max_positions=1024, decoder_layers=12, d_model=768, n_heads=12)
+    per = 768  # one more row of the token or the position table: d_model parameters
+    rest = MY_GPT_TOTAL - per * getattr(spec, field)
+    fits = [x for x in range(1, 400_000) if claimed - unit / 2 <= rest + per * x < claimed + unit / 2]
+    if fits:
+        assert (implied["low"], implied["high"]) == (fits[0], fits[-1]) and "note" not in implied
+    else:
+        assert implied["low"] is None and implied["high"] is None
+        assert implied["note"].startswith(f"no value of {field} reproduces the figure")
+        text = renders("validate", path, codes=(0, 1))
+        assert f"no value of {field} reproduces the figure" in text and "between" not in text
+
+
 def test_solve_for_says_no_value_reproduces_an_impossible_figure(tmp_path):
     path = write(tmp_path, "c.toml", FAMILY + CLAIM.replace("124M", "1M") + "solve_for = 'vocab_size'\n")
     code, out, err = cli("validate", path)
@@ -756,7 +810,7 @@ def test_solve_for_a_possible_figure_gives_the_exact_range(tmp_path):
         CLAIM.replace("124M", "1e-400"),
         CLAIM.replace("124M", "0.000000000000000000000000000000000000001"),
         CLAIM.replace("124M", "123,456,789,012,345,678,901,234,567,890,123,456,789"),
-        CLAIM + "precision = 5e-324\n",
+        CLAIM.replace("124M", "5e-324") + "precision = 5e-324\n",
         COMPUTE + "method = 'hardware'\ngpus = 8\nhours = 1e308\ntflops = 1e308\n",
         COMPUTE + f"method = 'hardware'\ngpus = {MAX_INTEGER}\nhours = 1\ntflops = 1\n",
         COMPUTE + "method = '6nd'\ntokens = 1e300\n",
