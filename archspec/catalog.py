@@ -21,8 +21,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from archspec.checks import check_args
 from archspec.errors import SpecError, clip, did_you_mean, shown
 from archspec.loading import build_spec, parse_text, read_mapping
@@ -191,10 +189,8 @@ def with_overrides(spec: ModelSpec, overrides: dict[str, Any] | None, where: str
         return spec
     try:
         return spec.replace(**overrides)
-    except ValidationError as err:
-        from archspec.errors import describe_validation_error
-
-        raise SpecError(describe_validation_error(err, f"{clip(where, 200)} with --set")) from None
+    except SpecError as exc:  # replace names the field; say where the change came from
+        raise SpecError(f"{clip(where, 200)} with --set: {exc}") from None
 
 
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:

@@ -305,8 +305,8 @@ def check_claim(spec: ModelSpec, claim: Claim) -> ModelSpec | None:
     if claim.what_if:
         try:
             alt = spec.replace(**claim.what_if)
-        except ValidationError as err:
-            raise SpecError(describe_validation_error(err, f"{label}: what_if")) from None
+        except SpecError as exc:
+            raise SpecError(f"{label}: what_if: {exc}") from None
     if claim.method == "exact":
         for s, what in ((spec, "the spec"), (alt, "the what_if spec")):
             if s is not None:

@@ -927,6 +927,44 @@ def test_a_numpy_integer_is_refused_rather_than_allowed_to_wrap_around():
         count_flops(GPT2, batch=_np_int())
 
 
+# derived fields (d_head, d_value, n_kv_heads, d_ff, final_norm, ...) whose inputs are the bad field
+ONE_BAD_FIELD = [("d_model", "abc"), ("d_model", 0), ("n_heads", "x"), ("n_heads", -1), ("norm", "batchnorm"),
+                 ("norm_position", 3), ("encoder_layers", "many"), ("tie_embeddings", "no"),
+                 ("d_model", 2.5)]  # fmt: skip
+
+
+@pytest.mark.parametrize("field, value", ONE_BAD_FIELD, ids=[f"{f}={v!r}" for f, v in ONE_BAD_FIELD])
+def test_one_bad_field_is_one_error_naming_it(field, value):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        ModelSpec(**{**SPEC, field: value})
+    assert [e["loc"] for e in info.value.errors()] == [(field,)], str(info.value)
+    assert info.value.error_count() == 1 and str(info.value).startswith("1 validation error for ModelSpec")
+
+
+def test_two_bad_fields_are_two_errors():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        ModelSpec(**{**SPEC, "d_model": -1, "n_heads": 0})
+    assert sorted(e["loc"] for e in info.value.errors()) == [("d_model",), ("n_heads",)]
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [({"n_heads": 7}, "d_model=768 is not divisible by n_heads=7"), ({"d_model": "wide"}, "d_model: Input should be"),
+     ({"colour": 1}, "unknown field 'colour'"), ({"mlp.top_k": 2}, "mlp.top_k"), ({"n_kv_heads": 5}, "n_kv_heads=5")],
+    ids=["n_heads=7", "d_model=wide", "colour", "mlp.top_k", "n_kv_heads=5"],
+)  # fmt: skip
+def test_replace_raises_specerror_on_one_line(changes, message):
+    with pytest.raises(archspec.SpecError) as info:
+        GPT2.replace(**changes)
+    text = str(info.value)
+    assert message in text and "\n" not in text and "validation error" not in text
+    assert "default factory" not in text
+
+
 def test_a_validation_error_never_repeats_a_huge_value():
     from pydantic import ValidationError
 
