@@ -1460,3 +1460,66 @@ def test_an_option_of_another_command_is_refused_by_name_on_every_command():
     assert checked > 100  # --set on list and schema among them
     refused("list", "--set", "d_model=1", message="`archspec list` has no option --set")
     refused("schema", "--set", "d_model=1", message="`archspec schema` has no option --set")
+
+
+# ---------------------------------------------------------------- sizes and caches torch cannot take
+
+
+BEYOND_TORCH = [  # (changes to a small spec, the field or tensor the message names)
+    ({"d_model": 2**64, "n_heads": 1}, "d_model = 18,446,744,073,709,551,616"),
+    ({"d_model": 10**400, "n_heads": 1}, "d_model = about 10^400"),  # beyond a float, too
+    ({"vocab_size": 2**70}, "vocab_size = 1,180,591,620,717,411,303,424"),
+    ({"d_ff": 2**63}, "d_ff = 9,223,372,036,854,775,808"),
+    ({"max_positions": 2**64}, "max_positions = 18,446,744,073,709,551,616"),
+    ({"d_head": 2**63, "n_heads": 1}, "d_head ="),
+    ({"position": "sinusoidal", "max_positions": 2**62}, "the sinusoidal table of max_positions x d_model"),
+    ({"vocab_size": 2**55}, "tensor embed.weight of shape (36028797018963968, 64)"),
+]
+
+
+@pytest.mark.parametrize("changes, message", BEYOND_TORCH, ids=[" ".join(c) for c, _ in BEYOND_TORCH])
+def test_a_size_torch_cannot_represent_is_a_specerror_before_torch_sees_it(changes, message):
+    pytest.importorskip("torch")
+    from archspec.reference import build
+
+    spec = ModelSpec(**{**SPEC, **changes})
+    with pytest.raises(SpecError) as info:
+        build(spec, device="meta")
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert count_params(spec).total > 0  # the count itself needs no torch and stays exact
+
+
+def test_the_size_limit_is_torchs_own():
+    """Just inside, the spec builds on the meta device; one step beyond, torch itself refuses the tensor."""
+    torch = pytest.importorskip("torch")
+    from archspec.reference import build
+
+    inside = build(ModelSpec(**{**SPEC, "vocab_size": 2**54}), device="meta")
+    assert inside.embed.weight.shape == (2**54, 64)
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.empty((2**55, 64), device="meta")
+
+
+FOREIGN = [  # (the other model's changes, where the message points)
+    ({"n_heads": 2}, "layer 0 self-attention 'k' has shape (1, 2, 5, 32), this model caches (*, 4, *, 16)"),
+    ({"n_kv_heads": 1}, "layer 0 self-attention 'k' has shape (1, 1, 5, 16)"),
+    ({"d_value": 8}, "layer 0 self-attention 'v' has shape (1, 4, 5, 8)"),
+    ({"encoder_layers": 2}, "layer 0 cross-attention 'k' has shape (1, 4, 3, 16), this model caches nothing"),
+]
+
+
+@pytest.mark.parametrize("changes, message", FOREIGN, ids=[" ".join(c) for c, _ in FOREIGN])
+def test_a_cache_made_by_another_model_is_a_specerror_naming_it(changes, message):
+    torch = pytest.importorskip("torch")
+    from archspec.reference import build
+
+    mine, other = build(ModelSpec(**SPEC), seed=0), build(ModelSpec(**{**SPEC, **changes}), seed=0)
+    tokens = torch.randint(0, 1000, (1, 5))
+    cache = other.new_cache()
+    other(tokens[:, :3], tokens, cache=cache) if changes.get("encoder_layers") else other(tokens, cache=cache)
+    with pytest.raises(SpecError, match="the cache was made by another model") as info:
+        mine(tokens[:, :1], cache=cache)
+    assert message in str(info.value)
+    own = mine.new_cache()  # and this model's own cache goes on as before
+    mine(tokens, cache=own)
+    assert mine(tokens[:, :1], cache=own).shape == (1, 1, 1000)
