@@ -428,23 +428,27 @@ def rank_elements(spec: ModelSpec, shards: int, tensor_parallel: int = 1) -> int
     """Parameter elements the largest rank holds: each tensor split `tensor_parallel` ways as
     Megatron-LM splits it, then its dimension 0 split `shards` ways as FSDP2 (ZeRO-3) shards it —
     ceil(rows / shards) rows on the first rank, which every rank pads to."""
-    from archspec.blocks import tensors
-
     total = 0
-    for t in tensors(describe(spec)):
-        shape = list(t.shape)
-        *_, module, leaf = ("", *t.path.split("."))
-        if tensor_parallel > 1:
-            if module in ROW_PARALLEL:
-                if leaf == "weight":
-                    shape[-1] = -(-shape[-1] // tensor_parallel)
-            elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
-                shape[0] = -(-shape[0] // tensor_parallel)
-        shape[0] = -(-shape[0] // shards)
-        n = 1
-        for s in shape:
-            n *= s
-        total += n
+    for part in describe(spec):
+        # every copy of a part (each layer of a stack) holds the same tensors: count one, times the
+        # copies, so that the cost does not grow with depth; the module is the same in every copy
+        first = next(part.paths())
+        copies = part.copies if part.layered else 1
+        for entry in part.entries:
+            for name, shape_ in entry.tensors():
+                shape = list(shape_)
+                *_, module, leaf = ("", *".".join(n for n in (first, entry.name, name) if n).split("."))
+                if tensor_parallel > 1:
+                    if module in ROW_PARALLEL:
+                        if leaf == "weight":
+                            shape[-1] = -(-shape[-1] // tensor_parallel)
+                    elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
+                        shape[0] = -(-shape[0] // tensor_parallel)
+                shape[0] = -(-shape[0] // shards)
+                n = 1
+                for s in shape:
+                    n *= s
+                total += n * copies
     return total
 
 

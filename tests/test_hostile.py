@@ -1523,3 +1523,56 @@ def test_a_cache_made_by_another_model_is_a_specerror_naming_it(changes, message
     own = mine.new_cache()  # and this model's own cache goes on as before
     mine(tokens, cache=own)
     assert mine(tokens[:, :1], cache=own).shape == (1, 1, 1000)
+
+
+# ---------------------------------------------------------------- planning cost does not grow with depth
+
+
+def _rank_elements_by_every_tensor(spec, shards: int, tp: int) -> int:
+    """The oracle: every tensor of every layer by its full path, split as Megatron-LM and FSDP2 split it."""
+    from archspec.blocks import describe, tensors
+    from archspec.memory import COLUMN_PARALLEL, ROW_PARALLEL
+
+    total = 0
+    for t in tensors(describe(spec)):
+        shape = list(t.shape)
+        *_, module, leaf = ("", *t.path.split("."))
+        if tp > 1 and module in ROW_PARALLEL and leaf == "weight":
+            shape[-1] = -(-shape[-1] // tp)
+        elif tp > 1 and (module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head")):
+            shape[0] = -(-shape[0] // tp)
+        shape[0] = -(-shape[0] // shards)
+        total += math.prod(shape)
+    return total
+
+
+@pytest.mark.parametrize("name", ["gpt2", "transformer-base", "bert-base", "mixtral-8x7b", "deepseek-v3", "t5-base"])
+def test_rank_elements_per_kind_equal_every_tensor_counted(name):
+    from archspec.memory import rank_elements
+
+    spec = archspec.preset(name)
+    for shards, tp in ((1, 1), (8, 1), (3, 2), (64, 4)):
+        assert rank_elements(spec, shards, tp) == _rank_elements_by_every_tensor(spec, shards, tp), (shards, tp)
+
+
+def test_memory_planning_looks_at_each_tensor_once_whatever_the_depth(monkeypatch):
+    """Counted, not timed: the tensors the planner enumerates are the same for 12 and 10^6 layers."""
+    from archspec import blocks
+
+    seen = {"n": 0}
+    original = blocks.Part.paths
+
+    def counting(self):
+        for path in original(self):
+            seen["n"] += 1
+            yield path
+
+    monkeypatch.setattr(blocks.Part, "paths", counting)
+    looked = []
+    for layers in (12, 10**6):
+        seen["n"] = 0
+        spec = GPT2.replace(decoder_layers=layers)
+        m = estimate_memory(spec, 1, 1024, zero_stage=3, data_parallel=8, tensor_parallel=4, pipeline_parallel=2)
+        looked.append(seen["n"])
+        assert m.weights_bytes > 0
+    assert looked[0] == looked[1], looked
