@@ -1576,3 +1576,58 @@ def test_memory_planning_looks_at_each_tensor_once_whatever_the_depth(monkeypatc
         looked.append(seen["n"])
         assert m.weights_bytes > 0
     assert looked[0] == looked[1], looked
+
+
+# ---------------------------------------------------------------- fuzzed Hugging Face configs
+
+HF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "hf")
+HF_FILES = sorted(f for f in os.listdir(HF_DIR) if f.endswith(".json"))
+HOSTILE_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([2**63, 2**64 + 1, 10**30, -(2**63)]),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8), st.lists(st.integers(0, 4), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(0, 4), max_size=2),
+)  # fmt: skip
+
+
+@st.composite
+def mutated_config(draw) -> tuple[str, dict]:
+    """A real config of the test set with a few keys deleted, set to hostile values, renamed or added."""
+    name = draw(st.sampled_from(HF_FILES))
+    with open(os.path.join(HF_DIR, name), encoding="utf-8") as f:
+        data = json.load(f)
+    target = data
+    if isinstance(data.get("text_config"), dict) and draw(st.booleans()):
+        target = data["text_config"]  # the text model of a wrapper
+    for _ in range(draw(st.integers(1, 3))):
+        keys = sorted(target) or ["model_type"]
+        key = draw(st.sampled_from(keys))
+        action = draw(st.sampled_from(["delete", "value", "rename", "add", "model_type"]))
+        if action == "delete":
+            target.pop(key, None)
+        elif action == "value":
+            target[key] = draw(HOSTILE_VALUES)
+        elif action == "rename":
+            target[key + draw(st.sampled_from(["_", "s", "X"]))] = target.pop(key, None)
+        elif action == "add":
+            target[draw(st.text(min_size=1, max_size=12))] = draw(HOSTILE_VALUES)
+        else:
+            data["model_type"] = draw(st.sampled_from(["llama", "gpt2", "t5", "bert", "mixtral", "deepseek_v3",
+                                                        "gemma2", "qwen2", "falcon", "nonesuch", ""]))  # fmt: skip
+    return name, data
+
+
+@FUZZ
+@given(case=mutated_config())
+@example(case=("gpt2.json", {"model_type": "gpt2", "n_embd": float("nan")}))
+@example(case=("llama-3-8b.json", {"model_type": "llama", "hidden_size": 2**64, "num_attention_heads": 1}))
+def test_fuzz_real_configs_mutated_are_counted_or_refused_in_one_line(tmp_path_factory, case):
+    name, data = case
+    path = tmp_path_factory.mktemp("hf") / "config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")  # NaN and Infinity as Python's json writes them
+    code, out, err = cli("params", str(path), "--format", "json")
+    if code == 0:
+        (obj,) = strict_json(out)
+        assert isinstance(obj["total"], int) and obj["total"] > 0 and sum(obj["components"].values()) == obj["total"]
+        assert "Traceback" not in err
+    else:
+        assert_one_line_error(code, out, err)
