@@ -14,6 +14,7 @@ set) this script byte-compiles archspec's own modules first, as a wheel install 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -24,9 +25,16 @@ BASELINE = [sys.executable, "-c", "from pydantic import BaseModel; import tabula
 ARCHSPEC = [sys.executable, "-m", "archspec", "compare", "transformer-base", "gpt2", "gpt3-175b"]
 
 
+CPU: list[float] = []  # user + system seconds of each run, in the order run (see measure)
+
+
 def wall(cmd: list[str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status):
+        raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), cmd)
+    CPU.append(usage.ru_utime + usage.ru_stime)
     return time.perf_counter() - t0
 
 
@@ -45,9 +53,15 @@ def measure(runs: int) -> tuple[float, float]:
     byte_compile_archspec()
     wall(BASELINE), wall(ARCHSPEC)  # warm the file cache (and write the presets' cache)
     base, ours = [], []
+    CPU.clear()
     for _ in range(runs):
         base.append(wall(BASELINE))
         ours.append(wall(ARCHSPEC))
+    cpu_base, cpu_ours = statistics.median(CPU[0::2]), statistics.median(CPU[1::2])
+    # on a shared machine other work stretches the wall time of both sides unevenly; the processor
+    # time they use is steadier, and is printed beside the figure the budget is judged by
+    print(f"processor time (user + system): baseline {cpu_base * 1000:.1f} ms, archspec {cpu_ours * 1000:.1f} ms, "
+          f"ratio {cpu_ours / cpu_base:.2f}")  # fmt: skip
     return statistics.median(base), statistics.median(ours)
 
 
