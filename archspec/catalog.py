@@ -21,8 +21,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from archspec.checks import check_args
 from archspec.errors import SpecError, clip, did_you_mean, shown
 from archspec.loading import build_spec, parse_text, read_mapping
@@ -141,14 +139,92 @@ def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
+class _Cache:
+    """The packaged family files as read before: per file its stat (mtime in ns, size), its preset
+    names and, once parsed, its checked data, kept with marshal in the presets' __pycache__ folder
+    as Python keeps bytecode, and trusted under the same rule: an entry counts only while the file
+    has the same mtime and size (and the same archspec and Python). A folder that cannot be written
+    leaves it empty; every command still reads the files."""
+
+    FORMAT = 1
+
+    def __init__(self) -> None:
+        self.folders: dict[Path, dict[str, list]] = {}
+
+    @staticmethod
+    def _key() -> tuple:
+        import sys
+
+        from archspec import __version__
+
+        return (_Cache.FORMAT, __version__, sys.implementation.cache_tag)
+
+    @staticmethod
+    def _file(folder: Path, key: tuple) -> Path:
+        return folder / "__pycache__" / f"presets.{key[2]}.marshal"
+
+    def _entries(self, folder: Path) -> dict[str, list]:
+        if folder not in self.folders:
+            import marshal
+
+            self.folders[folder] = {}
+            key = self._key()
+            try:
+                with open(self._file(folder, key), "rb") as f:
+                    stored, entries = marshal.load(f)
+                if tuple(stored) == key and isinstance(entries, dict):
+                    self.folders[folder] = entries
+            except (OSError, EOFError, ValueError, TypeError):
+                pass
+        return self.folders[folder]
+
+    def get(self, path: Path) -> list | None:
+        """[mtime_ns, size, names, data or None] of `path`, if it is the file as last read."""
+        entry = self._entries(path.parent).get(path.name)
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        if isinstance(entry, list) and len(entry) == 4 and entry[:2] == [st.st_mtime_ns, st.st_size]:
+            return entry
+        return None
+
+    def put(self, path: Path, names: list[str], data: dict | None) -> None:
+        import marshal
+        import os
+
+        entries = self._entries(path.parent)
+        try:
+            st = path.stat()
+            entries[path.name] = [st.st_mtime_ns, st.st_size, names, data]
+            target = self._file(path.parent, self._key())
+            target.parent.mkdir(exist_ok=True)
+            tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(marshal.dumps((self._key(), entries)))
+            os.replace(tmp, target)  # whole or not at all, whoever else writes it
+        except (OSError, ValueError):  # a read-only install, or data marshal cannot hold: not cached
+            pass
+
+
+_CACHE = _Cache()
+
+
+def _names_in(path: Path) -> list[str]:
+    entry = _CACHE.get(path)
+    if entry is not None:
+        return entry[2]
+    names = [quoted or bare for quoted, bare in _HEADER.findall(_text(path))]
+    _CACHE.put(path, names, None)
+    return names
+
+
 @cache
 def _index() -> dict[str, Path]:
     """Preset name -> family file, from the `[models.NAME]` headers: reading text, not parsing TOML,
-    so a command parses only the files of the models it names."""
+    so a command parses only the files of the models it names (and, cached, reads neither)."""
     out: dict[str, Path] = {}
     for path in _data_files():
-        for quoted, bare in _HEADER.findall(_text(path)):
-            name = quoted or bare
+        for name in _names_in(path):
             if name in out:
                 raise SpecError(f"preset {name!r} is defined twice ({out[name]} and {path})")
             out[name] = path
@@ -158,7 +234,12 @@ def _index() -> dict[str, Path]:
 @cache
 def _family(path: Path) -> dict[str, Preset]:
     """The parsed presets of one packaged family file (its text was read once, by _index)."""
-    data = parse_text(path, ".toml", _text(path))
+    entry = _CACHE.get(path)
+    if entry is not None and entry[3] is not None:
+        data = entry[3]
+    else:
+        data = parse_text(path, ".toml", _text(path))
+        _CACHE.put(path, [quoted or bare for quoted, bare in _HEADER.findall(_text(path))], data)
     return {p.name: p for p in parse_family(data, str(path), trusted=True)}
 
 
@@ -191,10 +272,8 @@ def with_overrides(spec: ModelSpec, overrides: dict[str, Any] | None, where: str
         return spec
     try:
         return spec.replace(**overrides)
-    except ValidationError as err:
-        from archspec.errors import describe_validation_error
-
-        raise SpecError(describe_validation_error(err, f"{clip(where, 200)} with --set")) from None
+    except SpecError as exc:  # replace names the field; say where the change came from
+        raise SpecError(f"{clip(where, 200)} with --set: {exc}") from None
 
 
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:

@@ -124,10 +124,16 @@ class Claim(BaseModel):
             raise ValueError("what_if_source names the source of a what_if, and there is none")
         if self.using_params is not None:
             parse_printed(self.using_params, "using_params")
-        if self.precision is not None and Fraction(repr(self.precision)) > _fraction(claimed):
+        unit = None if self.precision is None else Fraction(repr(self.precision))
+        if unit is not None and unit > _fraction(claimed):
             raise ValueError(
                 f"precision {self.precision:g} is larger than the claimed figure {self.printed!r}; "
                 "any computed value would round to it"
+            )
+        if unit is not None and unit < (last := _last_printed_digit(self.printed)):
+            raise ValueError(  # 1e-300 on "124M": a precision the figure cannot hold, which only equality meets
+                f"precision {self.precision:g} is finer than the last digit printed in {self.printed!r} ({last:g}); "
+                "a precision says which printed digits count, from that digit up"
             )
 
 
@@ -171,6 +177,15 @@ def parse_printed(text: str, what: str = "claimed figure") -> tuple[Decimal, Dec
     # one unit of the last significant digit; an integer mantissa's trailing zeros are not significant
     decimals = len(digits.split(".")[1]) if "." in digits else -(len(digits) - len(digits.rstrip("0")))
     return value, Decimal(f"1e{exp10 - decimals}")
+
+
+def _last_printed_digit(text: str) -> Decimal:
+    """One unit of the last digit `text` prints, trailing zeros included: '124M' -> 1e6, '340M' -> 1e6,
+    '2.60' -> 0.01 (parse_printed's precision counts an integer's trailing zeros out; this bound keeps them)."""
+    _, precision = parse_printed(text)
+    digits = _PRINTED.fullmatch(text.strip().replace(",", "").replace("_", "")).group(2)
+    zeros = 0 if "." in digits else len(digits) - len(digits.rstrip("0"))
+    return precision.scaleb(-zeros)
 
 
 def _fraction(x: int | float | Decimal | Fraction) -> Fraction:
@@ -290,8 +305,8 @@ def check_claim(spec: ModelSpec, claim: Claim) -> ModelSpec | None:
     if claim.what_if:
         try:
             alt = spec.replace(**claim.what_if)
-        except ValidationError as err:
-            raise SpecError(describe_validation_error(err, f"{label}: what_if")) from None
+        except SpecError as exc:
+            raise SpecError(f"{label}: what_if: {exc}") from None
     if claim.method == "exact":
         for s, what in ((spec, "the spec"), (alt, "the what_if spec")):
             if s is not None:
@@ -299,9 +314,9 @@ def check_claim(spec: ModelSpec, claim: Claim) -> ModelSpec | None:
                     workload_lengths(s, 1, claim.seq_len, None)
                 except ValueError as exc:
                     raise SpecError(f"{label}: seq_len for {what}: {exc}") from None
-    if claim.solve_for == "max_positions" and spec.position != "learned":
+    if claim.solve_for == "max_positions" and spec.position.kind != "learned":
         raise SpecError(
-            f"{label}: solve_for = max_positions, but the count does not depend on it (position = {spec.position})"
+            f"{label}: solve_for = max_positions, but the count does not depend on it (position = {spec.position.kind})"
         )
     return alt
 

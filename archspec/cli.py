@@ -22,10 +22,37 @@ ROUNDING_NOTE = (
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors and exit code 2."""
+    """argparse with one-line errors and exit code 2, which remembers the options given (`given`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.given: set[str] = set()  # dests of the options on the command line
+        self.command: str | None = None  # the subcommand this parser was built for, if only one
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # argparse calls this for each option it takes from the command line (never for a default)
+        if action.option_strings:
+            self.given.add(action.dest)
+        return super()._get_values(action, arg_strings)
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse ignores a failed write; --help and --version on stdout go the one output path
+        if not message:
+            return
+        if file is sys.stdout:
+            _write_stdout(message)
+        else:
+            (file or sys.stderr).write(message)
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"archspec: error: {one_line(message)} (see `{self.prog} --help`)\n")
+        prog = self.prog
+        if self.command and message.startswith("unrecognized arguments: "):
+            prog = f"archspec {self.command}"
+            extra = message.split(": ", 1)[1].split()
+            option = next((a.split("=", 1)[0] for a in extra if a.startswith("-")), None)
+            if option:  # an option another command has, or none has: named, not ignored
+                message = f"`{prog}` has no option {option}"
+        sys.stderr.write(f"archspec: error: {one_line(message)} (see `{prog} --help`)\n")
         sys.exit(EXIT_BAD_INPUT)
 
 
@@ -56,7 +83,8 @@ positive_number = _number_type("a positive number", minimum=0, integer=False)
 # ---------------------------------------------------------------- shared plumbing
 
 
-def _common(p: argparse.ArgumentParser, models: str | None = "+") -> None:
+def _common(p: argparse.ArgumentParser, models: str | None = "+", overrides: bool = True) -> None:
+    """MODEL arguments (nargs `models`, None for none), --format, and --set where the command reads models."""
     if models:
         p.add_argument(
             "models",
@@ -71,6 +99,9 @@ def _common(p: argparse.ArgumentParser, models: str | None = "+") -> None:
         default="table",
         help="output format: table (default), markdown, json (exact numbers), csv",
     )
+    p.set_defaults(overrides=[])
+    if not overrides:  # a command that reads no spec: --set is refused by name, not ignored
+        return
     p.add_argument(
         "--set",
         dest="overrides",
@@ -167,8 +198,25 @@ MEASURED_LINE = (
 )
 
 
+class OutputError(Exception):
+    """Standard output cannot be written (a full disk, a closed file): not the input's fault, one line."""
+
+
 def _emit(text: str) -> None:
-    sys.stdout.write(text.rstrip("\n") + "\n")
+    """The one way results reach standard output: written and flushed here, so that a write error is
+    raised where main() can say it in one line (a closed pipe is left to main(), which ends quietly)."""
+    _write_stdout(text.rstrip("\n") + "\n")
+
+
+def _write_stdout(text: str | None) -> None:
+    try:
+        if text is not None:
+            sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: stdout already closed
+        raise OutputError(str(exc)) from None
 
 
 def _render(args, objects: list[dict[str, Any]], people: Callable[[], str]) -> None:
@@ -549,8 +597,6 @@ def cmd_import(args) -> int:
     imported = loading.import_config(args.config)
     spec = with_overrides(build_spec(imported.data, args.config), overrides, args.config)
     suffix = Path(args.output).suffix if args.output else (".json" if args.format == "json" else ".toml")
-    if args.format == "json" and suffix.lower() != ".json":
-        raise SpecError(f"--format json and -o {args.output}: the suffix decides the file's format; drop one")
     comments = [
         f"{spec.name}: the archspec spec of {args.config} (model_type {imported.model_type}, "
         f"{imported.architecture}), written by `archspec import`",
@@ -1549,11 +1595,43 @@ def register(
     add_args: Callable[[argparse.ArgumentParser], None] | None = None,
     default_format: str | None = "table",
     formats: tuple[list[str], str] | None = None,
+    overrides: bool | None = None,
 ) -> None:
-    """Add a subcommand: `models` is argparse's nargs for MODEL ('+', '*', or None for none); `formats`
+    """Add a subcommand: `models` is argparse's nargs for MODEL ('+', '*', or None for none: then
+    `add_args` adds its own, and `overrides=True` says that --set applies to them); `formats`
     (choices, help) replaces --format's for a command whose output is not a table."""
     COMMANDS[name] = dict(run=run, help=help, examples=examples, models=models, add_args=add_args,
-                          default_format=default_format, formats=formats)  # fmt: skip
+                          default_format=default_format, formats=formats,
+                          overrides=models is not None if overrides is None else overrides)  # fmt: skip
+
+
+# Options that a command has but that change nothing in some uses of it: given there, they are refused
+# by name rather than ignored. (command, option's dest, whether it is used, what it needs)
+UNUSED_UNLESS: list[tuple[str, str, Callable[[argparse.Namespace], bool], str]] = [
+    ("verify", "recompute", lambda a: a.memory,
+     "--recompute changes nothing without --memory (it is the recomputation --memory measures)"),
+    ("verify", "zero", lambda a: bool(a.ranks),
+     "--zero changes nothing without --ranks N (it is the ZeRO stage of the sharded step)"),
+    ("verify", "tp", lambda a: bool(a.ranks),
+     "--tp changes nothing without --ranks N (it is the tensor-parallel degree of the sharded step)"),
+    ("flops", "mfu", lambda a: bool(a.gpu or a.peak_tflops),
+     "--mfu changes nothing without --gpu NAME or --peak-tflops N (it scales the peak of a training-time estimate)"),
+    ("flops", "dtype", lambda a: bool(a.gpu or a.peak_tflops),
+     "--dtype changes nothing without --gpu NAME or --peak-tflops N (it chooses the precision of the peak)"),
+    ("import", "format", lambda a: not a.output and a.format == "json",
+     "--format changes nothing here: `archspec import` prints TOML, or JSON with --format json; "
+     "with -o FILE the suffix of FILE chooses"),
+    ("plot", "format", lambda a: a.format != "markdown",
+     "--format markdown changes nothing for `archspec plot` (it prints one line; json or csv give the numbers drawn)"),
+]  # fmt: skip
+
+
+def refuse_unused_options(args: argparse.Namespace) -> None:
+    """A SpecError naming an option given where the command makes no use of it."""
+    given = getattr(args, "given", set())
+    for command, dest, used, needs in UNUSED_UNLESS:
+        if args.command == command and dest in given and not used(args):
+            raise SpecError(needs)
 
 
 register("list", cmd_list, "presets with a one-line summary", "archspec list\n  archspec list --format json",
@@ -1709,6 +1787,7 @@ register(
     "  archspec plot memory gpt2 -o memory.svg --format json",
     models=None,
     add_args=_plot_args,
+    overrides=True,
 )
 register(
     "inference",
@@ -1761,6 +1840,7 @@ register(
     add_args=_import_args,
     default_format=None,
     formats=(["json"], "json: print the spec as JSON instead of TOML (with -o, the suffix decides)"),
+    overrides=True,
 )
 register(
     "schema",
@@ -1801,6 +1881,7 @@ def build_parser(command: str | None = None) -> Parser:
     from archspec import __version__
 
     parser.add_argument("--version", action="version", version=f"archspec {__version__}")
+    parser.command = command
     if command is None:  # the whole parser: shell completion knows every command and option
         parser.add_argument(
             "--print-completion",
@@ -1821,8 +1902,8 @@ def build_parser(command: str | None = None) -> Parser:
             epilog="examples:\n  " + c["examples"],
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        _common(p, c["models"])
-        p.set_defaults(format=c["default_format"])
+        _common(p, c["models"], c["overrides"])
+        p.set_defaults(format=c["default_format"], given=p.given)
         if c.get("formats"):  # a command whose output is not a table says what --format means for it
             fmt = next(a for a in p._actions if a.dest == "format")
             fmt.choices, fmt.help = c["formats"]
@@ -1832,27 +1913,44 @@ def build_parser(command: str | None = None) -> Parser:
     return parser
 
 
-_NO_MODELS = ("list", "schema", "hardware")  # commands without a MODEL: --set has nothing to change
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
-    if args.command in _NO_MODELS and args.overrides:
-        parser.error(f"argument --set: `archspec {args.command}` reads no MODEL, so --set has nothing to change")
     try:
-        return args.run(args)
-    except NoAdapter as exc:
-        sys.stderr.write(f"archspec: error: {one_line(_no_spec(exc, args.command))}\n")
-        return EXIT_BAD_INPUT
+        try:
+            parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+            args = parser.parse_args(argv)
+        except SystemExit:  # --help, --version (printed on stdout) or a usage error (one line on stderr)
+            _write_stdout(None)
+            raise
+        refuse_unused_options(args)
+        try:
+            code = args.run(args)
+        except NoAdapter as exc:
+            raise SpecError(_no_spec(exc, args.command)) from None
+        _write_stdout(None)
+        return code
     except SpecError as exc:
         if _progress_state["live"]:
             _progress_write(None)
         sys.stderr.write(f"archspec: error: {one_line(str(exc))}\n")
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `archspec list | head`
+        _discard_stdout()
         return EXIT_OK
+    except OutputError as exc:  # `archspec list > /dev/full`
+        _discard_stdout()
+        sys.stderr.write(f"archspec: error: cannot write the output: {one_line(str(exc))}\n")
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         sys.stderr.write("archspec: interrupted\n")
         return 130
+
+
+def _discard_stdout() -> None:
+    """Point the standard output at the null device, so that what is left in its buffer cannot fail
+    again when the interpreter exits (Python's advice for a closed pipe)."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

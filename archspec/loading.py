@@ -31,11 +31,6 @@ from archspec.limits import (
 )
 from archspec.spec import ModelSpec
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 
 
@@ -189,6 +184,11 @@ def _skip_toml_string(text: str, i: int) -> int:
 
 
 def _parse_toml(where: str, text: str) -> Any:
+    if sys.version_info >= (3, 11):  # imported here: packaged presets are read from a cache (see catalog)
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     _check_toml_keys(where, text)
     try:
         return tomllib.loads(text)

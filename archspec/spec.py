@@ -556,6 +556,26 @@ class ModelSpec(BaseModel):
         "xavier (nn.Transformer); default xavier for an encoder-decoder, gpt2 otherwise",
     )
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _only_the_wrong_fields(cls, data: Any, handler: Any) -> ModelSpec:
+        """One bad field, one error: a derived default whose inputs failed (pydantic's
+        default_factory_not_called) is a consequence, not a second problem, so it is left out."""
+        from pydantic import ValidationError
+
+        try:
+            return handler(data)
+        except ValidationError as err:
+            errors = err.errors(include_url=False)
+            causes = [e for e in errors if e["type"] != "default_factory_not_called"]
+            if not causes or len(causes) == len(errors):
+                raise
+            try:
+                filtered = ValidationError.from_exception_data(err.title, causes)  # type: ignore[arg-type]
+            except (TypeError, KeyError, ValueError):  # an error pydantic cannot rebuild: all of them, then
+                raise err from None
+            raise filtered from None
+
     @model_validator(mode="after")
     def _check_consistency(self) -> ModelSpec:
         given = self.model_fields_set
@@ -806,7 +826,14 @@ class ModelSpec(BaseModel):
             if field == "kind" and current.get("kind") != value:
                 current = {}
             data[table] = {**current, field: value}
-        return type(self).model_validate(data)
+        from pydantic import ValidationError
+
+        try:
+            return type(self).model_validate(data)
+        except ValidationError as err:  # the API's one error type for bad input, on one line
+            from archspec.errors import SpecError, describe_validation_error
+
+            raise SpecError(describe_validation_error(err)) from None
 
     def resolved(self) -> dict[str, Any]:
         """Every field with its value, defaults resolved, in the table's order."""

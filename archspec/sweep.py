@@ -166,14 +166,10 @@ def keep_changes(spec: ModelSpec, changes: dict[str, Any], keep: str | None) -> 
 
 def apply(spec: ModelSpec, changes: dict[str, Any]) -> ModelSpec:
     """`spec` with `changes`, validated again; an invalid combination is a SpecError naming it."""
-    from pydantic import ValidationError
-
-    from archspec.errors import describe_validation_error
-
     try:
         return spec.replace(**changes)
-    except ValidationError as err:
-        raise SpecError(describe_validation_error(err, f"{spec.name} with {_describe(changes)}")) from None
+    except SpecError as exc:  # replace names the field; say which combination it was
+        raise SpecError(f"{spec.name} with {_describe(changes)}: {exc}") from None
 
 
 def sweep_row(spec: ModelSpec, seq_len: int | None = None, dtype: str = "bf16") -> dict[str, Any]:

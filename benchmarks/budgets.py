@@ -1,13 +1,14 @@
 """The two budgets of the one-description design, side by side in one run:
 
 1. `archspec compare transformer-base gpt2 gpt3-175b` against the import floor of its own
-   dependencies (`python -c "from pydantic import BaseModel; import tabulate"`): budget 1.5x, aim 1.25x;
+   dependencies (`python -c "from pydantic import BaseModel; import tabulate"`): budget 1.3x, aim 1.2x;
 2. `archspec verify` of every preset (builds each on the meta device, compares every tensor, the
    parameters and FlopCounterMode's FLOPs): budget 10 s for the first 16 presets, 30 s as presets grow.
 
     python benchmarks/budgets.py [--runs 15]
 
-Both run as subprocesses from bytecode, medians over interleaved runs (verify: fewer runs).
+Both run as subprocesses from bytecode, medians over interleaved runs (verify: fewer runs). Exits 1
+when either is past its budget.
 """
 
 from __future__ import annotations
@@ -18,34 +19,30 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_latency import ARCHSPEC, BASELINE, byte_compile_archspec, wall  # noqa: E402
+from cli_latency import BUDGET, measure, verdict, wall  # noqa: E402
 
 VERIFY = [sys.executable, "-m", "archspec", "verify"]
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--verify-runs", type=int, default=3)
     args = ap.parse_args()
-    byte_compile_archspec()
-    wall(BASELINE), wall(ARCHSPEC)  # warm the file cache
-    base, ours = [], []
-    for _ in range(args.runs):
-        base.append(wall(BASELINE))
-        ours.append(wall(ARCHSPEC))
+    b, o = measure(args.runs)
     verify = [wall(VERIFY) for _ in range(args.verify_runs)]
     import archspec
 
     n = len(archspec.presets())
-    b, o, v = statistics.median(base), statistics.median(ours), statistics.median(verify)
+    v = statistics.median(verify)
     print(f"import floor (pydantic + tabulate):                 median {b * 1000:7.1f} ms over {args.runs} runs")
     print(f"archspec compare transformer-base gpt2 gpt3-175b:  median {o * 1000:7.1f} ms")
-    print(f"  ratio {o / b:.2f} (budget 1.50, aim 1.25)")
+    print(f"  {verdict(o / b)}")
     budget = 10 if n <= 16 else 30
     print(f"archspec verify ({n} presets):                     median {v:7.2f} s over {args.verify_runs} runs")
-    print(f"  budget {budget} s: {'within' if v <= budget else 'OVER'}")
+    print(f"  budget {budget} s: {'within' if v <= budget else 'OVER BUDGET'}")
+    return 0 if o / b <= BUDGET and v <= budget else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch import nn
 
 from archspec.errors import SpecError
+from archspec.limits import digits_of
 from archspec.params import count_params
 from archspec.reference.model import Head, LearnedPosition, Transformer
 from archspec.spec import ModelSpec
@@ -122,11 +125,39 @@ def available_memory(device: torch.device) -> int | None:
     return min(limits) if limits else None
 
 
-def check_buildable(spec: ModelSpec) -> None:
-    """Refuse, from the description and before building anything, a spec whose tensors torch cannot
-    hold (more than 2^63 - 1 elements) or too many of them to build in reasonable time."""
+def _sizes(model: Any, prefix: str = "") -> Iterator[tuple[str, int]]:
+    """(dotted field name, value) of every whole number in a spec, its sub-tables included."""
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            yield prefix + name, value
+        elif hasattr(type(value), "model_fields"):
+            yield from _sizes(value, f"{prefix}{name}.")
+
+
+def _about(n: int) -> str:
+    """A huge integer for a message, without converting it to a float (which fails beyond 1.8e308)."""
+    digits = digits_of(n)
+    return f"{n:,}" if digits <= 24 else f"about 10^{digits - 1}"
+
+
+def check_buildable(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> None:
+    """Refuse, from the spec and its description and before torch sees any size: a field beyond what
+    torch represents (2^63 - 1), a tensor or buffer whose bytes in `dtype` torch cannot address, or
+    too many tensors to build in reasonable time."""
     from archspec.blocks import describe
 
+    for field, value in _sizes(spec):
+        if value > INT64_MAX:
+            raise SpecError(
+                f"{spec.name}: {field} = {_about(value)} is more than torch can represent (2^63 - 1); "
+                "count it with archspec.count_params, which needs no model"
+            )
+    if spec.position.kind == "sinusoidal" and spec.max_positions * spec.d_model * 4 > INT64_MAX:
+        raise SpecError(
+            f"{spec.name}: the sinusoidal table of max_positions x d_model = {spec.max_positions:,} x "
+            f"{spec.d_model:,} fp32 values is more bytes than torch can address (2^63 - 1)"
+        )
     n_tensors = 0
     for part in describe(spec):
         for entry in part.entries:
@@ -134,10 +165,11 @@ def check_buildable(spec: ModelSpec) -> None:
                 numel = 1
                 for s in shape:
                     numel *= s
-                if numel > INT64_MAX:
+                if numel * dtype.itemsize > INT64_MAX:
                     raise SpecError(
-                        f"{spec.name}: tensor {part.path}.{entry.name or name} of shape {shape} has {numel:.3e} "
-                        "elements, more than torch can index (2^63 - 1)"
+                        f"{spec.name}: tensor {part.path}.{entry.name or name} of shape {shape} has {_about(numel)} "
+                        f"elements, more bytes in {str(dtype).removeprefix('torch.')} than torch can address "
+                        "(2^63 - 1)"
                     )
                 n_tensors += part.copies
     if n_tensors > MAX_TENSORS:
@@ -189,7 +221,7 @@ def build(
             f"dtype {str(dt).removeprefix('torch.')} holds weights but torch's matmuls do not run in it; "
             "build it on device='meta' to count, or use bfloat16/float16/float32"
         )
-    check_buildable(spec)
+    check_buildable(spec, dt)
     with torch.device("meta"):
         model = Transformer(spec, mtp=mtp).to(dt).set_execution(attention, recompute)
     if dev.type == "meta":

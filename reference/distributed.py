@@ -16,11 +16,11 @@ so rank 0 holds ceil(dim0 / N) rows of every tensor and is the largest rank):
   gradients and states are DTensors sharded on dim 0. FSDP2 stores each parameter's shard padded to
   ceil(dim0 / N) rows on every rank. (``fully_shard(reshard_after_forward=False)`` is the same at
   rest; it only keeps the gathered parameters from forward to backward.)
-- tp T (with zero 0, ranks == T): Megatron-style tensor parallelism with DTensor
-  ``parallelize_module`` (see ``tensor_parallel``): query/key/value, query, key/value, MLP input
-  projections column-wise, attention and MLP output projections row-wise (their biases replicated),
-  token embeddings and an untied output head (and its bias) sharded on the vocabulary; norms, the
-  position table and token types replicated.
+- tp T (ranks == T, so no data-parallel dimension: every ZeRO stage is the same plan): Megatron-style
+  tensor parallelism with DTensor ``parallelize_module`` (see ``tensor_parallel``): query/key/value,
+  query, key/value, MLP input projections column-wise, attention and MLP output projections
+  row-wise (their biases replicated), token embeddings and an untied output head (and its bias)
+  sharded on the vocabulary; norms, the position table and token types replicated.
 
 ``torch.distributed.optim.ZeroRedundancyOptimizer`` (torch's own ZeRO-1) assigns whole parameters to
 ranks instead, greedily by size: its largest rank depends on the parameter sizes, not dim0 / N.
@@ -154,8 +154,12 @@ def check_plan_inputs(spec: ModelSpec, ranks: int, plans, dtype, device: str) ->
             raise SpecError(f"zero must be one of 0, 1, 2, 3, got {zero!r}")
         if not isinstance(tp, int) or tp < 1 or ranks % tp:
             raise SpecError(f"tp={tp!r} must be a positive integer dividing ranks={ranks}")
-        if tp > 1 and (zero != 0 or tp != ranks):
-            raise SpecError(f"tensor parallelism is measured on its own: tp must equal ranks ({ranks}) with zero=0")
+        if 1 < tp != ranks:  # tp with data parallelism beside it: a plan not measured here
+            raise SpecError(
+                f"tensor parallelism is measured on its own: tp must equal ranks ({ranks}), "
+                f"not leave {ranks // tp} data-parallel replicas"
+            )
+        # tp == ranks leaves no data-parallel dimension: any ZeRO stage shards nothing, all mean one plan
         if tp > 1 and (unsupported := tensor_parallel_unsupported(spec)):
             raise SpecError(f"tensor parallelism is not implemented here for {unsupported}")
         if tp > 1 and (spec.n_heads % tp or spec.n_kv_heads % tp):

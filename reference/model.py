@@ -397,6 +397,23 @@ class Transformer(nn.Module):
         held = [t for part in cache[0].values() for k, t in part.items() if k != "seen"]
         if held and (not isinstance(held[0], torch.Tensor) or held[0].shape[0] != batch):
             raise ValueError(f"the cache holds a batch of {held[0].shape[0]} sequences, the input {batch}")
+        for i, (layer, entry) in enumerate(zip(self.decoder.layers, cache)):  # a cache of another model
+            want = _cache_shapes(layer)
+            for part, tensors in entry.items():
+                if part in want and want[part] is None:  # a recurrent mixer's states
+                    continue
+                for key, t in tensors.items():
+                    if key == "seen" and isinstance(t, int):  # positions seen (a window holds fewer)
+                        continue
+                    shape, expected = _shape_of(t), want.get(part, {}).get(key)
+                    if not _fits(shape, expected):
+                        shown = (
+                            "nothing" if expected is None else "(" + ", ".join(str(d or "*") for d in expected) + ")"
+                        )
+                        raise SpecError(
+                            f"the cache was made by another model: layer {i} {part}-attention {key!r} has shape "
+                            f"{shape}, this model caches {shown} there (* = batch or length); use its new_cache()"
+                        )
 
     def _embed(self, tokens, embed: nn.Embedding, stack: Stack, token_types=None, first_stack=True, start=0):
         x = embed(tokens) * self.embed_scale if self.embed_scale != 1.0 else embed(tokens)
@@ -465,6 +482,30 @@ class Transformer(nn.Module):
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder to cache")
         return [{"self": {}, "cross": {}} for _ in range(self.decoder.n_layers)]
+
+
+def _cache_shapes(layer: nn.Module) -> dict[str, dict[str, tuple]]:
+    """What one decoder layer keeps in its cache, by part and key: shapes with None for the batch and
+    the cached length (see the forward passes of the attention modules)."""
+    out: dict[str, dict[str, tuple]] = {}
+    for m in layer.modules():
+        if isinstance(m, LatentAttention):
+            out["self"] = {"latent": (None, None, m.kv_rank), "k_rope": (None, 1, None, m.rope)}
+        elif isinstance(m, (SelfAttention, CrossAttention)):
+            part = "self" if isinstance(m, SelfAttention) else "cross"
+            out[part] = {"k": (None, m.nkv, None, m.dk), "v": (None, m.nkv, None, m.dv)}
+        elif getattr(m, "component", None) == "mixer":  # its own conv and recurrent states: shapes not checked
+            out["self"] = None
+    return out
+
+
+def _shape_of(t) -> tuple | None:
+    return tuple(t.shape) if isinstance(t, torch.Tensor) else None
+
+
+def _fits(shape: tuple | None, expected: tuple | None) -> bool:
+    return (shape is not None and expected is not None and len(shape) == len(expected)
+            and all(e is None or e == d for e, d in zip(expected, shape)))  # fmt: skip
 
 
 def cache_length(cache: list[dict]) -> int:

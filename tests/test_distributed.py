@@ -28,7 +28,9 @@ LLAMA_TOY = archspec.ModelSpec(
     max_positions=64, position="rotary", norm="rmsnorm", activation="swiglu", bias=False, tie_embeddings=False,
     head={"kind": "lm", "bias": True},
 )  # fmt: skip
-PLANS = [(0, 1), (1, 1), (2, 1), (3, 1), (0, 2)]
+# (3, 2): tensor parallelism over every rank leaves no data-parallel dimension, so ZeRO 3 is the
+# same plan as ZeRO 0 (accepted, and measured to hold the same bytes)
+PLANS = [(0, 1), (1, 1), (2, 1), (3, 1), (0, 2), (3, 2)]
 
 
 def run(spec, plans):
@@ -154,7 +156,7 @@ def test_sharded_runs_compute_the_same_loss_as_one_process(reports, llama_report
     [
         (dict(zero=4), "zero must be one of 0, 1, 2, 3, got 4"),
         (dict(tp=3), "tp=3 must be a positive integer dividing ranks=2"),
-        (dict(zero=3, tp=2), "tensor parallelism is measured on its own"),
+        (dict(ranks=4, zero=0, tp=2), r"tp must equal ranks \(4\), not leave 2 data-parallel replicas"),
         (dict(ranks=0), "ranks must be a positive integer"),
     ],
 )
@@ -182,6 +184,11 @@ def test_tensor_parallel_refuses_what_it_does_not_split():
     """ALiBi's per-head biases span every head; a rank holds only its own."""
     with pytest.raises(SpecError, match="tensor parallelism is not implemented here for position kind 'alibi'"):
         measure_ranks(GPT2_TOY.replace(position="alibi"), ranks=2, zero=0, tp=2)
+
+
+def test_with_no_data_parallel_dimension_every_zero_stage_holds_the_same_bytes(reports):
+    assert reports[(3, 2)].largest == reports[(0, 2)].largest
+    assert reports[(3, 2)].largest != reports[(3, 1)].largest  # the two runs did shard differently
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=[f"zero{z}-tp{t}" for z, t in PLANS])
@@ -223,3 +230,18 @@ def test_verify_ranks_without_processes_is_one_line(run_cli, monkeypatch):
 def test_verify_ranks_refuses_impossible_plans_before_starting(run_cli, argv, message):
     code, out, err = run_cli("verify", "gpt2", "--set", "decoder_layers=2", *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+
+
+def test_verify_ranks_with_tensor_parallelism_over_every_rank_takes_the_default_zero_stage(run_cli):
+    """--ranks 2 --tp 2 leaves no data-parallel dimension: the default ZeRO stage (3) means what 0 means."""
+    import json
+
+    toy = ["--set", "decoder_layers=1", "--set", "d_model=64", "--set", "n_heads=4", "--set", "vocab_size=1001"]
+    code, out, err = run_cli("verify", "gpt2", *toy, "--ranks", "2", "--tp", "2", "--format", "json")
+    if code == 2 and "cannot run 2 local processes" in err:
+        pytest.skip(err)
+    assert code == 0 and err == "", err
+    (obj,) = json.loads(out)
+    assert obj["ok"] and obj["tp"] == 2
+    same = archspec.preset("gpt2").replace(decoder_layers=1, d_model=64, n_heads=4, vocab_size=1001)
+    assert obj["checks"]["weights"]["measured"] == expected_tp(same, 2)["params_bytes"]

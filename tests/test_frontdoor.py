@@ -235,10 +235,13 @@ def test_set_null_clears_an_optional_field(run_json):
     "argv, words",
     [
         (["import", "tests/data/hf/mixtral-8x7b-instruct.json", "--format", "table"], "invalid choice: 'table'"),
-        (["import", "tests/data/hf/mixtral-8x7b-instruct.json", "--format", "json", "-o", "x.toml"], "drop one"),
-        (["list", "--set", "d_model=1"], "--set has nothing to change"),
-        (["schema", "--set", "d_model=1"], "--set has nothing to change"),
-        (["hardware", "--set", "d_model=1"], "--set has nothing to change"),
+        (
+            ["import", "tests/data/hf/mixtral-8x7b-instruct.json", "--format", "json", "-o", "x.toml"],
+            "with -o FILE the suffix of FILE chooses",
+        ),
+        (["list", "--set", "d_model=1"], "`archspec list` has no option --set"),
+        (["schema", "--set", "d_model=1"], "`archspec schema` has no option --set"),
+        (["hardware", "--set", "d_model=1"], "`archspec hardware` has no option --set"),
         (["--print-completion", "tcsh"], "invalid choice: 'tcsh'"),
     ],
 )

@@ -410,7 +410,6 @@ def test_zoo_toy_configs_count_and_compute_what_transformers_builds(name):
         assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(model, spec.kind)
 
 
-
 @pytest.mark.parametrize("name", sorted(ZOO_TOYS))
 def test_zoo_toy_specs_build_in_the_reference_model_tensor_by_tensor(name):
     """archspec's reference model of each toy spec (NoPE and sliding kinds, post-sublayer norms, QK-norms,
@@ -419,6 +418,7 @@ def test_zoo_toy_specs_build_in_the_reference_model_tensor_by_tensor(name):
 
     report = verify(archspec.ModelSpec.model_validate(hf.from_mapping(ZOO_TOYS[name], name).data), seq_len=16)
     assert report.ok and not report.tensor_mismatches
+
 
 # ---------------------------------------------------------------- heads by class
 

@@ -514,9 +514,9 @@ OPTION_REFUSED = [
     (["params", "gpt2", "--format", "xml"], "invalid choice: 'xml'"),
     (["params", "gpt2", "--format", ""], "invalid choice: ''"),
     (["params", "gpt2", "--format", "JSON"], "invalid choice: 'JSON'"),
-    (["params", "gpt2", "--frobnicate"], "unrecognized arguments: --frobnicate"),
-    (["params", "gpt2", "-x"], "unrecognized arguments: -x"),
-    (["params", "gpt2", "--batch", "2"], "unrecognized arguments: --batch 2"),
+    (["params", "gpt2", "--frobnicate"], "`archspec params` has no option --frobnicate"),
+    (["params", "gpt2", "-x"], "`archspec params` has no option -x"),
+    (["params", "gpt2", "--batch", "2"], "`archspec params` has no option --batch"),
     (["params", "gpt2", "--set"], "expected one argument"),
     (["flops", "gpt2", "--batch"], "expected one argument"),
     (["params"], "the following arguments are required: MODEL"),
@@ -729,6 +729,60 @@ def test_precision_inf_can_no_longer_match_anything(tmp_path):
     refused("validate", path, message="precision")
 
 
+# a precision is bounded by the printed text: no coarser than the figure, no finer than its last digit
+PRECISIONS = [  # (printed, precision, accepted)
+    ("124M", 1e-300, False), ("124M", 5e-324, False), ("124M", 1e5, False), ("124M", 0.5, False),
+    ("124439808", 0.1, False), ("124439808", 1e-300, False), ("124.4M", 1e4, False),
+    ("124M", 1e6, True), ("124M", 1e7, True), ("340M", 1e6, True), ("124439808", 1.0, True), ("124.4M", 1e5, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("printed, precision, accepted", PRECISIONS, ids=[f"{p}@{q:g}" for p, q, _ in PRECISIONS])
+def test_a_degenerate_precision_is_refused_and_never_a_match(tmp_path, printed, precision, accepted):
+    claim = CLAIM.replace("124M", printed) + f"precision = {precision!r}\n"
+    path = write(tmp_path, "c.toml", FAMILY + claim)
+    if not accepted:
+        refused("validate", path, message=f"precision {precision:g} is finer than the last digit printed")
+        return
+    (obj,) = answered("validate", path, codes=(0, 1))
+    (c,) = obj["claims"]
+    # independently: the claimed figure from its digits, and rounding half up at the precision, by Decimal
+    claimed = Decimal(printed.replace("M", "e6"))
+    unit = Decimal(repr(precision))
+    nearest = (Decimal(MY_GPT_TOTAL) / unit + Decimal("0.5")).to_integral_value(rounding="ROUND_FLOOR")
+    assert (c["status"] == "match") == (nearest == (claimed / unit + Decimal("0.5")).to_integral_value("ROUND_FLOOR"))
+
+
+SOLVED = [  # (printed, field): what the figure says of the field, worked out below by brute force
+    ("124M", "vocab_size"), ("117M", "vocab_size"), ("1M", "vocab_size"), ("124439808", "vocab_size"),
+    ("124439809", "vocab_size"), ("124.44M", "max_positions"), ("130M", "max_positions"), ("10M", "max_positions"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("printed, field", SOLVED, ids=[f"{p}-{f}" for p, f in SOLVED])
+def test_solve_for_gives_every_value_that_fits_or_says_none_does(tmp_path, printed, field):
+    path = write(tmp_path, "c.toml", FAMILY + CLAIM.replace("124M", printed) + f"solve_for = '{field}'\n")
+    (obj,) = answered("validate", path, codes=(0, 1))
+    implied = obj["claims"][0]["implied"]
+    claimed, unit = (Decimal(printed.replace("M", "e6")), Decimal(1) if "M" not in printed else None)
+    if unit is None:
+        digits = printed[:-1]
+        unit = Decimal(10) ** (6 - (len(digits.split(".")[1]) if "." in digits else 0))
+        if "." not in digits:
+            unit *= 10 ** (len(digits) - len(digits.rstrip("0")))
+    spec = ModelSpec(name="my-gpt", vocab_size=50257, max_positions=1024, decoder_layers=12, d_model=768, n_heads=12)
+    per = 768  # one more row of the token or the position table: d_model parameters
+    rest = MY_GPT_TOTAL - per * getattr(spec, field)
+    fits = [x for x in range(1, 400_000) if claimed - unit / 2 <= rest + per * x < claimed + unit / 2]
+    if fits:
+        assert (implied["low"], implied["high"]) == (fits[0], fits[-1]) and "note" not in implied
+    else:
+        assert implied["low"] is None and implied["high"] is None
+        assert implied["note"].startswith(f"no value of {field} reproduces the figure")
+        text = renders("validate", path, codes=(0, 1))
+        assert f"no value of {field} reproduces the figure" in text and "between" not in text
+
+
 def test_solve_for_says_no_value_reproduces_an_impossible_figure(tmp_path):
     path = write(tmp_path, "c.toml", FAMILY + CLAIM.replace("124M", "1M") + "solve_for = 'vocab_size'\n")
     code, out, err = cli("validate", path)
@@ -757,7 +811,7 @@ def test_solve_for_a_possible_figure_gives_the_exact_range(tmp_path):
         CLAIM.replace("124M", "1e-400"),
         CLAIM.replace("124M", "0.000000000000000000000000000000000000001"),
         CLAIM.replace("124M", "123,456,789,012,345,678,901,234,567,890,123,456,789"),
-        CLAIM + "precision = 5e-324\n",
+        CLAIM.replace("124M", "5e-324") + "precision = 5e-324\n",
         COMPUTE + "method = 'hardware'\ngpus = 8\nhours = 1e308\ntflops = 1e308\n",
         COMPUTE + f"method = 'hardware'\ngpus = {MAX_INTEGER}\nhours = 1\ntflops = 1\n",
         COMPUTE + "method = '6nd'\ntokens = 1e300\n",
@@ -872,6 +926,44 @@ def test_a_bad_argument_value_is_a_value_error_naming_it(call, message):
 def test_a_numpy_integer_is_refused_rather_than_allowed_to_wrap_around():
     with pytest.raises(TypeError, match="convert it with int"):
         count_flops(GPT2, batch=_np_int())
+
+
+# derived fields (d_head, d_value, n_kv_heads, d_ff, final_norm, ...) whose inputs are the bad field
+ONE_BAD_FIELD = [("d_model", "abc"), ("d_model", 0), ("n_heads", "x"), ("n_heads", -1), ("norm", "batchnorm"),
+                 ("norm_position", 3), ("encoder_layers", "many"), ("tie_embeddings", "no"),
+                 ("d_model", 2.5)]  # fmt: skip
+
+
+@pytest.mark.parametrize("field, value", ONE_BAD_FIELD, ids=[f"{f}={v!r}" for f, v in ONE_BAD_FIELD])
+def test_one_bad_field_is_one_error_naming_it(field, value):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        ModelSpec(**{**SPEC, field: value})
+    assert [e["loc"] for e in info.value.errors()] == [(field,)], str(info.value)
+    assert info.value.error_count() == 1 and str(info.value).startswith("1 validation error for ModelSpec")
+
+
+def test_two_bad_fields_are_two_errors():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        ModelSpec(**{**SPEC, "d_model": -1, "n_heads": 0})
+    assert sorted(e["loc"] for e in info.value.errors()) == [("d_model",), ("n_heads",)]
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [({"n_heads": 7}, "d_model=768 is not divisible by n_heads=7"), ({"d_model": "wide"}, "d_model: Input should be"),
+     ({"colour": 1}, "unknown field 'colour'"), ({"mlp.top_k": 2}, "mlp.top_k"), ({"n_kv_heads": 5}, "n_kv_heads=5")],
+    ids=["n_heads=7", "d_model=wide", "colour", "mlp.top_k", "n_kv_heads=5"],
+)  # fmt: skip
+def test_replace_raises_specerror_on_one_line(changes, message):
+    with pytest.raises(archspec.SpecError) as info:
+        GPT2.replace(**changes)
+    text = str(info.value)
+    assert message in text and "\n" not in text and "validation error" not in text
+    assert "default factory" not in text
 
 
 def test_a_validation_error_never_repeats_a_huge_value():
@@ -1194,3 +1286,369 @@ def test_the_readme_states_the_limits_the_code_enforces():
     assert f"2\\*\\*{limits.MAX_INTEGER_BITS} − 1" in section and limits.MAX_INTEGER == 2**limits.MAX_INTEGER_BITS - 1
     assert f"±{limits.MAX_EXPONENT}" in section
     assert f"{limits.MAX_NUMBER_CHARS:,} characters" in section
+
+
+# ---------------------------------------------------------------- standard output that cannot be written
+
+
+WRITERS = [["list"], ["schema"], ["params", "gpt2"], ["compare", "gpt2", "--format", "json"], ["--help"],
+           ["list", "--help"], ["--version"], ["validate", "gpt2"],
+           ["import", "{hf}/bert-base-uncased.json"]]  # fmt: skip
+
+
+def _argv(argv: list[str], tmp="") -> list[str]:
+    from pathlib import Path
+
+    hf = str(Path(__file__).resolve().parent / "data" / "hf")
+    return [a.format(hf=hf, tmp=tmp) for a in argv]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", WRITERS, ids=[" ".join(a) for a in WRITERS])
+def test_a_full_disk_on_stdout_is_one_line_and_a_failure(argv):
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "archspec", *_argv(argv)], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=60, env={**os.environ, "PYTHONUNBUFFERED": ""})  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "archspec: error: cannot write the output: [Errno 28] No space left on device\n"
+
+
+@pytest.mark.parametrize("argv", WRITERS[:4], ids=[" ".join(a) for a in WRITERS[:4]])
+def test_a_closed_pipe_on_stdout_ends_quietly(argv):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "archspec", *_argv(argv)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc.stdout.close()  # the reader went away before anything was written (`archspec list | head -0`)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0 and err == ""
+
+
+# ---------------------------------------------------------------- every option of every command does something
+
+# For each command: a base invocation, and for each of its options (by dest) the arguments that give it
+# a value other than its default, with the context it needs. Every option must change the output, or
+# be refused by name where it could not; the table must cover every option the parser has.
+TINY = ["--set", "decoder_layers=1", "--set", "d_model=64", "--set", "n_heads=4", "--set", "vocab_size=100",
+        "--set", "max_positions=16"]  # fmt: skip
+GPU = ["--tokens", "1e9", "--gpu", "h100"]
+MOE = ["--set", "mlp.kind=moe", "--set", "mlp.experts=4", "--set", "mlp.top_k=1", "--set", "mlp.d_expert=64"]
+OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[str]]]]]] = {
+    "list": ([], {"format": [(["--format", "csv"], [])]}),
+    "show": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "n_kv_heads=4"], [])]}),
+    "params": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])]}),
+    "compare": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
+                           "seq_len": [(["--seq-len", "64"], [])], "dtype": [(["--dtype", "fp32"], [])]}),
+    "flops": (["gpt2"], {
+        "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
+        "batch": [(["--batch", "2"], []), (["-b", "2"], [])],
+        "seq_len": [(["--seq-len", "64"], []), (["-s", "64"], [])],
+        "src_len": [(["--src-len", "8"], ["--set", "encoder_layers=1"])],
+        "tokens": [(["--tokens", "1e9"], []), (["-D", "1e9"], [])], "causal_half": [(["--causal-half"], [])],
+        "gpu": [(["--gpu", "h100"], ["--tokens", "1e9"])], "gpus": [(["--gpus", "8"], GPU)],
+        "peak_tflops": [(["--peak-tflops", "100"], ["--tokens", "1e9"])], "mfu": [(["--mfu", "0.5"], GPU)],
+        "dtype": [(["--dtype", "fp32"], GPU)]}),
+    "memory": (["gpt2"], {
+        "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
+        "batch": [(["--batch", "2"], [])], "seq_len": [(["--seq-len", "64"], [])],
+        "src_len": [(["--src-len", "8"], ["--set", "encoder_layers=1"])],
+        "dtype": [(["--dtype", "fp32"], [])], "optimizer": [(["--optimizer", "sgd"], [])],
+        "recompute": [(["--recompute", "full"], [])], "fp32_grads": [(["--fp32-grads"], [])],
+        "attention": [(["--attention", "eager"], [])], "dropout": [(["--dropout"], [])],
+        "no_dropout": [(["--no-dropout"], ["--dropout"])], "zero": [(["--zero", "1"], ["--gpus", "2"])],
+        "gpus": [(["--gpus", "2"], [])], "tp": [(["--tp", "2"], ["--gpus", "2"])],
+        "pp": [(["--pp", "2"], ["--gpus", "2"])], "gpu": [(["--gpu", "h100"], [])],
+        "weights": [(["--weights", "int8"], [])], "experts": [(["--experts", "int4"], MOE)],
+        "kv_dtype": [(["--kv-dtype", "fp8"], [])], "lora": [(["--lora", "8"], [])],
+        "lora_targets": [(["--lora-targets", "q,v"], ["--lora", "8"])], "micro_batch": [(["--micro-batch", "2"], [])],
+        "global_batch": [(["--global-batch", "8"], ["--micro-batch", "2"])],
+        "max_micro_batch": [(["--max-micro-batch"], ["--gpu", "h100"])],
+        "offload": [(["--offload", "optimizer"], [])]}),
+    "validate": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])]}),
+    "sweep": (["gpt2", "--vary", "n_heads=12"], {
+        "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
+        "vary": [(["--vary", "d_ff=1024"], [])], "seq_len": [(["--seq-len", "64"], [])],
+        "dtype": [(["--dtype", "fp32"], [])]}),
+    "inference": (["gpt2", "--gpu", "h100", "--prompt-len", "16", "--gen-len", "16"], {
+        "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
+        "gpu": [(["--gpu", "a100"], [])], "batch": [(["--batch", "2"], [])],
+        "prompt_len": [(["--prompt-len", "32"], []), (["-p", "32"], [])],
+        "gen_len": [(["--gen-len", "32"], []), (["-g", "32"], [])], "dtype": [(["--dtype", "fp32"], [])],
+        "kv_dtype": [(["--kv-dtype", "fp8"], [])], "mfu": [(["--mfu", "0.5"], [])], "mbu": [(["--mbu", "0.5"], [])],
+        "tp": [(["--tp", "2"], [])], "pp": [(["--pp", "2"], [])], "ep": [(["--ep", "2"], MOE)],
+        "weights": [(["--weights", "int8"], [])], "experts": [(["--experts", "int4"], MOE)]}),
+    "fit": (["gpt2", "--gpu", "h100"], {
+        "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
+        "gpu": [(["--gpu", "rtx4090"], [])], "task": [(["--task", "training"], [])],
+        "seq_len": [(["--seq-len", "64"], [])], "batch": [(["--batch", "64"], ["--task", "training"])]}),
+    "hardware": ([], {"format": [(["--format", "csv"], [])], "gpu": [(["--gpu", "h100"], [])]}),
+    "import": (["{hf}/bert-base-uncased.json"], {
+        "format": [(["--format", "json"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
+        "output": [(["-o", "{tmp}/out.toml"], []), (["--output", "{tmp}/out.toml"], [])]}),
+    "schema": ([], {"format": [(["--format", "table"], [])]}),
+    "verify": (["gpt2", *TINY], {
+        "format": [(["--format", "csv"], [])], "overrides": [(["--set", "decoder_layers=2"], [])],
+        "memory": [(["--memory"], [])], "recompute": [(["--recompute", "full"], ["--memory"])]}),
+}  # fmt: skip
+# measured with real processes in tests/test_distributed.py and with a picture in tests/test_plot.py
+ELSEWHERE = {"verify": {"ranks", "zero", "tp"},
+             # a page in a real browser: tests/test_report.py; lock-step and kept fields: tests/test_frontdoor.py
+             "report": {"format", "overrides", "models", "output", "gpu", "batch", "seq_len"},
+             "sweep": {"keep", "zip"},
+             "plot": {"format", "overrides", "kind", "models", "output", "vary", "gpu", "batch", "dtype", "recompute",
+                      "seq_len"}}  # fmt: skip
+
+
+def _options(command: str) -> dict[str, set[str]]:
+    """dest -> option strings of one command's parser (positionals under their dest)."""
+    from archspec.cli import build_parser
+
+    (sub,) = [a for a in build_parser(command)._actions if a.dest == "command"]
+    out: dict[str, set[str]] = {}
+    for a in sub.choices[command]._actions:
+        if a.dest != "help":
+            out.setdefault(a.dest, set()).update(a.option_strings)
+    return out
+
+
+def test_the_option_table_covers_every_option_of_every_command():
+    from archspec.cli import COMMANDS
+
+    for command in COMMANDS:
+        options = {d for d, strings in _options(command).items() if strings}
+        cases = set(OPTION_CASES.get(command, ([], {}))[1]) | ELSEWHERE.get(command, set())
+        assert options <= cases, f"{command}: no case for {sorted(options - cases)}"
+
+
+_OPTION_RUNS = [(c, d, i) for c, (_, cases) in OPTION_CASES.items() for d, cs in cases.items() for i in range(len(cs))]
+
+
+@pytest.mark.parametrize("command, dest, i", _OPTION_RUNS, ids=[f"{c}-{d}-{i}" for c, d, i in _OPTION_RUNS])
+def test_every_option_changes_the_output(tmp_path, command, dest, i):
+    if command == "verify":
+        pytest.importorskip("torch")
+    base, cases = OPTION_CASES[command]
+    given, context = cases[dest][i]
+    fill = lambda argv: _argv(argv, tmp_path)  # noqa: E731
+    fmt = [] if dest == "format" or command == "import" else ["--format", "json"]
+    without = cli(command, *fill(base), *fill(context), *fmt)
+    with_it = cli(command, *fill(base), *fill(context), *fill(given), *fmt)
+    assert without[0] == 0 and with_it[0] in (0, 1), (without[2], with_it[2])
+    if dest == "output":
+        assert with_it[1] == "" and (tmp_path / "out.toml").read_text().strip() == without[1].strip()
+        return
+    assert with_it[1] != without[1], f"{command} {given} changed nothing"
+
+
+REFUSED_ALONE = [
+    (["verify", "gpt2", "--recompute", "full"], "--recompute changes nothing without --memory"),
+    (["verify", "gpt2", "--zero", "1"], "--zero changes nothing without --ranks N"),
+    (["verify", "gpt2", "--tp", "2"], "--tp changes nothing without --ranks N"),
+    (["flops", "gpt2", "--mfu", "0.5"], "--mfu changes nothing without --gpu NAME or --peak-tflops N"),
+    (["flops", "gpt2", "--tokens", "1e9", "--dtype", "fp16"], "--dtype changes nothing without --gpu NAME"),
+    (["import", "{hf}/bert-base-uncased.json", "--format", "csv"], "invalid choice: 'csv' (choose from 'json')"),
+    (["import", "{hf}/bert-base-uncased.json", "--format", "json", "-o", "{tmp}/x.yaml"], "the suffix of FILE"),
+    (["plot", "breakdown", "gpt2", "-o", "{tmp}/b.svg", "--format", "markdown"], "--format markdown changes nothing"),
+]
+
+
+@pytest.mark.parametrize("argv, message", REFUSED_ALONE, ids=[" ".join(a[:1] + a[-2:]) for a, _ in REFUSED_ALONE])
+def test_an_option_that_would_change_nothing_is_refused_by_name(tmp_path, argv, message):
+    refused(*_argv(argv, tmp_path), message=message)
+    assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_an_option_of_another_command_is_refused_by_name_on_every_command():
+    """commands x options: every option string some command has, given to a command that lacks it."""
+    from archspec.cli import COMMANDS
+
+    minimal = {c: base for c, (base, _) in OPTION_CASES.items()} | {
+        "plot": ["breakdown", "gpt2", "-o", "x.svg"],
+        "report": ["gpt2", "-o", "x.html"],
+    }
+    every = {s for c in COMMANDS for ss in _options(c).values() for s in ss if s.startswith("--")}
+    checked = 0
+    for command in COMMANDS:
+        mine = {s for ss in _options(command).values() for s in ss}
+        for option in sorted(every - mine):
+            refused(command, *_argv(minimal[command]), f"{option}=1",
+                    message=f"`archspec {command}` has no option {option}")  # fmt: skip
+            checked += 1
+    assert checked > 100  # --set on list and schema among them
+    refused("list", "--set", "d_model=1", message="`archspec list` has no option --set")
+    refused("schema", "--set", "d_model=1", message="`archspec schema` has no option --set")
+
+
+# ---------------------------------------------------------------- sizes and caches torch cannot take
+
+
+BEYOND_TORCH = [  # (changes to a small spec, the field or tensor the message names)
+    ({"d_model": 2**64, "n_heads": 1}, "d_model = 18,446,744,073,709,551,616"),
+    ({"d_model": 10**400, "n_heads": 1}, "d_model = about 10^400"),  # beyond a float, too
+    ({"vocab_size": 2**70}, "vocab_size = 1,180,591,620,717,411,303,424"),
+    ({"d_ff": 2**63}, "d_ff = 9,223,372,036,854,775,808"),
+    ({"max_positions": 2**64}, "max_positions = 18,446,744,073,709,551,616"),
+    ({"d_head": 2**63, "n_heads": 1}, "d_head ="),
+    ({"position": "sinusoidal", "max_positions": 2**62}, "the sinusoidal table of max_positions x d_model"),
+    ({"vocab_size": 2**55}, "tensor embed.weight of shape (36028797018963968, 64)"),
+]
+
+
+@pytest.mark.parametrize("changes, message", BEYOND_TORCH, ids=[" ".join(c) for c, _ in BEYOND_TORCH])
+def test_a_size_torch_cannot_represent_is_a_specerror_before_torch_sees_it(changes, message):
+    pytest.importorskip("torch")
+    from archspec.reference import build
+
+    spec = ModelSpec(**{**SPEC, **changes})
+    with pytest.raises(SpecError) as info:
+        build(spec, device="meta")
+    assert message in str(info.value) and "\n" not in str(info.value)
+    assert count_params(spec).total > 0  # the count itself needs no torch and stays exact
+
+
+def test_the_size_limit_is_torchs_own():
+    """Just inside, the spec builds on the meta device; one step beyond, torch itself refuses the tensor."""
+    torch = pytest.importorskip("torch")
+    from archspec.reference import build
+
+    inside = build(ModelSpec(**{**SPEC, "vocab_size": 2**54}), device="meta")
+    assert inside.embed.weight.shape == (2**54, 64)
+    with pytest.raises(RuntimeError, match="overflow"):
+        torch.empty((2**55, 64), device="meta")
+
+
+FOREIGN = [  # (the other model's changes, where the message points)
+    ({"n_heads": 2}, "layer 0 self-attention 'k' has shape (1, 2, 5, 32), this model caches (*, 4, *, 16)"),
+    ({"n_kv_heads": 1}, "layer 0 self-attention 'k' has shape (1, 1, 5, 16)"),
+    ({"d_value": 8}, "layer 0 self-attention 'v' has shape (1, 4, 5, 8)"),
+    ({"encoder_layers": 2}, "layer 0 cross-attention 'k' has shape (1, 4, 3, 16), this model caches nothing"),
+]
+
+
+@pytest.mark.parametrize("changes, message", FOREIGN, ids=[" ".join(c) for c, _ in FOREIGN])
+def test_a_cache_made_by_another_model_is_a_specerror_naming_it(changes, message):
+    torch = pytest.importorskip("torch")
+    from archspec.reference import build
+
+    mine, other = build(ModelSpec(**SPEC), seed=0), build(ModelSpec(**{**SPEC, **changes}), seed=0)
+    tokens = torch.randint(0, 1000, (1, 5))
+    cache = other.new_cache()
+    other(tokens[:, :3], tokens, cache=cache) if changes.get("encoder_layers") else other(tokens, cache=cache)
+    with pytest.raises(SpecError, match="the cache was made by another model") as info:
+        mine(tokens[:, :1], cache=cache)
+    assert message in str(info.value)
+    own = mine.new_cache()  # and this model's own cache goes on as before
+    mine(tokens, cache=own)
+    assert mine(tokens[:, :1], cache=own).shape == (1, 1, 1000)
+
+
+# ---------------------------------------------------------------- planning cost does not grow with depth
+
+
+def _rank_elements_by_every_tensor(spec, shards: int, tp: int) -> int:
+    """The oracle: every tensor of every layer by its full path, split as Megatron-LM and FSDP2 split it."""
+    from archspec.blocks import describe, tensors
+    from archspec.memory import COLUMN_PARALLEL, ROW_PARALLEL
+
+    total = 0
+    for t in tensors(describe(spec)):
+        shape = list(t.shape)
+        *_, module, leaf = ("", *t.path.split("."))
+        if tp > 1 and module in ROW_PARALLEL and leaf == "weight":
+            shape[-1] = -(-shape[-1] // tp)
+        elif tp > 1 and (module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head")):
+            shape[0] = -(-shape[0] // tp)
+        shape[0] = -(-shape[0] // shards)
+        total += math.prod(shape)
+    return total
+
+
+@pytest.mark.parametrize("name", ["gpt2", "transformer-base", "bert-base", "mixtral-8x7b", "deepseek-v3", "t5-base"])
+def test_rank_elements_per_kind_equal_every_tensor_counted(name):
+    from archspec.memory import rank_elements
+
+    spec = archspec.preset(name)
+    for shards, tp in ((1, 1), (8, 1), (3, 2), (64, 4)):
+        assert rank_elements(spec, shards, tp) == _rank_elements_by_every_tensor(spec, shards, tp), (shards, tp)
+
+
+def test_memory_planning_looks_at_each_tensor_once_whatever_the_depth(monkeypatch):
+    """Counted, not timed: the tensors the planner enumerates are the same for 12 and 10^6 layers."""
+    from archspec import blocks
+
+    seen = {"n": 0}
+    original = blocks.Part.paths
+
+    def counting(self):
+        for path in original(self):
+            seen["n"] += 1
+            yield path
+
+    monkeypatch.setattr(blocks.Part, "paths", counting)
+    looked = []
+    for layers in (12, 10**6):
+        seen["n"] = 0
+        spec = GPT2.replace(decoder_layers=layers)
+        m = estimate_memory(spec, 1, 1024, zero_stage=3, data_parallel=8, tensor_parallel=4, pipeline_parallel=2)
+        looked.append(seen["n"])
+        assert m.weights_bytes > 0
+    assert looked[0] == looked[1], looked
+
+
+# ---------------------------------------------------------------- fuzzed Hugging Face configs
+
+HF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "hf")
+HF_FILES = sorted(f for f in os.listdir(HF_DIR) if f.endswith(".json"))
+HOSTILE_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([2**63, 2**64 + 1, 10**30, -(2**63)]),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8), st.lists(st.integers(0, 4), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(0, 4), max_size=2),
+)  # fmt: skip
+
+
+@st.composite
+def mutated_config(draw) -> tuple[str, dict]:
+    """A real config of the test set with a few keys deleted, set to hostile values, renamed or added."""
+    name = draw(st.sampled_from(HF_FILES))
+    with open(os.path.join(HF_DIR, name), encoding="utf-8") as f:
+        data = json.load(f)
+    target = data
+    if isinstance(data.get("text_config"), dict) and draw(st.booleans()):
+        target = data["text_config"]  # the text model of a wrapper
+    for _ in range(draw(st.integers(1, 3))):
+        keys = sorted(target) or ["model_type"]
+        key = draw(st.sampled_from(keys))
+        action = draw(st.sampled_from(["delete", "value", "rename", "add", "model_type"]))
+        if action == "delete":
+            target.pop(key, None)
+        elif action == "value":
+            target[key] = draw(HOSTILE_VALUES)
+        elif action == "rename":
+            target[key + draw(st.sampled_from(["_", "s", "X"]))] = target.pop(key, None)
+        elif action == "add":
+            target[draw(st.text(min_size=1, max_size=12))] = draw(HOSTILE_VALUES)
+        else:
+            data["model_type"] = draw(st.sampled_from(["llama", "gpt2", "t5", "bert", "mixtral", "deepseek_v3",
+                                                        "gemma2", "qwen2", "falcon", "nonesuch", ""]))  # fmt: skip
+    return name, data
+
+
+@FUZZ
+@given(case=mutated_config())
+@example(case=("gpt2.json", {"model_type": "gpt2", "n_embd": float("nan")}))
+@example(case=("llama-3-8b.json", {"model_type": "llama", "hidden_size": 2**64, "num_attention_heads": 1}))
+def test_fuzz_real_configs_mutated_are_counted_or_refused_in_one_line(tmp_path_factory, case):
+    name, data = case
+    path = tmp_path_factory.mktemp("hf") / "config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")  # NaN and Infinity as Python's json writes them
+    code, out, err = cli("params", str(path), "--format", "json")
+    if code == 0:
+        (obj,) = strict_json(out)
+        assert isinstance(obj["total"], int) and obj["total"] > 0 and sum(obj["components"].values()) == obj["total"]
+        assert "Traceback" not in err
+    else:
+        assert_one_line_error(code, out, err)

@@ -28,7 +28,7 @@ def test_replace_rederives_defaults_and_revalidates():
     wider = s.replace(d_model=128)
     assert (wider.d_head, wider.d_ff) == (32, 512)
     assert s.d_model == 64  # the original is untouched
-    with pytest.raises(ValidationError, match="not divisible by n_heads"):
+    with pytest.raises(SpecError, match="not divisible by n_heads"):  # the README's promise
         s.replace(d_model=66)
 
 

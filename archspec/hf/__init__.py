@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from archspec.errors import NoAdapter, SpecError, shown
+from archspec.errors import NoAdapter, SpecError, clip, shown
 from archspec.hf import cohere, decoders, deepseek, encoders, gemma, gpt, granite, llama, seq2seq, t5
 from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported
 
@@ -158,12 +158,16 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
                 data[spec_field] = cfg[key]
         if family.derive is not None:
             data.update(family.derive(cfg, where))
+        arch = _head(family, raw, cfg, data, where)
+        if data.get("head") == "lm":
+            del data["head"]
+        notes = tuple(family.notes(cfg, data)) if family.notes else ()
+    except SpecError:
+        raise
     except KeyError as exc:  # a key without a default that the family needs
-        raise SpecError(f"{where}: {family.model_type} config has no {exc.args[0]!r}") from None
-    except (TypeError, ZeroDivisionError, AttributeError) as exc:  # a value of the wrong type or zero
-        raise SpecError(f"{where}: {family.model_type} config has a value of the wrong type ({exc})") from None
-    arch = _head(family, raw, cfg, data, where)
-    if data.get("head") == "lm":
-        del data["head"]
-    notes = tuple(family.notes(cfg, data)) if family.notes else ()
+        raise SpecError(f"{where}: {family.model_type} config has no {shown(exc.args[0])}") from None
+    except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:  # a value of the wrong type, zero, huge
+        raise SpecError(
+            f"{where}: {family.model_type} config has a value of the wrong type or size ({clip(str(exc))})"
+        ) from None
     return Imported(data, family.model_type, arch, notes)
