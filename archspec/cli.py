@@ -438,9 +438,8 @@ def _mfu(text: str) -> float:
 
 
 def cmd_flops(args) -> int:
-    from fractions import Fraction
 
-    from archspec.flops import PF_DAY, count_flops, training_cost
+    from archspec.flops import count_flops, training_cost
     from archspec.hardware import resolve_peak
     from archspec.limits import float_or_int
     from archspec.render import fixed, human, pct, sci, signed_pct, table
@@ -458,8 +457,7 @@ def cmd_flops(args) -> int:
         if args.tokens:
             cost = training_cost(f, args.tokens, (args.gpus or 1) if peak else None, peak, args.mfu if peak else None,
                                  acc.name if acc else None)  # fmt: skip
-            pf_days = float_or_int(Fraction(cost.training_total_6nd, PF_DAY))
-            pf_days_exact = float_or_int(Fraction(cost.training_total, PF_DAY))
+            pf_days, pf_days_exact = cost.pf_days, cost.pf_days_exact
             obj.update(
                 tokens=cost.tokens,
                 training_total=cost.training_total,

@@ -109,7 +109,6 @@ STORAGE = {
 }  # fmt: skip
 # the computation dtypes (--dtype, --kv-dtype): bytes per value
 DTYPE_BYTES = {name: s.bits / 8 for name, s in STORAGE.items() if s.dtype}
-WEIGHT_FORMATS = tuple(STORAGE)  # --weights, --experts
 # other names of the short ones (torch's): archspec.vocab.DTYPE_ALIASES
 OPTIMIZERS = {  # states per parameter, each kept in fp32
     "adamw": 2,
