@@ -13,12 +13,10 @@ Both run as subprocesses from bytecode, medians over interleaved runs (verify: f
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_latency import ARCHSPEC, BASELINE, byte_compile_archspec, wall  # noqa: E402
+from cli_latency import ARCHSPEC, BASELINE  # this folder is on sys.path
+from timing import byte_compile_archspec, command, interleaved
 
 VERIFY = [sys.executable, "-m", "archspec", "verify"]
 
@@ -29,16 +27,11 @@ def main() -> None:
     ap.add_argument("--verify-runs", type=int, default=3)
     args = ap.parse_args()
     byte_compile_archspec()
-    wall(BASELINE), wall(ARCHSPEC)  # warm the file cache
-    base, ours = [], []
-    for _ in range(args.runs):
-        base.append(wall(BASELINE))
-        ours.append(wall(ARCHSPEC))
-    verify = [wall(VERIFY) for _ in range(args.verify_runs)]
+    b, o = interleaved(args.runs, command(BASELINE), command(ARCHSPEC))
+    (v,) = interleaved(args.verify_runs, command(VERIFY), warm=False)
     import archspec
 
     n = len(archspec.presets())
-    b, o, v = statistics.median(base), statistics.median(ours), statistics.median(verify)
     print(f"import floor (pydantic + tabulate):                 median {b * 1000:7.1f} ms over {args.runs} runs")
     print(f"archspec compare transformer-base gpt2 gpt3-175b:  median {o * 1000:7.1f} ms")
     print(f"  ratio {o / b:.2f} (budget 1.50, aim 1.25)")
