@@ -21,6 +21,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # each case builds two models and runs both
 
 from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.reference import build  # noqa: E402
