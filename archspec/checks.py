@@ -49,10 +49,6 @@ def check_int(name: str, value: Any, fn: str, minimum: int | None = None, option
         raise SpecError(f"{fn}: {name}: {integer_too_large()}")
 
 
-def check_positive_int(name: str, value: Any, fn: str = "archspec") -> None:
-    check_int(name, value, fn, minimum=1)
-
-
 def check_bool(name: str, value: Any, fn: str) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{fn}: {name} must be True or False, got {_what(value)}")

@@ -518,6 +518,7 @@ def cmd_compare(args) -> int:
 
 def _compare_args(p: argparse.ArgumentParser) -> None:
     from archspec.compare import DEFAULT_SEQ_LEN
+    from archspec.memory import DTYPE_BYTES
 
     p.add_argument(
         "--seq-len",
@@ -530,7 +531,7 @@ def _compare_args(p: argparse.ArgumentParser) -> None:
         "--dtype",
         default="bf16",
         type=_dtype_name,
-        choices=["fp32", "bf16", "fp16", "fp8", "int8", "int4"],
+        choices=list(DTYPE_BYTES),
         help="bytes per value for weights and KV cache (default bf16; torch names such as bfloat16 accepted too)",
     )
 
@@ -630,7 +631,7 @@ def _workload_args(p: argparse.ArgumentParser) -> None:
 
 
 def _flops_args(p: argparse.ArgumentParser) -> None:
-    from archspec.hardware import ACCELERATORS
+    from archspec.hardware import ACCELERATORS, MATH_DTYPES
 
     _workload_args(p)
     p.add_argument("--tokens", "-D", type=positive_int, help="training tokens D, e.g. 300e9: total compute and PF-days")
@@ -653,7 +654,7 @@ def _flops_args(p: argparse.ArgumentParser) -> None:
         "--dtype",
         default="bf16",
         type=_dtype_name,
-        choices=["fp32", "bf16", "fp16"],
+        choices=list(MATH_DTYPES),
         help="math precision for the peak (default bf16; torch names such as bfloat16 accepted too)",
     )
 
@@ -673,9 +674,8 @@ def _mfu(text: str) -> float:
 
 
 def cmd_flops(args) -> int:
-    from fractions import Fraction
 
-    from archspec.flops import PF_DAY, count_flops, training_cost
+    from archspec.flops import count_flops, training_cost
     from archspec.hardware import resolve_peak
     from archspec.limits import float_or_int
     from archspec.render import fixed, human, pct, sci, signed_pct, table
@@ -697,8 +697,7 @@ def cmd_flops(args) -> int:
         if args.tokens:
             cost = training_cost(f, args.tokens, (args.gpus or 1) if peak else None, peak, args.mfu if peak else None,
                                  acc.name if acc else None)  # fmt: skip
-            pf_days = float_or_int(Fraction(cost.training_total_6nd, PF_DAY))
-            pf_days_exact = float_or_int(Fraction(cost.training_total, PF_DAY))
+            pf_days, pf_days_exact = cost.pf_days, cost.pf_days_exact
             obj.update(
                 tokens=cost.tokens,
                 training_total=cost.training_total,
@@ -780,6 +779,7 @@ def _by_kind(kinds: dict[str, dict[str, int]], key: str, fmt: Callable[[Any], st
 def _memory_args(p: argparse.ArgumentParser) -> None:
     from archspec.hardware import ACCELERATORS
     from archspec.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE
+    from archspec.vocab import ATTENTION, ZERO_STAGES
 
     _workload_args(p)
     p.add_argument(
@@ -800,7 +800,7 @@ def _memory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--attention",
         default="flash",
-        choices=["flash", "eager"],
+        choices=list(ATTENTION),
         help="flash: a fused kernel, the score matrix never stored (default, as modern trainers run); "
         "eager: the attention probabilities stored",
     )
@@ -809,8 +809,7 @@ def _memory_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="add dropout masks to the activations (Korthikanti et al.; the reference model runs no dropout)",
     )
-    p.add_argument("--no-dropout", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
-    p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage over the data-parallel GPUs")
+    p.add_argument("--zero", type=int, default=0, choices=ZERO_STAGES, help="ZeRO stage over the data-parallel GPUs")
     p.add_argument("--gpus", type=positive_int, default=1, help="GPUs in all (data parallel = gpus / (tp * pp))")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (with sequence parallelism)")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
@@ -886,7 +885,7 @@ def cmd_memory(args) -> int:
     for spec in _specs(args):
         lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
         options = dict(seq_len=args.seq_len, dtype=args.dtype, optimizer=args.optimizer, recompute=args.recompute,
-                       src_len=args.src_len, fp32_grads=args.fp32_grads, dropout=args.dropout and not args.no_dropout,
+                       src_len=args.src_len, fp32_grads=args.fp32_grads, dropout=args.dropout,
                        zero_stage=lay.zero_stage, data_parallel=lay.data_parallel,
                        tensor_parallel=lay.tensor_parallel, pipeline_parallel=lay.pipeline_parallel,
                        attention=args.attention, weights=args.weights, experts=args.experts, kv_dtype=args.kv_dtype,
@@ -1542,10 +1541,9 @@ _DTYPE_HELP = "bytes per value (default bf16; torch names such as bfloat16 or fl
 
 def _dtype_name(text: str) -> str:
     """'bfloat16' or 'torch.bfloat16' -> 'bf16'; other names pass through to the option's choices."""
-    from archspec.memory import DTYPE_ALIASES
+    from archspec.vocab import dtype_key
 
-    key = text.strip().lower().removeprefix("torch.")
-    return DTYPE_ALIASES.get(key, key)
+    return dtype_key(text)
 
 
 _progress_state = {"live": False}
@@ -1739,17 +1737,19 @@ def _verify_memory(args, reference) -> int:
 
 
 def _verify_args(p: argparse.ArgumentParser) -> None:
+    from archspec.vocab import RECOMPUTE, ZERO_STAGES
+
     p.add_argument(
         "--memory",
         action="store_true",
         help="also train one step on the CPU and compare the saved-tensor bytes (flash and eager attention), "
         "the weights and the KV cache with the plan",
     )
-    p.add_argument("--recompute", default="none", choices=["none", "selective", "full"],
+    p.add_argument("--recompute", default="none", choices=list(RECOMPUTE),
                    help="with --memory: the recomputation to measure (default none)")  # fmt: skip
     p.add_argument("--ranks", type=positive_int, help="run a sharded AdamW step in N local processes and compare "
                    "each quantity of the largest rank with `archspec memory --gpus N`")  # fmt: skip
-    p.add_argument("--zero", type=int, default=3, choices=[0, 1, 2, 3], help="with --ranks: ZeRO stage (default 3)")
+    p.add_argument("--zero", type=int, default=3, choices=ZERO_STAGES, help="with --ranks: ZeRO stage (default 3)")
     p.add_argument("--tp", type=positive_int, default=1, help="with --ranks: tensor-parallel degree (default 1)")
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
+from archspec.vocab import RECOMPUTE, Attention
+
 # What an entry runs over, per sequence: the stack's own tokens, the source (the encoder output
 # that cross-attention reads), or the first token only (the pooler).
 Rows = Literal["tokens", "source", "first"]
@@ -308,7 +310,7 @@ LAYER = ("none", "selective")
 SCORES = ("none",)
 SELECTIVE = ("selective",)
 CHECKPOINT = ("full",)
-ALWAYS = ("none", "selective", "full")
+ALWAYS = RECOMPUTE
 
 
 class Saved(NamedTuple):
@@ -329,7 +331,7 @@ class Saved(NamedTuple):
     kept: tuple[str, ...] = LAYER
     keys: Rows = "tokens"  # for rows='pairs': what the keys run over
     shared: bool = False
-    attention: Literal["flash", "eager"] | None = None
+    attention: Attention | None = None
     per_batch: bool = True
 
 

@@ -1,6 +1,6 @@
 """Exact FLOPs of a forward pass, by component and by operation, from the spec alone.
 
-Conventions (DESIGN.md):
+Conventions (docs/architecture.md):
 
 - 2 FLOPs per multiply-accumulate; ``macs`` is half of ``forward``. fvcore counts one MAC as one
   "flop": compare fvcore's figures with ``macs``.

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from archspec.checks import check_args
 from archspec.errors import SpecError, did_you_mean, shown
 
+# the math precisions an accelerator's peak is read for (Accelerator.peak; flops --dtype)
+MATH_DTYPES = ("fp32", "bf16", "fp16")
+
 
 @dataclass(frozen=True)
 class Accelerator:

@@ -48,13 +48,6 @@ from archspec.spec import ModelSpec
 ACTIVATION_BYTES = 2  # bf16 activations cross the interconnect
 
 
-def kv_bytes(spec: ModelSpec, batch: int, tokens: int, dtype: str) -> int:
-    """Keys and values cached for `batch` sequences of `tokens` tokens (decoder-only)."""
-    from archspec.memory import kv_cache_bytes
-
-    return kv_cache_bytes(spec, batch, tokens, dtype)
-
-
 def expected_experts(experts: int, top_k: int, tokens: int) -> float:
     """Distinct experts of one layer that `tokens` tokens, each routed to `top_k` of `experts` uniformly
     and independently, touch on average: E·(1 - (1 - k/E)^B)."""

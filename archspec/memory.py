@@ -40,6 +40,7 @@ from archspec.flops import exact_number, workload_lengths
 from archspec.layers import moe_specs
 from archspec.params import count_params
 from archspec.spec import ModelSpec
+from archspec.vocab import ATTENTION, RECOMPUTE, ZERO_STAGES, attention_runs, dtype_key
 
 
 class Storage(NamedTuple):
@@ -109,19 +110,7 @@ STORAGE = {
 }  # fmt: skip
 # the computation dtypes (--dtype, --kv-dtype): bytes per value
 DTYPE_BYTES = {name: s.bits / 8 for name, s in STORAGE.items() if s.dtype}
-WEIGHT_FORMATS = tuple(STORAGE)  # --weights, --experts
-# torch's names (torch.float32, bfloat16, float8_e4m3fn ...) for the short ones
-DTYPE_ALIASES = {
-    "float32": "fp32",
-    "float": "fp32",
-    "bfloat16": "bf16",
-    "float16": "fp16",
-    "half": "fp16",
-    "float8_e4m3fn": "fp8",
-    "float8_e4m3fnuz": "fp8",
-    "float8_e5m2": "fp8",
-    "float8_e5m2fnuz": "fp8",
-}
+# other names of the short ones (torch's): archspec.vocab.DTYPE_ALIASES
 OPTIMIZERS = {  # states per parameter, each kept in fp32
     "adamw": 2,
     "adam": 2,
@@ -129,13 +118,11 @@ OPTIMIZERS = {  # states per parameter, each kept in fp32
     "sgd": 0,
     "none": 0,
 }
-RECOMPUTE = ("none", "selective", "full")
 
 
 def canonical_dtype(dtype: str) -> str:
     """'bfloat16' -> 'bf16': the short name of a dtype, or a ValueError listing the known ones."""
-    name = dtype.strip().lower().removeprefix("torch.") if isinstance(dtype, str) else None
-    key = DTYPE_ALIASES.get(name, name)
+    key = dtype_key(dtype)
     if key not in DTYPE_BYTES:
         raise SpecError(f"unknown dtype {shown(dtype)}; use one of {', '.join(DTYPE_BYTES)}")
     return key
@@ -148,8 +135,7 @@ def dtype_bytes(dtype: str) -> Fraction:
 def canonical_format(name: str, what: str = "--weights") -> str:
     """'bfloat16' -> 'bf16', 'Q4_K_M' -> 'q4_k_m': a weight storage format of STORAGE, or a SpecError
     naming `what` and listing the formats."""
-    n = name.strip().lower().removeprefix("torch.") if isinstance(name, str) else None
-    key = DTYPE_ALIASES.get(n, n)
+    key = dtype_key(name)
     if key not in STORAGE:
         raise SpecError(f"unknown {what} format {shown(name)}; use one of {', '.join(STORAGE)}")
     return key
@@ -320,7 +306,7 @@ def parallel_layout(spec: ModelSpec, gpus: int = 1, tensor_parallel: int = 1, pi
     for what, n in (("gpus", gpus), ("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel)):
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise SpecError(f"{what} must be a positive whole number, got {n!r}")
-    if zero_stage not in (0, 1, 2, 3):
+    if zero_stage not in ZERO_STAGES:
         raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
     if gpus % (tensor_parallel * pipeline_parallel):
         raise SpecError(
@@ -424,22 +410,20 @@ def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16") -> int:
     return kv_cache_bytes(spec, 1, 1, dtype, 1 if spec.kind == "encoder-decoder" else None)
 
 
-ATTENTION = ("flash", "eager")
-
-
 def attention_mode(spec: ModelSpec, attention: str) -> str:
     """The attention that actually runs: 'flash' (a fused kernel: scores never stored) or 'eager'
-    (explicit products: the probabilities stored). Soft-capped scores and sinks have no fused kernel,
-    and the CPU's fused kernel needs d_head = d_value, so those run eagerly whatever is asked."""
+    (explicit products: the probabilities stored), by the rule the reference model runs
+    (archspec.vocab.attention_runs: soft-caps, sinks and d_head != d_value run eagerly)."""
     if attention not in ATTENTION:
         raise SpecError(f"unknown attention {shown(attention)}; use flash (fused, the default) or eager")
     from archspec.layers import layer_groups
 
     for stack_layers in (spec.encoder_layers, spec.decoder_layers):
         for group in layer_groups(spec, stack_layers) if stack_layers else ():
-            att = group.spec.attention
-            explicit = att.kind == "standard" and (att.softcap is not None or att.sinks)
-            if explicit or group.spec.d_head != group.spec.d_value:
+            att, standard = group.spec.attention, group.spec.attention.kind == "standard"
+            runs = attention_runs(attention, softcap=att.softcap if standard else None, sinks=standard and att.sinks,
+                                  d_qk=group.spec.d_head, d_v=group.spec.d_value)  # fmt: skip
+            if runs == "eager":
                 return "eager"
     return attention
 
@@ -672,7 +656,7 @@ def estimate_memory(
             raise SpecError(f"{what} must be positive, got {n}")
     if recompute not in RECOMPUTE:
         raise SpecError(f"unknown recompute {shown(recompute)}; use one of {', '.join(RECOMPUTE)}")
-    if zero_stage not in (0, 1, 2, 3):
+    if zero_stage not in ZERO_STAGES:
         raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
     check_split(spec, tensor_parallel, pipeline_parallel)
     key = canonical_dtype(dtype)

@@ -1,6 +1,6 @@
 """The exact parameter counter: a roll-up of the model's description (archspec.blocks).
 
-Conventions (DESIGN.md, "Counting conventions"):
+Conventions (docs/architecture.md, "Counting conventions"):
 
 - a parameter is a unique tensor: a tied matrix counts once (a tied head multiplies by the token
   embedding and owns nothing); buffers (sinusoidal tables, rotary frequencies, masks) are not
@@ -26,11 +26,7 @@ from archspec.blocks import COMPONENTS, ROLES, Linear, Part, describe, stack_sha
 from archspec.checks import check_args
 from archspec.spec import ModelSpec
 
-__all__ = ["COMPONENTS", "EMBEDDING_COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
-
-# Components whose parameters are embedding tables or the output projection (roles "embedding" and
-# "head"): left out of Kaplan's N, the non-embedding count.
-EMBEDDING_COMPONENTS = ("embed", "position", "token_type", "head")
+__all__ = ["COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
 
 ESTIMATE_OMITS = (
     "biases",

@@ -1,6 +1,6 @@
 """The declarative model spec: one frozen, validated pydantic model per architecture.
 
-Field names are a public file format (see DESIGN.md). Fields whose default depends on other
+Field names are a public file format (see docs/architecture.md). Fields whose default depends on other
 fields (``d_head``, ``d_value``, ``n_kv_heads``, ``d_ff``, ``final_norm``) are resolved from the
 validated data when they are not given; a given value is never rewritten. ``replace`` rebuilds a
 spec from the fields that were given plus the changes, so derived defaults follow the change.
@@ -842,7 +842,3 @@ class ModelSpec(BaseModel):
     def given(self) -> dict[str, Any]:
         """Only the fields that were set explicitly."""
         return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
-
-
-def field_names() -> list[str]:
-    return list(ModelSpec.model_fields)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
 import sys
-import time
+
+from timing import interleaved  # this folder is on sys.path
 
 from archspec.flops import count_flops
 from archspec.hardware import ACCELERATORS
@@ -48,12 +48,6 @@ TASKS = {
 }
 
 
-def seconds(task, s) -> float:
-    t = time.perf_counter()
-    task(s)
-    return time.perf_counter() - t
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=9)
@@ -62,12 +56,7 @@ def main() -> int:
     shallow, deep = spec(12), spec(10**6 - 4)
     worst = 0.0
     for name, task in TASKS.items():
-        task(shallow), task(deep)  # warm-up
-        a, b = [], []
-        for _ in range(args.runs):
-            a.append(seconds(task, shallow))
-            b.append(seconds(task, deep))
-        ma, mb = statistics.median(a), statistics.median(b)
+        ma, mb = interleaved(args.runs, lambda t=task: t(shallow), lambda t=task: t(deep))
         worst = max(worst, mb / ma)
         print(f"{name:30s} 12 layers {ma * 1000:8.2f} ms   999,996 layers {mb * 1000:8.2f} ms   ratio {mb / ma:5.2f}")
     print(f"worst ratio {worst:.2f} (budget {args.budget:g})")

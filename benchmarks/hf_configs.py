@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-from cli_latency import BASELINE, byte_compile_archspec, wall  # this folder is on sys.path
+from cli_latency import BASELINE  # this folder is on sys.path
+from timing import byte_compile_archspec, command, interleaved
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "hf"
 
@@ -46,15 +46,10 @@ def main() -> int:
     args = ap.parse_args()
     byte_compile_archspec()
     configs = readable_configs()
-    command = [sys.executable, "-m", "archspec", "params", *configs, "--format", "json"]
-    counted = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    params = [sys.executable, "-m", "archspec", "params", *configs, "--format", "json"]
+    counted = json.loads(subprocess.run(params, check=True, capture_output=True, text=True).stdout)
     assert len(counted) == len(configs)
-    wall(BASELINE), wall(command)  # warm the file cache
-    base, ours = [], []
-    for _ in range(args.runs):  # interleaved, so drift hits both alike
-        base.append(wall(BASELINE))
-        ours.append(wall(command))
-    b, o = statistics.median(base), statistics.median(ours)
+    b, o = interleaved(args.runs, command(BASELINE), command(params))
     print(f"baseline (pydantic + tabulate import): median {b * 1000:.1f} ms over {args.runs} runs")
     print(f"archspec params of {len(configs)} config.json files: median {o * 1000:.1f} ms")
     print(f"ratio: {o / b:.2f} (budget 2.00): {'within' if o / b <= 2.0 else 'OVER BUDGET'}")

@@ -12,25 +12,15 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
 
 import torch
 import transformers
+from timing import interleaved  # this folder is on sys.path
 
 import archspec
 from archspec.reference import build, count_total, load_gpt2, transformers_config
-
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def bench_meta_build(repeats: int) -> None:
@@ -45,7 +35,7 @@ def bench_meta_build(repeats: int) -> None:
             return sum(p.numel() for p in transformers.GPT2LMHeadModel(cfg).parameters())
 
     assert ours() == theirs() == archspec.count_params(spec).total  # same model, same count (also warms up)
-    a, b = median_time(ours, repeats), median_time(theirs, repeats)
+    a, b = interleaved(repeats, ours, theirs, warm=False)
     print(f"[1] build + count gpt3-175b on meta: archspec {a * 1e3:.0f} ms, transformers {b * 1e3:.0f} ms, "
           f"ratio {a / b:.2f} (target <= 1)")  # fmt: skip
 
@@ -57,15 +47,8 @@ def bench_cpu_forward(repeats: int, seq: int = 256) -> None:
     ours = load_gpt2(build(spec), hf.state_dict()).eval()
     x = torch.randint(0, spec.vocab_size, (1, seq))
     with torch.inference_mode():
-        diff = (ours(x) - hf(x).logits).abs().max().item()
-        for _ in range(2):  # warm up both
-            ours(x), hf(x)
-        # interleave so that machine noise hits both alike
-        ta, tb = [], []
-        for _ in range(repeats):
-            ta.append(median_time(lambda: ours(x), 1))
-            tb.append(median_time(lambda: hf(x), 1))
-    a, b = statistics.median(ta), statistics.median(tb)
+        diff = (ours(x) - hf(x).logits).abs().max().item()  # also a first warm-up of both
+        a, b = interleaved(repeats, lambda: ours(x), lambda: hf(x))
     print(f"[2] gpt2 CPU forward, batch 1 x {seq} tokens ({torch.get_num_threads()} threads), max |diff| {diff:.1e}: "
           f"archspec {a * 1e3:.1f} ms ({seq / a:,.0f} tokens/s), transformers {b * 1e3:.1f} ms "
           f"({seq / b:,.0f} tokens/s), ratio {a / b:.2f} (target <= 1)")  # fmt: skip

@@ -29,7 +29,6 @@ from archspec.reference.convert import (
     load_llama,
     load_torch_transformer,
     load_transformers,
-    spec_from_gpt2_config,
     transformers_config,
     transformers_model,
 )
@@ -85,7 +84,6 @@ __all__ = [
     "measure_weights",
     "resolve_device",
     "resolve_dtype",
-    "spec_from_gpt2_config",
     "transformers_config",
     "transformers_model",
 ]

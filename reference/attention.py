@@ -22,9 +22,7 @@ from torch.utils.checkpoint import checkpoint
 from archspec.reference.norms import L2Norm, make_norm
 from archspec.reference.positions import Rotary
 from archspec.spec import ModelSpec
-
-ATTENTION_MODES = ("flash", "eager")
-RECOMPUTE_MODES = ("none", "selective", "full")
+from archspec.vocab import attention_runs
 
 
 def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bias=None, window: int | None = None,
@@ -44,7 +42,9 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
     kernel soft-caps or has sinks: with `softcap` or `sinks` the products are always explicit.
     """
     T, S = q.shape[-2], k.shape[-2]
-    plain = not window and not chunk and bias is None and softcap is None and sinks is None
+    mode = attention_runs(mode, softcap=softcap, sinks=sinks is not None, d_qk=q.shape[-1], d_v=v.shape[-1],
+                          cpu_training=False)  # fmt: skip
+    plain = not window and not chunk and bias is None
     if mode == "flash" and causal and T == S and plain:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale, enable_gqa=gqa)
     mask = None
@@ -58,7 +58,7 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
             mask &= kpos > qpos - window
         if chunk:
             mask &= kpos // chunk == qpos // chunk
-    if mode == "eager" or softcap is not None or sinks is not None:
+    if mode == "eager":
         return eager_attention(q, k, v, mask, scale, bias, softcap, sinks)
     if bias is not None:
         if mask is not None:
@@ -109,9 +109,8 @@ class AttentionCore(nn.Module):
     recompute_core = False
 
     def core(self, q, k, v, *args, **kwargs) -> torch.Tensor:
-        mode = self.mode
-        if self.training and mode == "flash" and q.device.type == "cpu" and q.shape[-1] != v.shape[-1]:
-            mode = "eager"
+        cpu_training = self.training and q.device.type == "cpu"
+        mode = attention_runs(self.mode, d_qk=q.shape[-1], d_v=v.shape[-1], cpu_training=cpu_training)
         if self.recompute_core and torch.is_grad_enabled():
             return checkpoint(attend, q, k, v, *args, mode=mode, use_reentrant=False, **kwargs)
         return attend(q, k, v, *args, mode=mode, **kwargs)

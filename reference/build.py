@@ -16,14 +16,7 @@ from archspec.limits import digits_of
 from archspec.params import count_params
 from archspec.reference.model import Head, LearnedPosition, Transformer
 from archspec.spec import ModelSpec
-
-DTYPES = {
-    "float32": torch.float32, "fp32": torch.float32, "float": torch.float32,
-    "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-    "float16": torch.float16, "fp16": torch.float16, "half": torch.float16,
-    "float64": torch.float64, "fp64": torch.float64, "double": torch.float64,
-    "float8": torch.float8_e4m3fn, "fp8": torch.float8_e4m3fn,
-}  # fmt: skip
+from archspec.vocab import FLOAT_DTYPES, dtype_key
 
 
 class InsufficientMemoryError(MemoryError):
@@ -31,15 +24,23 @@ class InsufficientMemoryError(MemoryError):
 
 
 def resolve_dtype(dtype) -> torch.dtype:
+    """torch's dtype of `dtype`: None (float32), a floating torch.dtype, a floating dtype torch names
+    ('float64', 'float8_e5m2', 'torch.bfloat16'), or one of archspec's short names and aliases
+    (archspec.vocab: 'bf16', 'fp8', which is E4M3)."""
     if dtype is None:
         return torch.float32
     if isinstance(dtype, torch.dtype):
         if not dtype.is_floating_point:
             raise TypeError(f"dtype must be a floating-point type, got {dtype}")
         return dtype
-    if isinstance(dtype, str) and dtype.lower().removeprefix("torch.") in DTYPES:
-        return DTYPES[dtype.lower().removeprefix("torch.")]
-    raise SpecError(f"unknown dtype {dtype!r}; use one of {', '.join(sorted(set(DTYPES)))} or a torch.dtype")
+    own = getattr(torch, dtype.strip().lower().removeprefix("torch."), None) if isinstance(dtype, str) else None
+    if isinstance(own, torch.dtype) and own.is_floating_point:
+        return own
+    key = dtype_key(dtype)
+    if key in FLOAT_DTYPES:
+        return getattr(torch, FLOAT_DTYPES[key])
+    raise SpecError(f"unknown dtype {dtype!r}; use one of {', '.join(FLOAT_DTYPES)}, a floating-point dtype torch "
+                    "names (float64, float8_e5m2) or a torch.dtype")  # fmt: skip
 
 
 DEVICES = "'cpu', 'cuda', 'cuda:N', 'mps' or 'meta'"

@@ -26,25 +26,13 @@ from archspec.reference.weights import WeightMap, load_weights, row
 from archspec.spec import ModelSpec
 
 __all__ = ["FAMILIES", "family_of", "load_bert", "load_gpt2", "load_llama", "load_torch_transformer",
-           "load_transformers", "spec_from_gpt2_config", "transformers_config", "transformers_model",
+           "load_transformers", "transformers_config", "transformers_model",
            "unsupported"]  # fmt: skip
 
 
 def unsupported(spec: ModelSpec, name: str) -> list[str]:
     """Why the family `name` cannot represent `spec`: one phrase per field that differs (empty: it can)."""
     return family(name).unsupported(spec)
-
-
-def is_gpt2_shaped(s: ModelSpec) -> bool:
-    return not unsupported(s, "GPT-2")
-
-
-def is_llama_shaped(s: ModelSpec) -> bool:
-    return not unsupported(s, "LLaMA")
-
-
-def is_bert_shaped(s: ModelSpec) -> bool:
-    return not unsupported(s, "BERT")
 
 
 def family_of(spec: ModelSpec, name: str | None = None) -> Family:
@@ -113,20 +101,6 @@ def load_llama(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Tr
 def load_bert(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:
     """Load a transformers BertModel state dict into `model` (encoder-only, post-norm, pooler)."""
     return load_transformers(model, state_dict, "BERT")
-
-
-def spec_from_gpt2_config(config, name: str = "gpt2-hf") -> ModelSpec:
-    """The spec of a transformers GPT2Config (reads n_embd, n_layer, n_head, n_positions, n_inner)."""
-    return ModelSpec(
-        name=name,
-        vocab_size=config.vocab_size,
-        d_model=config.n_embd,
-        decoder_layers=config.n_layer,
-        n_heads=config.n_head,
-        d_ff=config.n_inner or 4 * config.n_embd,
-        max_positions=config.n_positions,
-        tie_embeddings=bool(getattr(config, "tie_word_embeddings", True)),
-    )
 
 
 def load_torch_transformer(model: Transformer, state_dict: Mapping[str, torch.Tensor]) -> Transformer:

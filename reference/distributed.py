@@ -42,8 +42,7 @@ from archspec.reference.build import build, resolve_dtype
 from archspec.reference.memory_measure import random_batch, training_loss
 from archspec.reference.model import MLP, Block, CrossAttention, SelfAttention, Transformer
 from archspec.spec import ModelSpec
-
-ZERO_STAGES = (0, 1, 2, 3)
+from archspec.vocab import ZERO_STAGES
 
 
 class DistributedUnavailable(RuntimeError):

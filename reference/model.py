@@ -26,8 +26,6 @@ from torch.utils.checkpoint import checkpoint
 from archspec.errors import SpecError
 from archspec.layers import layer_kinds
 from archspec.reference.attention import (
-    ATTENTION_MODES,
-    RECOMPUTE_MODES,
     AttentionCore,
     CrossAttention,
     LatentAttention,
@@ -37,6 +35,7 @@ from archspec.reference.mlp import ACTIVATIONS, MLP, MoE
 from archspec.reference.norms import make_norm
 from archspec.reference.positions import Alibi, LearnedPosition, RelativePosition, SinusoidalPosition
 from archspec.spec import MIXERS, ModelSpec
+from archspec.vocab import ATTENTION, RECOMPUTE
 
 # ---------------------------------------------------------------- components
 
@@ -334,10 +333,10 @@ class Transformer(nn.Module):
         """
         attention = self.attention_mode if attention is None else attention
         recompute = self.recompute if recompute is None else recompute
-        if attention not in ATTENTION_MODES:
-            raise SpecError(f"unknown attention {attention!r}; use one of {', '.join(ATTENTION_MODES)}")
-        if recompute not in RECOMPUTE_MODES:
-            raise SpecError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE_MODES)}")
+        if attention not in ATTENTION:
+            raise SpecError(f"unknown attention {attention!r}; use one of {', '.join(ATTENTION)}")
+        if recompute not in RECOMPUTE:
+            raise SpecError(f"unknown recompute {recompute!r}; use one of {', '.join(RECOMPUTE)}")
         for module in self.modules():
             if isinstance(module, AttentionCore):
                 module.mode, module.recompute_core = attention, recompute == "selective"

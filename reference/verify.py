@@ -21,6 +21,7 @@ from archspec.errors import SpecError
 from archspec.flops import count_flops
 from archspec.params import COMPONENTS, count_params
 from archspec.spec import ModelSpec
+from archspec.vocab import ATTENTION
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ def verify_memory(spec: ModelSpec, batch: int = 2, seq_len: int | None = None, r
                             "(verify a shallower copy, e.g. --set decoder_layers=2)")  # fmt: skip
     components = {}
     model = build(spec, device="cpu", dtype="fp32")
-    for attention in ("flash", "eager"):
+    for attention in ATTENTION:
         m = measure_activations(spec, batch, T, "fp32", attention, recompute, src_len=S, model=model)
         planned = estimate_memory(spec, batch, T, "fp32", recompute=recompute, src_len=S, attention=attention)
         checks[f"activations {attention}"] = Pair(planned.activations_bytes, m.total_bytes)

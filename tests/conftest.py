@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+import archspec
 from archspec.cli import main
 
 
@@ -28,3 +29,35 @@ def run_json(run_cli):
         return json.loads(out)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def preset_report():
+    """archspec.reference.verify(preset) by preset name, computed once per test session and shared by
+    every test that proves the presets (tensors, parameters and FLOPs by component, the CLI's and the
+    README's `archspec verify`): building and counting every preset is the suite's largest cost."""
+    pytest.importorskip("torch")
+    from archspec.reference import verify
+
+    reports = {}
+
+    def get(name: str):
+        if name not in reports:
+            reports[name] = verify(archspec.preset(name))
+        return reports[name]
+
+    return get
+
+
+@pytest.fixture
+def shared_verify(monkeypatch, preset_report):
+    """`archspec verify` in this test reads the session's reports for unchanged presets (and verifies
+    anything else, a preset changed by --set or a spec file, as it would)."""
+    import archspec.cli
+
+    def verify_all(reference, specs):
+        known = set(archspec.presets())
+        return [preset_report(s.name) if s.name in known and s == archspec.preset(s.name) else reference.verify(s)
+                for s in specs]  # fmt: skip
+
+    monkeypatch.setattr(archspec.cli, "_verify_all", verify_all)

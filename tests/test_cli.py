@@ -133,11 +133,24 @@ def test_python_dash_m_works():
     assert proc.returncode == 0 and json.loads(proc.stdout)[0]["total"] == 124_439_808
 
 
-def test_verify_passes_for_every_preset(run_json):
-    pytest.importorskip("torch")
+@pytest.mark.slow
+def test_verify_passes_for_every_preset(run_json, shared_verify):
     objs = run_json("verify")
     assert [o["name"] for o in objs] == archspec.presets()
     assert all(o["ok"] and o["analytic"] == o["instantiated"] for o in objs)
+
+
+@pytest.mark.slow
+def test_verify_of_many_models_across_processes_equals_one_by_one():
+    """`archspec verify` of many models spreads them over worker processes (the presets' test reads the
+    session's reports instead): the same reports, in the order given."""
+    pytest.importorskip("torch")
+    import archspec.reference as reference
+    from archspec.cli import _verify_all
+
+    specs = [archspec.ModelSpec(name=f"toy-{i}", vocab_size=50 + i, d_model=16, decoder_layers=1 + i % 3, n_heads=2,
+                                max_positions=8) for i in range(8)]  # fmt: skip
+    assert _verify_all(reference, specs) == [reference.verify(s) for s in specs]
 
 
 def test_verify_exits_1_and_names_the_tensor_and_component_on_a_mismatch(run_cli, monkeypatch):

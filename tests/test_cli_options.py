@@ -24,7 +24,8 @@ def test_float32_weights_are_four_bytes_a_parameter(run_json):
 
 
 def test_every_torch_name_maps_to_a_known_dtype():
-    from archspec.memory import DTYPE_ALIASES, DTYPE_BYTES, dtype_bytes
+    from archspec.memory import DTYPE_BYTES, dtype_bytes
+    from archspec.vocab import DTYPE_ALIASES
 
     assert set(DTYPE_ALIASES.values()) <= set(DTYPE_BYTES)
     assert dtype_bytes("torch.bfloat16") == dtype_bytes("bf16") and dtype_bytes("float8_e4m3fn") == 1
@@ -98,3 +99,9 @@ def test_help_examples_are_valid_commands(name, capsys):
         build_parser(name).parse_args(words[1:])  # argparse exits 2 on an invalid example
     help_text = build_parser(name)._subparsers._group_actions[0].choices[name].format_help()
     assert "examples:" in help_text and f"archspec {name}" in help_text
+
+
+def test_the_removed_no_dropout_option_is_a_bad_option(run_cli):
+    """No dropout is the default; the hidden --no-dropout that once turned it off is gone."""
+    code, _, err = run_cli("memory", "gpt2", "--no-dropout")
+    assert code == 2 and "unrecognized arguments: --no-dropout" in err and err.count("\n") == 1

@@ -1,6 +1,6 @@
 """Hostile and extreme input: every case ends in a right answer or one clear line, never a traceback.
 
-The contract (DESIGN.md): exit 0 with a right answer, exit 1 for a check that found a mismatch,
+The contract (docs/architecture.md): exit 0 with a right answer, exit 1 for a check that found a mismatch,
 exit 2 with exactly one line on stderr that names the problem. From the API: SpecError (a
 ValueError) or TypeError naming the argument. Right answers are checked against the API, which
 computes them from the data without the command line's or the file reader's parsing; the limits

@@ -1,4 +1,9 @@
-"""Numerical parity with transformers' 2019-2025 families, given the same weights (float32).
+"""Numerical parity with implementations nobody here wrote, given the same weights (float32): every
+transformers family of archspec.reference.families and torch.nn.Transformer, by one harness.
+
+The harness builds both models from a case's spec (the other implementation by its family, every
+parameter drawn anew), loads the other's weights into the reference model by the family's weight map
+(a table), compares the outputs and nudges one named weight, so that the comparison can fail.
 
 Each toy is a small model of its family (2-3 layers, a vocabulary of about 100) in which the family's
 own computation shows: Mixtral routes tokens, Qwen2 has biases on q/k/v only, Gemma 2 has sandwich
@@ -16,11 +21,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # each case builds two models and runs both
 
 from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.reference import build  # noqa: E402
 from archspec.reference.convert import (  # noqa: E402
+    TORCH_TRANSFORMER_WEIGHTS,
     family_of,
+    load_bert,
+    load_gpt2,
+    load_llama,
+    load_torch_transformer,
     load_transformers,
     transformers_config,
     transformers_model,
@@ -29,6 +40,19 @@ from archspec.reference.families import family  # noqa: E402
 from archspec.reference.weights import load_weights  # noqa: E402
 
 ATOL = 1e-5
+TORCH = TORCH_TRANSFORMER_WEIGHTS.name  # the family of torch.nn.Transformer (no transformers config)
+
+GPT2_TOY = ModelSpec(name="gpt2-toy", vocab_size=211, d_model=96, decoder_layers=3, n_heads=4, max_positions=64)
+LLAMA_TOY = ModelSpec(name="llama-toy", vocab_size=173, d_model=64, decoder_layers=2, n_heads=8, n_kv_heads=2,
+                      d_ff=172, max_positions=64, position="rotary", norm="rmsnorm", activation="swiglu",
+                      bias=False, tie_embeddings=False)  # fmt: skip
+BERT_TOY = ModelSpec(name="bert-toy", vocab_size=99, d_model=64, encoder_layers=2, n_heads=4, d_ff=128,
+                     max_positions=40, norm_position="post", type_vocab_size=2, embedding_norm=True,
+                     pooler=True, head="none")  # fmt: skip
+# nn.Transformer ends each stack in a norm, hence final_norm = true; it takes embedded inputs.
+T2017_TOY = ModelSpec(name="t2017-toy", vocab_size=50, d_model=64, encoder_layers=2, decoder_layers=3, n_heads=4,
+                      d_ff=128, max_positions=32, norm_position="post", final_norm=True, activation="relu",
+                      position="none")  # fmt: skip
 
 MIXTRAL = ModelSpec(name="mixtral-toy", vocab_size=101, d_model=64, decoder_layers=2, n_heads=8, n_kv_heads=2,
                     max_positions=64, position={"kind": "rotary", "base": 1e6}, norm="rmsnorm", norm_eps=1e-5,
@@ -63,13 +87,31 @@ T5 = T5_V1_1.replace(name="t5-toy", decoder_layers=3, d_head=8, activation="relu
 @dataclass(frozen=True)
 class Case:
     spec: ModelSpec
-    family: str
+    family: str  # a family of archspec.reference.families, or TORCH
     nudge: str  # the reference parameter whose nudge must show
     # changes of the spec that keep every shape but change the computation: the same weights no longer match
     features: dict = field(default_factory=dict)
 
 
+FIRST_CASES = {
+    "gpt2": Case(GPT2_TOY, "GPT-2", "embed.weight", {"relu": {"activation": "relu"}}),
+    "gpt2-relu": Case(GPT2_TOY.replace(activation="relu"), "GPT-2", "decoder.layers.2.mlp.up.weight"),
+    "gpt2-eps-untied": Case(GPT2_TOY.replace(norm_eps=1e-3, tie_embeddings=False), "GPT-2", "head.weight",
+                            {"default-eps": {"norm_eps": 1e-5}}),
+    "llama-no-bias-untied": Case(LLAMA_TOY, "LLaMA", "head.weight"),
+    "llama-bias-tied": Case(LLAMA_TOY.replace(bias=True, tie_embeddings=True), "LLaMA",
+                            "decoder.layers.1.mlp.down.bias"),
+    "llama-geglu-eps": Case(LLAMA_TOY.replace(activation="geglu", norm_eps=1e-5), "LLaMA",
+                            "decoder.final_norm.weight", {"swiglu": {"activation": "swiglu"}}),
+    "bert": Case(BERT_TOY, "BERT", "pooler.dense.weight"),
+    "bert-silu": Case(BERT_TOY.replace(activation="silu"), "BERT", "token_type.weight",
+                      {"gelu": {"activation": "gelu"}}),
+    "torch-transformer": Case(T2017_TOY, TORCH, "encoder.layers.0.attention.qkv.weight",
+                              {"gelu": {"activation": "gelu"}}),
+}  # fmt: skip
+
 CASES = {
+    **FIRST_CASES,
     "mixtral": Case(MIXTRAL, "Mixtral", "decoder.layers.1.mlp.experts.down.weight", {
         "no-renormalised-top-k": {"mlp": {**MIXTRAL.mlp.model_dump(), "normalize": False}},
         "top-1": {"mlp": {**MIXTRAL.mlp.model_dump(), "top_k": 1}},
@@ -121,47 +163,107 @@ def randomize(model, std: float = 0.02):
     return model
 
 
+def other_model(case: Case):
+    """The independent implementation of the case's spec: transformers' model of its family, or
+    torch.nn.Transformer built from the spec's fields; every parameter drawn anew, in eval mode."""
+    torch.manual_seed(0)
+    s = case.spec
+    if case.family == TORCH:
+        model = torch.nn.Transformer(d_model=s.d_model, nhead=s.n_heads, num_encoder_layers=s.encoder_layers,
+                                     num_decoder_layers=s.decoder_layers, dim_feedforward=s.d_ff, dropout=0.0,
+                                     activation=s.activation, layer_norm_eps=s.norm_eps, batch_first=True)  # fmt: skip
+    else:
+        model = transformers_model(s, case.family)
+    return randomize(model).eval()
+
+
+def inputs_of(case: Case) -> tuple:
+    """Token ids of the spec's kind (BERT: with token types); nn.Transformer takes embedded inputs."""
+    s, gen = case.spec, torch.Generator().manual_seed(1)
+    if case.family == TORCH:
+        return torch.randn(2, 11, s.d_model, generator=gen), torch.randn(2, 7, s.d_model, generator=gen)
+    if s.kind == "encoder-decoder":
+        return (torch.randint(0, s.vocab_size, (2, 29), generator=gen),
+                torch.randint(0, s.vocab_size, (2, 23), generator=gen))  # fmt: skip
+    if s.kind == "encoder-only":
+        return (torch.randint(0, s.vocab_size, (2, 25), generator=gen),
+                torch.randint(0, s.type_vocab_size, (2, 25), generator=gen))  # fmt: skip
+    return (torch.randint(0, s.vocab_size, (2, 33), generator=gen),)
+
+
+def run_other(case: Case, model, inputs) -> tuple:
+    """The other implementation's outputs: logits; BertModel's hidden states and pooled output."""
+    if case.family == TORCH:
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(inputs[1].shape[1])
+        return (model(*inputs, tgt_mask=mask, tgt_is_causal=True),)
+    if case.spec.kind == "encoder-decoder":
+        return (model(input_ids=inputs[0], decoder_input_ids=inputs[1]).logits,)
+    if case.spec.kind == "encoder-only":
+        out = model(inputs[0], token_type_ids=inputs[1])
+        return out.last_hidden_state, out.pooler_output
+    return (model(inputs[0]).logits,)
+
+
+def run_reference(case: Case, model, inputs) -> tuple:
+    """The reference model's outputs, the same as run_other's."""
+    if case.family == TORCH:  # nn.Transformer has no embeddings: its stacks alone
+        src, tgt = inputs
+        return (model.decoder(tgt, model.encoder(src)),)
+    if case.spec.kind == "encoder-only":
+        return model(inputs[0], token_types=inputs[1], pool=True)
+    return (model(*inputs),)
+
+
+def reference_model(case: Case, state_dict, spec: ModelSpec | None = None):
+    """The reference model of `spec` (default: the case's) loaded with the other implementation's
+    weights by the family's weight map; a seed of its own, so that a table that missed a tensor
+    cannot pass on identically drawn initial weights."""
+    model = build(spec or case.spec, seed=1234)
+    if case.family == TORCH:
+        return load_torch_transformer(model, state_dict).eval()
+    if spec is None:
+        return load_transformers(model, state_dict, case.family).eval()
+    return load_weights(model, state_dict, family(case.family).weights).eval()  # a spec the family may refuse
+
+
 @pytest.fixture(scope="module")
 def hf_models():
-    """One transformers model per case (built once), its inputs and its logits."""
+    """One other implementation per case (built once), its inputs and its outputs."""
     cache = {}
 
     def get(key: str):
         if key not in cache:
-            spec = CASES[key].spec
-            torch.manual_seed(0)
-            hf = randomize(transformers_model(spec))
-            gen = torch.Generator().manual_seed(1)
-            if spec.kind == "encoder-decoder":
-                inputs = (torch.randint(0, spec.vocab_size, (2, 29), generator=gen),
-                          torch.randint(0, spec.vocab_size, (2, 23), generator=gen))  # fmt: skip
-                with torch.no_grad():
-                    logits = hf(input_ids=inputs[0], decoder_input_ids=inputs[1]).logits
-            else:
-                inputs = (torch.randint(0, spec.vocab_size, (2, 33), generator=gen),)
-                with torch.no_grad():
-                    logits = hf(inputs[0]).logits
-            cache[key] = hf, inputs, logits
+            case = CASES[key]
+            other, inputs = other_model(case), inputs_of(case)
+            with torch.no_grad():
+                cache[key] = other, inputs, run_other(case, other, inputs)
         return cache[key]
 
     return get
 
 
 def max_diff(a, b) -> float:
-    return (a - b).abs().max().item()
+    """The largest difference between two outputs (tensors, or tuples of tensors of the same shapes)."""
+    a, b = ((a,) if isinstance(a, torch.Tensor) else a), ((b,) if isinstance(b, torch.Tensor) else b)
+    assert len(a) == len(b)
+    return max((x - y).abs().max().item() for x, y in zip(a, b, strict=True))
+
+
+def nudge(model, name: str) -> None:
+    p = model.get_parameter(name)
+    p.add_(1e-2 * torch.randn_like(p))
 
 
 @pytest.mark.parametrize("key", list(CASES))
-def test_family_matches_transformers_given_the_same_weights(key, hf_models):
+def test_family_matches_its_implementation_given_the_same_weights(key, hf_models):
     case = CASES[key]
-    hf, inputs, expected = hf_models(key)
-    # a seed of its own: a table that missed a tensor cannot pass on identically drawn initial weights
-    model = load_transformers(build(case.spec, seed=1234), hf.state_dict()).eval()
+    other, inputs, expected = hf_models(key)
+    model = reference_model(case, other.state_dict())
     with torch.no_grad():
-        assert max_diff(model(*inputs), expected) <= ATOL
-        # the comparison can fail: nudging one weight moves the output away from transformers'
-        model.get_parameter(case.nudge).add_(1e-2 * torch.randn_like(model.get_parameter(case.nudge)))
-        assert max_diff(model(*inputs), expected) > ATOL
+        assert max_diff(run_reference(case, model, inputs), expected) <= ATOL
+        # the comparison can fail: nudging one weight moves the output away from the other implementation's
+        nudge(model, case.nudge)
+        assert max_diff(run_reference(case, model, inputs), expected) > ATOL
 
 
 FEATURES = [pytest.param(k, f, id=f"{k}-{f}") for k, c in CASES.items() for f in c.features]
@@ -172,14 +274,13 @@ def test_parity_depends_on_each_feature_of_the_family(key, feature, hf_models):
     """The toys exercise what makes the family: a spec without the feature (same shapes, the same
     weights) computes something else, beyond the tolerance."""
     case = CASES[key]
-    hf, inputs, expected = hf_models(key)
-    other = case.spec.replace(**case.features[feature])
-    model = load_weights(build(other, seed=1234), hf.state_dict(), family(case.family).weights).eval()
+    other, inputs, expected = hf_models(key)
+    model = reference_model(case, other.state_dict(), case.spec.replace(**case.features[feature]))
     with torch.no_grad():
-        assert max_diff(model(*inputs), expected) > 10 * ATOL
+        assert max_diff(run_reference(case, model, inputs), expected) > 10 * ATOL
 
 
-@pytest.mark.parametrize("key", list(CASES))
+@pytest.mark.parametrize("key", [k for k, c in CASES.items() if c.family != TORCH])
 def test_spec_builds_its_family_and_counts_what_transformers_builds(key, hf_models):
     case = CASES[key]
     hf, _, _ = hf_models(key)
@@ -294,3 +395,51 @@ def test_weight_map_refuses_a_fused_tensor_of_another_width(hf_models):
 def test_what_a_family_cannot_represent_is_refused_by_field(spec, name, field):
     with pytest.raises(ValueError, match=f"cannot represent this spec: .*{re.escape(field)}"):
         transformers_config(spec, name)
+
+
+def test_loader_refuses_weights_of_another_shape():
+    hf = transformers.GPT2LMHeadModel(transformers_config(GPT2_TOY))
+    with pytest.raises(ValueError, match="has shape"):
+        load_gpt2(build(GPT2_TOY.replace(d_ff=64)), hf.state_dict())
+
+
+def test_per_family_loaders_are_the_family_tables(hf_models):
+    """load_gpt2, load_llama and load_bert load what load_transformers loads, by the same table."""
+    for key, load in (("gpt2", load_gpt2), ("llama-no-bias-untied", load_llama), ("bert", load_bert)):
+        case = CASES[key]
+        other, inputs, expected = hf_models(key)
+        model = load(build(case.spec, seed=1234), other.state_dict()).eval()
+        with torch.no_grad():
+            assert max_diff(run_reference(case, model, inputs), expected) <= ATOL
+
+
+def test_no_transformers_equivalent_is_a_clear_error():
+    with pytest.raises(ValueError, match="no transformers equivalent.*norm_position='post'"):
+        transformers_config(GPT2_TOY.replace(norm_position="post"))
+
+
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        (GPT2_TOY.replace(activation="swiglu"), "activation='swiglu'"),
+        (LLAMA_TOY.replace(embedding_norm=True), "embedding_norm=True"),
+        (BERT_TOY.replace(head="lm"), "head='lm'"),
+        (GPT2_TOY.replace(head={"kind": "lm", "bias": True}), "head.bias=true"),
+        (LLAMA_TOY.replace(d_value=4), "d_value=4"),
+    ],
+    ids=["gpt2-gated", "llama-embedding-norm", "bert-with-lm-head", "head-bias", "d_value"],
+)
+def test_what_a_family_cannot_represent_is_refused_by_name(spec, field):
+    with pytest.raises(ValueError, match=re.escape(field)):
+        transformers_config(spec)
+
+
+def test_loaders_check_that_every_parameter_was_written():
+    """Both directions: a state dict that lacks nothing the loader reads still fails when a parameter
+    of the reference model is left unwritten (here: a LLaMA state dict with the tied head cut, into an
+    untied model whose head has no source)."""
+    hf = transformers.LlamaForCausalLM(transformers_config(LLAMA_TOY.replace(tie_embeddings=True)))
+    model = build(LLAMA_TOY.replace(tie_embeddings=True), seed=1)
+    model.head.weight = torch.nn.Parameter(torch.zeros_like(model.head.weight))  # untie behind the loader's back
+    with pytest.raises(ValueError, match="parameters were not written, e.g. \\['head.weight'\\]"):
+        load_llama(model, hf.state_dict())

@@ -1,0 +1,61 @@
+"""The enumerated choices that several layers read, each written once.
+
+The planner's validators (archspec.memory), the command line's ``choices=`` and the reference model
+(archspec.reference) read them from here; tests/test_vocab.py holds every copy equal. What belongs
+to one model stays with it: the spec's activations (archspec.spec.Activation, GATED_ACTIVATIONS),
+the storage formats and their bits (archspec.memory.STORAGE), the components and roles
+(archspec.blocks). This module imports nothing of archspec.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# ---------------------------------------------------------------- dtypes
+
+# the floating-point dtypes the planner counts, by archspec's short name, with torch's name of each
+# (the reference model builds in it; fp8 is E4M3, its E5M2 sibling has the same bytes). The
+# reference model also builds in any other floating dtype torch names (float64).
+FLOAT_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp8": "float8_e4m3fn"}
+
+# other names of the short ones: torch's (torch.float32, bfloat16, float8_e4m3fn ...), C's
+DTYPE_ALIASES = {
+    **{torch_name: short for short, torch_name in FLOAT_DTYPES.items()},
+    "float": "fp32",
+    "half": "fp16",
+    "float8": "fp8",
+    "float8_e4m3fnuz": "fp8",
+    "float8_e5m2": "fp8",
+    "float8_e5m2fnuz": "fp8",
+}
+
+
+def dtype_key(name: object) -> str | None:
+    """'torch.bfloat16' -> 'bf16', ' FP16 ' -> 'fp16': the short name of a dtype name (unknown names
+    come back normalised, for the caller to refuse); None for what is not a string."""
+    if not isinstance(name, str):
+        return None
+    n = name.strip().lower().removeprefix("torch.")
+    return DTYPE_ALIASES.get(n, n)
+
+
+# ---------------------------------------------------------------- how training runs
+
+Attention = Literal["flash", "eager"]
+ATTENTION: tuple[str, ...] = get_args(Attention)  # --attention; flash (a fused kernel) is the default
+
+Recompute = Literal["none", "selective", "full"]
+RECOMPUTE: tuple[str, ...] = get_args(Recompute)  # activation recomputation (Korthikanti et al. 2022)
+
+ZERO_STAGES = (0, 1, 2, 3)  # ZeRO (Rajbhandari et al. 2020): nothing, optimizer, + gradients, + weights sharded
+
+
+def attention_runs(mode: str, *, softcap: float | None = None, sinks: bool = False, d_qk: int, d_v: int,
+                   cpu_training: bool = True) -> str:  # fmt: skip
+    """The attention that actually runs when `mode` is asked: no fused kernel soft-caps scores or
+    has sinks, and the CPU's fused kernel (in training) needs queries and values of one width, so
+    those run 'eager' (explicit products, the probabilities stored) whatever is asked. The planner
+    plans what the reference model runs in a CPU training step (`cpu_training`)."""
+    if softcap is not None or sinks or (cpu_training and d_qk != d_v):
+        return "eager"
+    return mode

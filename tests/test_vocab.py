@@ -1,0 +1,116 @@
+"""Each vocabulary written once: the command line's choices, the planner's validators, the spec and
+the reference model read the same lists (archspec.vocab, the spec's Literals, archspec.memory.STORAGE);
+a list typed a second time somewhere shows here as a difference."""
+
+import argparse
+from typing import get_args
+
+import pytest
+
+from archspec import vocab
+from archspec.cli import build_parser
+from archspec.hardware import MATH_DTYPES
+from archspec.memory import DTYPE_BYTES, OPTIMIZERS, STORAGE
+from archspec.spec import GATED_ACTIVATIONS, Activation
+
+
+def choices(command: str, option: str) -> list:
+    """The choices of `archspec COMMAND OPTION`, as the parser holds them."""
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    (action,) = [a for a in sub._actions if option in a.option_strings]
+    return list(action.choices)
+
+
+@pytest.mark.parametrize(
+    "command, option, vocabulary",
+    [
+        ("memory", "--attention", vocab.ATTENTION),
+        ("memory", "--recompute", vocab.RECOMPUTE),
+        ("verify", "--recompute", vocab.RECOMPUTE),
+        ("plot", "--recompute", vocab.RECOMPUTE),
+        ("memory", "--zero", vocab.ZERO_STAGES),
+        ("verify", "--zero", vocab.ZERO_STAGES),
+        ("memory", "--optimizer", tuple(OPTIMIZERS)),
+        ("memory", "--dtype", tuple(DTYPE_BYTES)),
+        ("compare", "--dtype", tuple(DTYPE_BYTES)),
+        ("sweep", "--dtype", tuple(DTYPE_BYTES)),
+        ("memory", "--kv-dtype", tuple(DTYPE_BYTES)),
+        ("memory", "--weights", tuple(STORAGE)),
+        ("memory", "--experts", tuple(STORAGE)),
+        ("flops", "--dtype", MATH_DTYPES),
+    ],
+    ids=lambda x: x if isinstance(x, str) else "",
+)
+def test_the_command_lines_choices_are_the_vocabulary(command, option, vocabulary):
+    assert choices(command, option) == list(vocabulary)
+
+
+def test_the_planners_dtypes_are_storage_formats_and_every_alias_names_one():
+    assert set(DTYPE_BYTES) <= set(STORAGE) and set(MATH_DTYPES) <= set(DTYPE_BYTES)
+    assert set(vocab.DTYPE_ALIASES.values()) <= set(DTYPE_BYTES)
+    assert set(vocab.FLOAT_DTYPES) <= set(DTYPE_BYTES)
+    assert all(vocab.dtype_key(f" torch.{name.upper()} ") == short for short, name in vocab.FLOAT_DTYPES.items())
+
+
+def test_the_reference_builds_in_every_float_dtype_with_the_planners_bytes():
+    torch = pytest.importorskip("torch")
+    from archspec.reference import resolve_dtype
+
+    for alias, short in {**vocab.DTYPE_ALIASES, **{k: k for k in vocab.FLOAT_DTYPES}}.items():
+        dt = resolve_dtype(alias)
+        assert dt.is_floating_point and dt.itemsize == DTYPE_BYTES[short], alias
+    assert resolve_dtype("float8_e5m2") is torch.float8_e5m2  # torch's own name wins over the alias
+    assert resolve_dtype("fp8") is torch.float8_e4m3fn and resolve_dtype("float64") is torch.float64
+
+
+def test_the_reference_model_knows_every_activation_and_recompute_mode():
+    pytest.importorskip("torch")
+    from archspec.reference.mlp import ACTIVATIONS
+    from archspec.reference.model import ATTENTION, RECOMPUTE
+
+    assert set(ACTIVATIONS) == set(get_args(Activation))
+    assert (ATTENTION, RECOMPUTE) == (vocab.ATTENTION, vocab.RECOMPUTE)
+
+
+def test_gated_activations_are_activations_and_adapters_map_into_them():
+    from archspec.hf.engine import GATED_ACTIVATIONS as HF_GATED
+    from archspec.hf.engine import PLAIN_ACTIVATIONS
+
+    assert set(get_args(Activation)) >= GATED_ACTIVATIONS
+    assert set(HF_GATED.values()) <= GATED_ACTIVATIONS
+    assert not set(PLAIN_ACTIVATIONS.values()) & GATED_ACTIVATIONS
+    assert set(PLAIN_ACTIVATIONS.values()) <= set(get_args(Activation))
+
+
+def test_families_gated_lists_agree_with_the_spec():
+    pytest.importorskip("torch")
+    from archspec.reference.families import GATED, NON_GATED
+
+    assert set(GATED) <= GATED_ACTIVATIONS and not set(NON_GATED) & GATED_ACTIVATIONS
+
+
+@pytest.mark.parametrize(
+    "asked, kwargs, runs",
+    [
+        ("flash", dict(d_qk=64, d_v=64), "flash"),
+        ("eager", dict(d_qk=64, d_v=64), "eager"),
+        ("flash", dict(softcap=50.0, d_qk=64, d_v=64), "eager"),
+        ("flash", dict(sinks=True, d_qk=64, d_v=64), "eager"),
+        ("flash", dict(d_qk=192, d_v=128), "eager"),
+        ("flash", dict(d_qk=192, d_v=128, cpu_training=False), "flash"),
+    ],
+)
+def test_when_attention_falls_back_to_eager(asked, kwargs, runs):
+    assert vocab.attention_runs(asked, **kwargs) == runs
+
+
+def test_the_planner_and_the_reference_fall_back_alike():
+    """The planner's attention_mode and the reference model's core read one rule: a spec whose
+    attention soft-caps runs eagerly on both sides (the reference's saved bytes are eager ones)."""
+    from archspec import ModelSpec
+    from archspec.memory import attention_mode
+
+    toy = ModelSpec(name="t", vocab_size=50, d_model=32, n_heads=4, decoder_layers=1, max_positions=16)
+    assert attention_mode(toy, "flash") == "flash"
+    assert attention_mode(toy.replace(attention={"kind": "standard", "softcap": 30.0}), "flash") == "eager"
+    assert attention_mode(toy.replace(d_value=4), "flash") == "eager"
