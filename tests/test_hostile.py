@@ -1359,7 +1359,7 @@ OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[st
         "dtype": [(["--dtype", "fp32"], [])], "optimizer": [(["--optimizer", "sgd"], [])],
         "recompute": [(["--recompute", "full"], [])], "fp32_grads": [(["--fp32-grads"], [])],
         "attention": [(["--attention", "eager"], [])], "dropout": [(["--dropout"], [])],
-        "no_dropout": [(["--no-dropout"], ["--dropout"])], "zero": [(["--zero", "1"], ["--gpus", "2"])],
+"zero": [(["--zero", "1"], ["--gpus", "2"])],
         "gpus": [(["--gpus", "2"], [])], "tp": [(["--tp", "2"], ["--gpus", "2"])],
         "pp": [(["--pp", "2"], ["--gpus", "2"])], "gpu": [(["--gpu", "h100"], [])],
         "weights": [(["--weights", "int8"], [])], "experts": [(["--experts", "int4"], MOE)],
