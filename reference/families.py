@@ -517,6 +517,88 @@ NEMOTRON_H_WEIGHTS = WeightMap("Nemotron-H", strip=("model.", "backbone."), rows
     row("lm_head.weight", "head.weight"),
 ))  # fmt: skip
 
+
+def jamba_layers(s: ModelSpec) -> str | None:
+    """Jamba: Mamba (with dt/B/C norms) or plain attention without positions; a dense MLP or one MoE of
+    un-renormalised softmax top-k, experts as wide as the dense MLP."""
+    for i, k in enumerate(_kinds(s)):
+        a, m = k.attention, k.mlp
+        if a.kind == "mamba" and (a != _mixer(s, "mamba") or not a.dt_norms):
+            return f"layer {i}: one Mamba mixer with dt_norms for every such layer"
+        if a.kind == "standard" and a != StandardAttention.model_construct():
+            return f"layer {i}: attention (needs plain attention)"
+        if a.kind not in ("mamba", "standard"):
+            return f"layer {i}: attention.kind={a.kind!r} (needs 'mamba' or 'standard')"
+        if m.kind == "none" or k.d_ff != s.d_ff:
+            return f"layer {i}: mlp (needs a dense MLP or experts of d_ff={s.d_ff})"
+        if m.kind == "moe" and (m != _moe(s) or m.normalize or m.d_shared or m.router_bias or m.d_expert != s.d_ff
+                                or m.scoring != "softmax" or m.correction_bias or m.routed_scale != 1):  # fmt: skip
+            return f"layer {i}: mlp (needs one softmax MoE, not renormalised, experts of d_ff)"
+    return None
+
+
+def _period(s: ModelSpec, hit) -> tuple[int, int]:
+    """(period, offset) with layer i a hit exactly when i % period == offset; (n + 1, n) when none is."""
+    hits = [i for i, k in enumerate(_kinds(s)) if hit(k)]
+    n = s.decoder_layers
+    if not hits:
+        return n + 1, n
+    period = hits[1] - hits[0] if len(hits) > 1 else n + 1
+    return period, hits[0]
+
+
+def jamba_periodic(s: ModelSpec) -> str | None:
+    checks = (("attention", lambda k: k.attention.kind == "standard"), ("experts", lambda k: k.mlp.kind == "moe"))
+    for what, hit in checks:
+        period, offset = _period(s, hit)
+        if [hit(k) for k in _kinds(s)] != [i % period == offset for i in range(s.decoder_layers)]:
+            return f"layers: {what} must sit on the layers i % period == offset"
+    return None
+
+
+JAMBA_CONFIG: dict[str, Callable[[ModelSpec], Any]] = {
+    **{k: v for k, v in LLAMA_CONFIG.items() if k not in ("rope_theta", "head_dim")},
+    "num_experts": lambda s: _moe(s).experts if _moe(s) else 1,
+    "num_experts_per_tok": lambda s: _moe(s).top_k if _moe(s) else 1,
+    "attn_layer_period": lambda s: _period(s, lambda k: k.attention.kind == "standard")[0],
+    "attn_layer_offset": lambda s: _period(s, lambda k: k.attention.kind == "standard")[1],
+    "expert_layer_period": lambda s: _period(s, lambda k: k.mlp.kind == "moe")[0],
+    "expert_layer_offset": lambda s: _period(s, lambda k: k.mlp.kind == "moe")[1],
+    "mamba_d_state": lambda s: _mixer(s, "mamba").d_state,
+    "mamba_d_conv": lambda s: _mixer(s, "mamba").d_conv,
+    "mamba_expand": lambda s: _mixer(s, "mamba").d_inner // s.d_model,
+    "mamba_dt_rank": lambda s: _mixer(s, "mamba").dt_rank,
+    "mamba_conv_bias": lambda s: _mixer(s, "mamba").conv_bias,
+    "mamba_proj_bias": lambda s: _mixer(s, "mamba").bias,
+    "use_mamba_kernels": lambda s: False,
+}
+
+
+def jamba_expand(s: ModelSpec) -> str | None:
+    a = _mixer(s, "mamba")
+    ok = a is not None and a.d_inner % s.d_model == 0
+    return None if ok else "attention.d_inner (needs a Mamba mixer, d_inner a multiple of d_model: mamba_expand)"
+
+
+JAMBA_WEIGHTS = WeightMap("Jamba", strip=("model.",), rows=(
+    row("embed_tokens.weight", "embed.weight"),
+    row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight"),
+    row("layers.{}.input_layernorm.weight", DEC + "mixer_norm.weight"),
+    row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
+    row("layers.{}.self_attn.o_proj.{w}", DEC + "attention.out.{w}"),
+    row("layers.{}.mamba.{w}", DEC + "mixer.{w}"),  # A_log, D
+    *(row(f"layers.{{}}.mamba.{m}.{{w}}", DEC + f"mixer.{m}.{{w}}") for m in (
+        "in_proj", "conv1d", "x_proj", "dt_proj", "out_proj", "dt_layernorm", "b_layernorm", "c_layernorm")),
+    row("layers.{}.pre_ff_layernorm.weight", DEC + "mlp_norm.weight"),
+    *(row(f"layers.{{}}.feed_forward.{x}_proj.{{w}}", DEC + f"mlp.{x}.{{w}}") for x in ("gate", "up", "down")),
+    row("layers.{}.feed_forward.router.weight", DEC + "mlp.router.weight"),
+    row("layers.{}.feed_forward.experts.gate_up_proj", (DEC + "mlp.experts.gate.weight",
+                                                        DEC + "mlp.experts.up.weight"), "split"),
+    row("layers.{}.feed_forward.experts.down_proj", DEC + "mlp.experts.down.weight"),
+    row("final_layernorm.weight", "decoder.final_norm.weight"),
+    row("lm_head.weight", "head.weight"),
+))  # fmt: skip
+
 HYBRID_BASE = {**BASE, "attention.kind": None, "attention.qk_norm": None, "mlp.kind": None, "norm": ("rmsnorm",)}
 
 # ---------------------------------------------------------------- the families
@@ -705,6 +787,14 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
                nemotron_h_layers, d_value_is_d_head, embedding_is_d_model),
         NEMOTRON_H_CONFIG,
         (NEMOTRON_H_WEIGHTS,),
+    ),
+    Family(
+        "Jamba", "jamba", "JambaForCausalLM", "JambaConfig",
+        _needs({**HYBRID_BASE, "position.kind": ("none",), "activation": ("swiglu",), **NO_BIASES},
+               jamba_layers, jamba_periodic, jamba_expand, heads_span_d_model, d_value_is_d_head, default_scale,
+               embedding_is_d_model),
+        JAMBA_CONFIG,
+        (JAMBA_WEIGHTS,),
     ),
     Family(
         "T5", "t5", "T5ForConditionalGeneration", "T5Config",

@@ -49,6 +49,14 @@ NEMOTRON_H = ModelSpec(
     kinds={"mamba": {"attention": MAMBA2, "mlp": "none"}, "attention": {"mlp": "none"}, "mlp": {"attention": "none"}},
     layers={"pattern": ["mamba", "attention", "mlp", "mamba", "mlp"]},
 )  # fmt: skip
+MAMBA = {"kind": "mamba", "d_inner": 64, "d_state": 8, "d_conv": 4, "dt_rank": 6, "dt_norms": True}
+JAMBA = ModelSpec(
+    name="jamba-toy", vocab_size=89, d_model=32, decoder_layers=4, n_heads=4, n_kv_heads=2, d_ff=48,
+    max_positions=64, position="none", norm="rmsnorm", activation="swiglu", bias=False, tie_embeddings=False,
+    mlp={"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 48, "normalize": False},
+    kinds={"mamba-dense": {"attention": MAMBA, "mlp": "dense"}, "attention": {}, "mamba": {"attention": MAMBA}},
+    layers={"pattern": ["mamba-dense", "attention", "mamba-dense", "mamba"]},
+)  # fmt: skip
 
 
 def _plain_norms(wmap: WeightMap) -> WeightMap:
@@ -81,6 +89,9 @@ CASES = {
         "no-dt-clamp": {"kinds": {**{k: v.model_dump(exclude_none=True) for k, v in NEMOTRON_H.kinds.items()},
                                   "mamba": {"attention": {**MAMBA2, "dt_min": 0.0}, "mlp": "none"}}},
         "relu": {"activation": "relu"},
+    }),
+    "jamba": Case(JAMBA, "Jamba", "decoder.layers.2.mixer.dt_layernorm.weight", {
+        "renormalised-top-k": {"mlp": {**JAMBA.mlp.model_dump(), "normalize": True}},
     }),
 }  # fmt: skip
 

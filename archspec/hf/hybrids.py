@@ -3,6 +3,7 @@ among attention layers, each config's per-layer key (``layer_types``, ``hybrid_o
 ``attn_layer_period``...) resolved here into one per-layer list of kinds, then compacted into
 ``kinds`` and ``[layers]`` (archspec.layers.compact).
 
+- Jamba (``jamba``): Mamba (RMSNorms on dt, B, C) or attention, experts or a dense MLP, by periods.
 - Qwen3-Next (``qwen3_next``), Qwen3.5 (``qwen3_5_text``, ``qwen3_5_moe_text``): Gated DeltaNet layers
   and gated full attention (its query projection also emits a sigmoid output gate; per-head QK-norm)
   every ``full_attention_interval``-th layer. Their RMSNorms are zero-centred (``1 + w``): the same
@@ -14,6 +15,7 @@ among attention layers, each config's per-layer key (``layer_types``, ``hybrid_o
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from archspec.hf.engine import (
@@ -229,6 +231,46 @@ def _nemotron_h(cfg: Config, where: str) -> dict[str, Any]:
     return layered(per_layer, {k: v for k, v in kinds.items() if k in per_layer}, base)
 
 
+# ---------------------------------------------------------------- Jamba
+
+
+def _jamba(cfg: Config, where: str) -> dict[str, Any]:
+    """Jamba: attention (no positions) on layers i % attn_layer_period == attn_layer_offset, Mamba with
+    RMSNorms on dt, B and C elsewhere; experts (top-k of a softmax, not renormalised) on layers
+    i % expert_layer_period == expert_layer_offset, a dense MLP elsewhere (or everywhere with one expert)."""
+    d, n = cfg["hidden_size"], cfg["num_hidden_layers"]
+    rank = cfg["mamba_dt_rank"]
+    mamba = {
+        "kind": "mamba",
+        "d_inner": cfg["mamba_expand"] * d,
+        "d_state": cfg["mamba_d_state"],
+        "d_conv": cfg["mamba_d_conv"],
+        "dt_rank": math.ceil(d / 16) if rank == "auto" else rank,
+        "conv_bias": bool(cfg["mamba_conv_bias"]),
+        "bias": bool(cfg["mamba_proj_bias"]),
+        "dt_norms": True,
+    }
+    experts = cfg["num_experts"] > 1
+    base: dict[str, Any] = {
+        "activation": activation(cfg, "hidden_act", True, where),
+        "n_kv_heads": cfg["num_key_value_heads"] or cfg["num_attention_heads"],
+    }
+    if experts:
+        base["mlp"] = {"kind": "moe", "experts": cfg["num_experts"], "top_k": cfg["num_experts_per_tok"],
+                       "d_expert": cfg["intermediate_size"], "normalize": False}  # fmt: skip
+    names, kinds = [], {}
+    for i in range(n):
+        attention = i % cfg["attn_layer_period"] == cfg["attn_layer_offset"]
+        moe = experts and i % cfg["expert_layer_period"] == cfg["expert_layer_offset"]
+        name = ("attention" if attention else "mamba") + ("" if moe or not experts else "-dense")
+        kind: dict[str, Any] = {} if attention else {"attention": mamba}
+        if experts and not moe:
+            kind["mlp"] = "dense"
+        kinds[name] = kind
+        names.append(name)
+    return layered(names, kinds, base)
+
+
 def _nemotron_pattern_ok(cfg: Config) -> bool:
     return _nemotron_layers(cfg) is not None
 
@@ -318,6 +360,28 @@ FAMILIES = [
                     "relu2, relu, gelu or silu"),
         ),
         derive=_nemotron_h,
+    ),
+    Family(
+        "jamba",
+        "Jamba",
+        ("ForCausalLM", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "hidden_size", "decoder_layers": "num_hidden_layers",
+         "n_heads": "num_attention_heads", "d_ff": "intermediate_size", "max_positions": "max_position_embeddings",
+         "norm_eps": "rms_norm_eps"},
+        {"vocab_size": 65536, "tie_word_embeddings": False, "hidden_size": 4096, "intermediate_size": 14336,
+         "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu",
+         "rms_norm_eps": 1e-6, "max_position_embeddings": 262144, "num_experts_per_tok": 2, "num_experts": 16,
+         "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 8, "attn_layer_offset": 4,
+         "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": "auto", "mamba_conv_bias": True,
+         "mamba_proj_bias": False},
+        fixed={"norm": "rmsnorm", "norm_position": "pre", "position": "none", "bias": False},
+        refuse=(
+            Refusal("num_experts", lambda c: isinstance(c["num_experts"], int) and c["num_experts"] >= 1,
+                    "a positive number of experts"),
+            *(Refusal(k, lambda c, k=k: isinstance(c[k], int) and c[k] >= 1, "a positive integer")
+              for k in ("attn_layer_period", "expert_layer_period")),
+        ),
+        derive=_jamba,
     ),
 ]
 # fmt: on
