@@ -27,6 +27,8 @@ def _plain(value: Any) -> Any:
         if isinstance(dumped, dict) and hasattr(value, "kind"):
             dumped = {"kind": value.kind, **dumped}
         return dumped
+    if isinstance(value, dict):  # kinds: a table of LayerKind tables
+        return {k: _plain(v) for k, v in value.items()}
     return value
 
 

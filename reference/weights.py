@@ -11,9 +11,10 @@ reference parameter path(s), with a declared transform. Placeholders:
 Transforms (``TRANSFORMS``): ``copy``; ``transpose`` (GPT-2's Conv1D stores (in, out)); ``cat``
 (separate q, k, v into the fused qkv); ``split`` (a fused source into several targets, by their
 widths); ``heads`` (GPT-NeoX's fused projection holds q, k, v per head: regrouped into all q, all
-k, all v); ``plus_one`` (Gemma's RMSNorm stores w and computes with 1 + w); ``stack`` (per-expert
-matrices into one stacked tensor); ``tied`` (another name of a tensor an earlier row writes: it may
-be absent, and where present it must be equal).
+k, all v); ``q_gate`` (Qwen3-Next's q_proj interleaves q and the output gate per head: with
+k_proj and v_proj into [q | gate | k | v]); ``plus_one`` (Gemma's RMSNorm stores w and computes
+with 1 + w); ``stack`` (per-expert matrices into one stacked tensor); ``tied`` (another name of a
+tensor an earlier row writes: it may be absent, and where present it must be equal).
 
 Loading checks both ways: every source tensor is used (but the keys a table declares ``ignore``:
 buffers), and every reference parameter is written (a tied one through its owner); a missing,
@@ -43,6 +44,14 @@ def _heads(sources: list[torch.Tensor], spec: ModelSpec) -> list[torch.Tensor]:
     return [s.unflatten(0, (spec.n_heads, 3, -1)).transpose(0, 1).flatten(0, 2) for s in sources]
 
 
+def _q_gate(sources: list[torch.Tensor], spec: ModelSpec) -> list[torch.Tensor]:
+    """Qwen3-Next's q_proj holds per head (q_h, gate_h), each d_head wide, then k_proj, v_proj ->
+    the reference's fused [q | gate | k | v] (all q heads, then all gates)."""
+    q, *kv = sources
+    q, gate = q.unflatten(0, (spec.n_heads, 2, -1)).unbind(1)  # (nh, d_head, ...) each
+    return [torch.cat([q.flatten(0, 1), gate.flatten(0, 1), *kv])]
+
+
 Transform = Callable[[list[torch.Tensor], list[torch.Tensor], ModelSpec], list[torch.Tensor]]
 TRANSFORMS: dict[str, Transform] = {
     "copy": lambda src, tgt, spec: src,
@@ -53,6 +62,7 @@ TRANSFORMS: dict[str, Transform] = {
         torch.split(src[0], [t.shape[_differs(src[0], t)] for t in tgt], dim=_differs(src[0], tgt[0]))
     ),
     "heads": lambda src, tgt, spec: _heads(src, spec),
+    "q_gate": lambda src, tgt, spec: _q_gate(src, spec),
     "plus_one": lambda src, tgt, spec: [s + 1 for s in src],
     "stack": lambda src, tgt, spec: [torch.stack(src)],
 }

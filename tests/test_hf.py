@@ -31,9 +31,20 @@ DATA = Path(__file__).parent / "data" / "hf"
 CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 # real files whose shapes the spec cannot represent: refused by key, never counted wrong
 REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
-COUNTED = [c for c in CONFIGS if c not in REFUSED]
+# multimodal wrappers (a text_config inside): until the loader reads wrappers, their text_config is counted
+# here by its text adapter against transformers' text model (test_wrapped_text_config_counts_...)
+WRAPPED = {"qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b"}
+# files holding non-finite numbers (Nemotron-H's time_step_limit: [0.0, Infinity]) that this branch's loader
+# still refuses: read here with Python's json module (which accepts Infinity) and handed to archspec.hf;
+# the CLI tests skip them until the loader accepts non-finite values in keys that do not affect shapes
+NON_FINITE = {"nemotron-h-56b-base-8k"}
+COUNTED = [c for c in CONFIGS if c not in REFUSED and c not in WRAPPED]
 MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
-       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3")}  # fmt: skip
+       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "qwen3_next")
+       or "E" in json.loads((DATA / f"{c}.json").read_text()).get("hybrid_override_pattern", "")}  # fmt: skip
+# model types with a recurrent scan: exempt from the whole-model FLOP comparison (their attention- and
+# MLP-only variants are compared in test_hybrid_variants_without_a_scan_...)
+SCAN = {"qwen3_next", "nemotron_h", "jamba", "mamba2", "falcon_h1", "granitemoehybrid"}
 
 
 def _model_type(name: str) -> str:
@@ -49,7 +60,7 @@ FLOPS_EXTRA = {
     "llama-2-70b": "grouped-query attention",
     "gemma-2-27b": "attention scale from query_pre_attn_scalar",
 }
-DENSE = [c for c in COUNTED if c not in MOE]
+DENSE = [c for c in COUNTED if c not in MOE and _model_type(c) not in SCAN]
 
 
 def _smallest(model_type: str) -> str:
@@ -93,12 +104,25 @@ COMPONENT_PATTERNS = [
         r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|query_layernorm|key_layernorm|q_norm|k_norm)$",
         "attention",
     ),  # norms inside attention
+    # recurrent mixers (Qwen3-Next's linear_attn, Jamba's mamba); Nemotron-H and Mamba-2 name every sub-layer
+    # `mixer`: attention, MLP and experts by their projections, the rest a Mamba-2 mixer
+    (r"(linear_attn|mamba)\.", "mixer"),
+    (r"mixer\.(q_proj|k_proj|v_proj|o_proj)$", "attention"),
+    (r"mixer\.(up_proj|down_proj)$", "mlp"),
+    (r"mixer\.gate$", "router"),
+    (r"mixer\.experts\.", "experts"),
+    (r"mixer\.shared_experts\.", "shared_experts"),
+    (r"mixer\.", "mixer"),
+    (r"\bembeddings$", "embed"),
     (r"(norm|Norm|ln_\w+|layernorm_embedding|norm_[12f])$", "norm"),  # MPT, DBRX: norm_1, norm_2, norm_f
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
     (r"mlp\.gate$", "router"),
     (r"(mlp|block_sparse_moe)\.router$|mlp\.gate\.wg$|ffn\.router\.layer$", "router"),  # Phi-MoE, Granite, DBRX
     (r"(mlp|block_sparse_moe|ffn)\.experts\.", "experts"),
     (r"mlp\.shared_expert(s|_gate)?\b|\bshared_mlp\b", "shared_experts"),
+    (r"feed_forward\.router$", "router"),  # Jamba
+    (r"feed_forward\.experts\.", "experts"),
+    (r"feed_forward\.", "mlp"),
     (r"(attn|attention|self_attention|SelfAttention)\.", "attention"),
     (r"(mlp|ffn|ffn_output|intermediate|output\.dense|fc1|fc2|DenseReluDense)\b", "mlp"),
 ]
@@ -152,6 +176,8 @@ def measured(name: str) -> dict:
 
 @cache
 def spec_of(name: str):
+    if name in NON_FINITE:
+        return archspec.ModelSpec.model_validate(hf.from_mapping(raw_config(name), name).data)
     return archspec.load_spec(DATA / f"{name}.json")
 
 
@@ -185,7 +211,9 @@ def test_active_parameters_count_top_k_routed_experts(name):
     parameters under mlp.experts, split evenly among the experts."""
     spec, m = spec_of(name), measured(name)
     routed = m["components"]["experts"]
-    active = m["total"] - routed + routed * spec.mlp.top_k // spec.mlp.experts
+    moe = spec.mlp if spec.mlp.kind == "moe" else next(k for k in spec.kinds.values() if k.mlp and "top_k" in k.mlp)
+    top_k, experts = (moe.top_k, moe.experts) if spec.mlp.kind == "moe" else (moe.mlp["top_k"], moe.mlp["experts"])
+    active = m["total"] - routed + routed * top_k // experts
     assert count_params(spec).active == active
 
 
@@ -230,6 +258,7 @@ def test_adapter_defaults_are_transformers_config_class_defaults(model_type):
     not_fields = {"gpt_neox": {"rotary_pct", "rotary_emb_base"}, "bloom": {"seq_length"},
                   "t5": {"n_positions"}, "mt5": {"n_positions"}, "roberta": set(),
                   "deepseek_v2": {"rope_interleave"}}  # fmt: skip
+    # Qwen3-Next's and Qwen3.5's full_attention_interval is read by __post_init__ (default 4), not a field
     for key, value in family.defaults.items():
         if key in not_fields.get(model_type, set()):
             continue
@@ -317,6 +346,39 @@ VARIANTS = {
                            "d_model": 64, "encoder_layers": 2, "decoder_layers": 1, "encoder_attention_heads": 4,
                            "decoder_attention_heads": 4, "encoder_ffn_dim": 96, "decoder_ffn_dim": 96,
                            "max_position_embeddings": 32, "scale_embedding": True},
+    "qwen3-next-dense-layers-interval": {"model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"],
+                                         **SMALL_DECODER, "num_hidden_layers": 4, "num_key_value_heads": 2,
+                                         "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                                         "linear_key_head_dim": 8, "linear_value_head_dim": 12, "num_experts": 4,
+                                         "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                                         "shared_expert_intermediate_size": 40, "mlp_only_layers": [0],
+                                         "decoder_sparse_step": 1, "full_attention_interval": 2,
+                                         "attention_bias": True, "tie_word_embeddings": True},
+    "qwen3-next-no-experts": {"model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"], **SMALL_DECODER,
+                              "num_key_value_heads": 2, "head_dim": 16, "linear_num_key_heads": 2,
+                              "linear_num_value_heads": 2, "linear_key_head_dim": 8, "linear_value_head_dim": 8,
+                              "num_experts": 0, "layer_types": ["linear_attention", "full_attention"]},
+    "nemotron-h-layers-block-type": {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"],
+                                     **SMALL_DECODER, "num_key_value_heads": 2, "head_dim": 16,
+                                     "layers_block_type": ["linear_attention", "moe", "full_attention", "mlp"],
+                                     "mamba_num_heads": 4, "mamba_head_dim": 8, "ssm_state_size": 8, "n_groups": 2,
+                                     "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                                     "moe_shared_expert_intermediate_size": 40,
+                                     "use_conv_bias": False, "use_bias": True},
+    "nemotron-h-mlp-bias": {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"], **SMALL_DECODER,
+                            "num_key_value_heads": 2, "head_dim": 16, "hybrid_override_pattern": "*-",
+                            "mlp_bias": True, "mlp_hidden_act": "relu"},
+    "nemotron-h-all-mamba": {"model_type": "nemotron_h", "architectures": ["NemotronHForCausalLM"], **SMALL_DECODER,
+                             "hybrid_override_pattern": "MMM", "num_key_value_heads": 2, "mamba_num_heads": 4,
+                             "mamba_head_dim": 8, "ssm_state_size": 8, "n_groups": 1},
+    # no released Jamba config.json was found byte for byte (only transcriptions); toys of its keys
+    "jamba-periods-auto-rank": {"model_type": "jamba", "architectures": ["JambaForCausalLM"], **SMALL_DECODER,
+                                "num_hidden_layers": 8, "num_key_value_heads": 2, "num_experts": 4,
+                                "attn_layer_period": 4, "attn_layer_offset": 1, "expert_layer_period": 3,
+                                "expert_layer_offset": 2, "mamba_d_state": 8, "mamba_proj_bias": True},
+    "jamba-one-expert": {"model_type": "jamba", "architectures": ["JambaForCausalLM"], **SMALL_DECODER,
+                         "num_hidden_layers": 3, "num_key_value_heads": 2, "num_experts": 1, "attn_layer_period": 3,
+                         "attn_layer_offset": 0, "mamba_dt_rank": 5, "mamba_conv_bias": False},
     "distilbert-sinusoidal": {"model_type": "distilbert", "architectures": ["DistilBertForMaskedLM"],
                               "vocab_size": 100, "dim": 64, "hidden_dim": 96, "n_layers": 2, "n_heads": 4,
                               "max_position_embeddings": 32, "sinusoidal_pos_embds": True},
@@ -420,6 +482,48 @@ def test_zoo_toy_specs_build_in_the_reference_model_tensor_by_tensor(name):
     assert report.ok and not report.tensor_mismatches
 
 
+@pytest.mark.parametrize("name", sorted(WRAPPED))
+def test_wrapped_text_config_counts_what_transformers_text_model_builds(name):
+    """A wrapper's text_config (Qwen3.5) read by its text adapter: the components of transformers'
+    ...ForCausalLM of the text model_type, built from the same text_config; active parameters for MoE."""
+    text = raw_config(name)["text_config"]
+    cls = {"qwen3_5_text": "Qwen3_5ForCausalLM", "qwen3_5_moe_text": "Qwen3_5MoeForCausalLM"}[text["model_type"]]
+    model = build_transformers({**text, "architectures": [cls]})
+    expected: dict[str, int] = {}
+    for pname, p in model.named_parameters():
+        expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(text, name).data)
+    counted = count_params(spec)
+    assert {k: v for k, v in counted.components.items() if v} == expected
+    if spec.mlp.kind == "moe":
+        routed = expected["experts"]
+        assert counted.active == sum(expected.values()) - routed + routed * spec.mlp.top_k // spec.mlp.experts
+
+
+# 2-layer variants of the hybrids without a recurrent layer (attention, dense or no MLP): their forward FLOPs
+# equal FlopCounterMode on transformers' model; with a scan the whole model is exempt (SCAN)
+NO_SCAN = {
+    "qwen3-next-attention-dense": {**raw_config("qwen3-next-80b-a3b-thinking"), "num_hidden_layers": 2,
+                                   "layer_types": ["full_attention", "full_attention"], "mlp_only_layers": [0, 1]},
+    "nemotron-h-attention-mlp": {**raw_config("nemotron-h-56b-base-8k"), "hybrid_override_pattern": "*-",
+                                 "num_hidden_layers": 2},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", sorted(NO_SCAN))
+def test_hybrid_variants_without_a_scan_match_flop_counter(variant):
+    raw = NO_SCAN[variant]
+    model = build_transformers(raw)
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
+    assert count_params(spec).total == sum(p.numel() for p in model.parameters())
+    # no attention_mask: transformers' hybrid masks read its values, which the meta device does not hold
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(input_ids=torch.zeros(1, SEQ, dtype=torch.long, device="meta"))
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == counter.get_total_flops()
+
+
 # ---------------------------------------------------------------- heads by class
 
 
@@ -479,7 +583,7 @@ def test_bloom_legacy_n_embed_reads_as_hidden_size():
 # ---------------------------------------------------------------- import writes a spec that counts the same
 
 
-@pytest.mark.parametrize("name", COUNTED)
+@pytest.mark.parametrize("name", [c for c in COUNTED if c not in NON_FINITE])
 def test_imported_spec_file_loads_to_the_same_spec(name, run_cli, tmp_path):
     code, out, err = run_cli("import", str(DATA / f"{name}.json"))
     assert code == 0, err
@@ -529,9 +633,10 @@ def test_a_folder_holding_config_json_is_a_model_named_after_the_folder(tmp_path
 
 
 def test_one_params_call_counts_every_config(run_json):
-    objects = run_json("params", *(str(DATA / f"{c}.json") for c in COUNTED))
-    assert [o["name"] for o in objects] == COUNTED
-    assert [o["total"] for o in objects] == [measured(c)["total"] for c in COUNTED]
+    readable = [c for c in COUNTED if c not in NON_FINITE]
+    objects = run_json("params", *(str(DATA / f"{c}.json") for c in readable))
+    assert [o["name"] for o in objects] == readable
+    assert [o["total"] for o in objects] == [measured(c)["total"] for c in readable]
 
 
 def test_albert_files_without_model_type_are_read_by_their_class():
@@ -573,6 +678,17 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "bart", "decoder_ffn_dim": 1}, "bart key decoder_ffn_dim=1 is not supported"),
         ({"model_type": "bart", "tie_word_embeddings": False}, "bart key tie_word_embeddings=False is not supported"),
         ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "qwen2_moe key mlp_only_layers=[3] is not supported"),
+        (
+            {"model_type": "nemotron_h", "hybrid_override_pattern": "M*X"},
+            "nemotron_h key hybrid_override_pattern='M*X' is not supported",
+        ),
+        ({"model_type": "nemotron_h", "moe_latent_size": 64}, "nemotron_h key moe_latent_size=64 is not supported"),
+        ({"model_type": "nemotron_h", "mlp_bias": True}, "nemotron_h key mlp_bias=True is not supported"),
+        (
+            {"model_type": "qwen3_next", "layer_types": ["sliding_attention"]},
+            "qwen3_next key layer_types=['sliding_attention'] is not supported",
+        ),
+        ({"model_type": "qwen3_5_moe_text", "num_experts": 0}, "qwen3_5_moe_text key num_experts=0 is not supported"),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
@@ -596,7 +712,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
-        "qwen-moe-layers type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
+        "qwen-moe-layers nemotron-pattern nemotron-latent nemotron-expert-bias qwen3-next-types qwen3.5-no-experts "
+        "type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
         "malformed not-an-object stablelm-qk-norm cohere-qk-norm cohere2-pattern ministral-layer-types "
         "exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn mpt-qk-ln dbrx-normalize bigcode-cross"
     ),
@@ -640,5 +757,7 @@ NO_RELEASED_CONFIG_YET = {
 
 def test_every_supported_model_type_has_a_real_config_in_the_test_set():
     types = {raw_config(c).get("model_type") or hf.CLASSES[raw_config(c)["architectures"][0]] for c in COUNTED}
+    types |= {raw_config(c)["text_config"]["model_type"] for c in WRAPPED}
     assert not types & NO_RELEASED_CONFIG_YET, "a released config arrived: take its type off NO_RELEASED_CONFIG_YET"
-    assert types | NO_RELEASED_CONFIG_YET == set(hf.FAMILIES)
+    # jamba: no released config.json found (see VARIANTS); its adapter is held to transformers by toys only
+    assert types | NO_RELEASED_CONFIG_YET == set(hf.FAMILIES) - {"jamba"}

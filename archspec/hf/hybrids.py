@@ -1,0 +1,387 @@
+"""Hybrids and linear-attention models: layers of recurrent mixers (Mamba, Mamba-2, Gated DeltaNet)
+among attention layers, each config's per-layer key (``layer_types``, ``hybrid_override_pattern``,
+``attn_layer_period``...) resolved here into one per-layer list of kinds, then compacted into
+``kinds`` and ``[layers]`` (archspec.layers.compact).
+
+- Jamba (``jamba``): Mamba (RMSNorms on dt, B, C) or attention, experts or a dense MLP, by periods.
+- Qwen3-Next (``qwen3_next``), Qwen3.5 (``qwen3_5_text``, ``qwen3_5_moe_text``): Gated DeltaNet layers
+  and gated full attention (its query projection also emits a sigmoid output gate; per-head QK-norm)
+  every ``full_attention_interval``-th layer. Their RMSNorms are zero-centred (``1 + w``): the same
+  parameters as a plain RMSNorm.
+- Nemotron-H (``nemotron_h``): every layer is one sub-layer, named by ``hybrid_override_pattern``:
+  ``M`` a Mamba-2 mixer, ``*`` attention (no positions), ``-`` a squared-ReLU MLP, ``E`` a mixture
+  of squared-ReLU experts (Nemotron 3).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from archspec.hf.engine import (
+    Config,
+    Family,
+    Refusal,
+    activation,
+    biases,
+    must_be,
+    must_be_falsy,
+    rope,
+)
+from archspec.layers import compact
+from archspec.spec import SUBTABLES
+
+# ---------------------------------------------------------------- shared: a per-layer list as kinds
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return {"kind": value} if isinstance(value, str) else dict(value)
+
+
+def _override(base: Any, value: Any) -> Any:
+    """A kind's change of one field as the spec applies it: a sub-table naming another kind replaces the
+    model's, one naming none (or the same kind) changes the fields it names."""
+    if base is None or not isinstance(base, (str, dict)) or not isinstance(value, (str, dict)):
+        return value
+    new, old = _table(value), _table(base)
+    return new if new.get("kind", old.get("kind")) != old.get("kind") else {**old, **new}
+
+
+def layered(per_layer: list[str], kinds: dict[str, dict[str, Any]], base: dict[str, Any]) -> dict[str, Any]:
+    """Spec data for a stack whose layer i has kind per_layer[i]: `kinds` maps each name to the fields it
+    changes in `base` (the model's defaults). One kind only: its changes are the model's fields."""
+    used = list(dict.fromkeys(per_layer))
+    if len(used) == 1:
+        out = dict(base)
+        for f, value in kinds[used[0]].items():
+            out[f] = _override(base.get(f), value) if f in SUBTABLES else value
+        return out
+    prefix, pattern = compact(per_layer)
+    layers: dict[str, Any] = {"pattern": pattern}
+    if prefix:
+        layers["prefix"] = prefix
+    return {**base, "kinds": {k: kinds[k] for k in used}, "layers": layers}
+
+
+# ---------------------------------------------------------------- Qwen3-Next and Qwen3.5
+
+
+def _qwen_layer_types(cfg: Config) -> list[str]:
+    """layer_types, or (absent) linear attention with full attention on every full_attention_interval-th layer."""
+    types = cfg.get("layer_types")
+    if types is None:
+        every = cfg.get("full_attention_interval", 4)
+        n = cfg["num_hidden_layers"]
+        types = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(n)]
+    return list(types)
+
+
+def _qwen_types_ok(cfg: Config) -> bool:
+    types = cfg.get("layer_types")
+    return types is None or (
+        isinstance(types, list)
+        and len(types) == cfg["num_hidden_layers"]
+        and set(types) <= {"linear_attention", "full_attention"}
+    )
+
+
+def _qwen_moe_layers(cfg: Config) -> list[bool]:
+    """Qwen3-Next: a mixture of experts on layer i unless i is in mlp_only_layers, there are no experts,
+    or (i + 1) is not a multiple of decoder_sparse_step."""
+    dense = set(cfg.get("mlp_only_layers") or [])
+    step = cfg.get("decoder_sparse_step", 1)
+    return [i not in dense and cfg["num_experts"] > 0 and (i + 1) % step == 0 for i in range(cfg["num_hidden_layers"])]
+
+
+def _qwen_hybrid(moe_layers: Any, projections: str):
+    """Qwen3-Next / Qwen3.5: `moe_layers(cfg)` says which layers hold experts (None: a dense model);
+    the Gated DeltaNet's projections are fused (Qwen3-Next) or split (Qwen3.5)."""
+
+    def derive(cfg: Config, where: str) -> dict[str, Any]:
+        deltanet: dict[str, Any] = {
+            "kind": "gated_deltanet",
+            "key_heads": cfg["linear_num_key_heads"],
+            "value_heads": cfg["linear_num_value_heads"],
+            "d_key": cfg["linear_key_head_dim"],
+            "d_value_head": cfg["linear_value_head_dim"],
+            "d_conv": cfg["linear_conv_kernel_dim"],
+        }
+        if projections != "fused":
+            deltanet["projections"] = projections
+        base: dict[str, Any] = {
+            "activation": activation(cfg, "hidden_act", True, where),
+            "d_head": cfg["head_dim"],
+            "n_kv_heads": cfg["num_key_value_heads"],
+            "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
+            "position": rope(cfg, default_theta=10000.0, default_fraction=0.25),
+            "attention": {"kind": "standard", "qk_norm": "head", "gate": True},
+        }
+        moe = moe_layers(cfg) if moe_layers else [False] * cfg["num_hidden_layers"]
+        if any(moe):
+            base["mlp"] = {
+                "kind": "moe",
+                "experts": cfg["num_experts"],
+                "top_k": cfg["num_experts_per_tok"],
+                "d_expert": cfg["moe_intermediate_size"],
+                "normalize": bool(cfg.get("norm_topk_prob", True)),
+                "d_shared": cfg["shared_expert_intermediate_size"],
+                "shared_gate": True,
+            }
+        kinds: dict[str, dict[str, Any]] = {}
+        names = []
+        for mixer, expert in zip(_qwen_layer_types(cfg), moe, strict=True):
+            name = ("deltanet" if mixer == "linear_attention" else "attention") + ("" if expert or not any(moe) else
+                                                                                  "-dense")  # fmt: skip
+            kind: dict[str, Any] = {"attention": deltanet} if mixer == "linear_attention" else {}
+            if not expert and any(moe):
+                kind["mlp"] = "dense"
+            kinds[name] = kind
+            names.append(name)
+        return layered(names, kinds, base)
+
+    return derive
+
+
+def _all_moe(cfg: Config) -> list[bool]:
+    return [True] * cfg["num_hidden_layers"]
+
+
+_QWEN_FIELDS = {
+    "vocab_size": "vocab_size",
+    "d_model": "hidden_size",
+    "decoder_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "d_ff": "intermediate_size",
+    "max_positions": "max_position_embeddings",
+    "norm_eps": "rms_norm_eps",
+}
+_QWEN_TYPES = Refusal("layer_types", _qwen_types_ok, "a list of linear_attention / full_attention, one per layer")
+_QWEN_DEFAULTS = {
+    "vocab_size": 151936, "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 16,
+    "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": False, "attention_bias": False, "head_dim": 256, "linear_conv_kernel_dim": 4,
+    "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32, "layer_types": None,
+}  # fmt: skip
+_QWEN35_DEFAULTS = {**_QWEN_DEFAULTS, "vocab_size": 248320, "num_attention_heads": 16}
+
+
+# ---------------------------------------------------------------- Nemotron-H
+
+_NEMOTRON_ACTIVATIONS = {"relu2": "relu2", "relu": "relu", "silu": "silu", "gelu": "gelu"}  # ungated MLPs
+_NEMOTRON_LAYERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+_NEMOTRON_TYPES = {"linear_attention": "mamba", "full_attention": "attention", "mlp": "mlp", "moe": "moe"}
+
+
+def _nemotron_layers(cfg: Config) -> list[str] | None:
+    """The kind of each layer: hybrid_override_pattern (one character a layer), or layers_block_type /
+    layer_types (transformers 5's names); None when neither reads."""
+    types = cfg.get("layers_block_type")
+    if types is not None:
+        ok = isinstance(types, list) and all(t in _NEMOTRON_TYPES for t in types)
+        return [_NEMOTRON_TYPES[t] for t in types] if ok else None
+    pattern = cfg.get("hybrid_override_pattern")
+    if pattern is None:
+        return ["mamba", "moe", "attention", "mlp"]  # transformers' default layers_block_type
+    if not isinstance(pattern, str) or not pattern or set(pattern) - set(_NEMOTRON_LAYERS):
+        return None
+    return [_NEMOTRON_LAYERS[c] for c in pattern]
+
+
+def _nemotron_h(cfg: Config, where: str) -> dict[str, Any]:
+    """Nemotron-H: one norm and one sub-layer per layer, no positions (its attention has no rotary
+    embedding); the number of layers is the pattern's length (transformers ignores num_hidden_layers)."""
+    per_layer = _nemotron_layers(cfg)
+    mamba = {
+        "kind": "mamba2",
+        "heads": cfg["mamba_num_heads"],
+        "head_dim": cfg["mamba_head_dim"],
+        "d_state": cfg["ssm_state_size"],
+        "groups": cfg["n_groups"],
+        "d_conv": cfg["conv_kernel"],
+        "conv_bias": bool(cfg["use_conv_bias"]),
+        "bias": bool(cfg["use_bias"]),
+        "dt_min": float(cfg["time_step_min"]),  # transformers' mixer clamps dt to (time_step_min, inf)
+    }
+    base: dict[str, Any] = {
+        "decoder_layers": len(per_layer),
+        "activation": _NEMOTRON_ACTIVATIONS[cfg["mlp_hidden_act"]],
+        "d_head": cfg["head_dim"],
+        "n_kv_heads": cfg["num_key_value_heads"],
+        "bias": biases(False, False, cfg["mlp_bias"]),
+    }
+    kinds: dict[str, dict[str, Any]] = {
+        "mamba": {"attention": mamba, "mlp": "none"},
+        "attention": {"mlp": "none"},
+        "mlp": {"attention": "none"},
+    }
+    if "moe" in per_layer:
+        moe: dict[str, Any] = {
+            "kind": "moe",
+            "experts": cfg["n_routed_experts"],
+            "top_k": cfg["num_experts_per_tok"],
+            "d_expert": cfg["moe_intermediate_size"],
+            "normalize": bool(cfg["norm_topk_prob"]),
+            "scoring": "sigmoid",
+            "routed_scale": float(cfg["routed_scaling_factor"]),
+        }
+        if cfg["n_shared_experts"]:
+            moe["d_shared"] = cfg["moe_shared_expert_intermediate_size"]
+        kinds["moe"] = {"attention": "none", "mlp": moe}
+    return layered(per_layer, {k: v for k, v in kinds.items() if k in per_layer}, base)
+
+
+# ---------------------------------------------------------------- Jamba
+
+
+def _jamba(cfg: Config, where: str) -> dict[str, Any]:
+    """Jamba: attention (no positions) on layers i % attn_layer_period == attn_layer_offset, Mamba with
+    RMSNorms on dt, B and C elsewhere; experts (top-k of a softmax, not renormalised) on layers
+    i % expert_layer_period == expert_layer_offset, a dense MLP elsewhere (or everywhere with one expert)."""
+    d, n = cfg["hidden_size"], cfg["num_hidden_layers"]
+    rank = cfg["mamba_dt_rank"]
+    mamba = {
+        "kind": "mamba",
+        "d_inner": cfg["mamba_expand"] * d,
+        "d_state": cfg["mamba_d_state"],
+        "d_conv": cfg["mamba_d_conv"],
+        "dt_rank": math.ceil(d / 16) if rank == "auto" else rank,
+        "conv_bias": bool(cfg["mamba_conv_bias"]),
+        "bias": bool(cfg["mamba_proj_bias"]),
+        "dt_norms": True,
+    }
+    experts = cfg["num_experts"] > 1
+    base: dict[str, Any] = {
+        "activation": activation(cfg, "hidden_act", True, where),
+        "n_kv_heads": cfg["num_key_value_heads"] or cfg["num_attention_heads"],
+    }
+    if experts:
+        base["mlp"] = {"kind": "moe", "experts": cfg["num_experts"], "top_k": cfg["num_experts_per_tok"],
+                       "d_expert": cfg["intermediate_size"], "normalize": False}  # fmt: skip
+    names, kinds = [], {}
+    for i in range(n):
+        attention = i % cfg["attn_layer_period"] == cfg["attn_layer_offset"]
+        moe = experts and i % cfg["expert_layer_period"] == cfg["expert_layer_offset"]
+        name = ("attention" if attention else "mamba") + ("" if moe or not experts else "-dense")
+        kind: dict[str, Any] = {} if attention else {"attention": mamba}
+        if experts and not moe:
+            kind["mlp"] = "dense"
+        kinds[name] = kind
+        names.append(name)
+    return layered(names, kinds, base)
+
+
+def _nemotron_pattern_ok(cfg: Config) -> bool:
+    return _nemotron_layers(cfg) is not None
+
+
+# fmt: off
+FAMILIES = [
+    Family(
+        "qwen3_next",
+        "Qwen3Next",
+        ("ForCausalLM", "Model"),
+        _QWEN_FIELDS,
+        {**_QWEN_DEFAULTS, "intermediate_size": 5632, "decoder_sparse_step": 1, "moe_intermediate_size": 512,
+         "shared_expert_intermediate_size": 512, "num_experts_per_tok": 10, "num_experts": 512,
+         "norm_topk_prob": True, "mlp_only_layers": None},
+        fixed={"norm": "rmsnorm", "norm_position": "pre"},
+        refuse=(
+            _QWEN_TYPES,
+            Refusal("shared_expert_intermediate_size", lambda c: bool(c["shared_expert_intermediate_size"]),
+                    "transformers keeps the shared expert's gate without a shared expert"),
+            Refusal("decoder_sparse_step", lambda c: isinstance(c["decoder_sparse_step"], int)
+                    and c["decoder_sparse_step"] >= 1, "a positive integer"),
+        ),
+        derive=_qwen_hybrid(_qwen_moe_layers, "fused"),
+    ),
+    Family(
+        "qwen3_5_text",
+        "Qwen3_5",
+        ("ForCausalLM",),
+        _QWEN_FIELDS,
+        {**_QWEN35_DEFAULTS, "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 32,
+         "num_key_value_heads": 4},
+        fixed={"norm": "rmsnorm", "norm_position": "pre"},
+        refuse=(_QWEN_TYPES,),
+        derive=_qwen_hybrid(None, "split"),
+    ),
+    Family(
+        "qwen3_5_moe_text",
+        "Qwen3_5Moe",
+        ("ForCausalLM",),
+        {k: v for k, v in _QWEN_FIELDS.items() if k != "d_ff"},
+        {**_QWEN35_DEFAULTS, "hidden_size": 2048, "num_hidden_layers": 40, "num_key_value_heads": 2,
+         "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "num_experts_per_tok": 8,
+         "num_experts": 256},
+        fixed={"norm": "rmsnorm", "norm_position": "pre"},
+        refuse=(
+            _QWEN_TYPES,
+            Refusal("shared_expert_intermediate_size", lambda c: bool(c["shared_expert_intermediate_size"]),
+                    "transformers keeps the shared expert's gate without a shared expert"),
+            Refusal("num_experts", lambda c: bool(c["num_experts"]), "every layer of Qwen3.5-MoE has experts"),
+        ),
+        derive=_qwen_hybrid(_all_moe, "split"),
+    ),
+    Family(
+        "nemotron_h",
+        "NemotronH",
+        ("ForCausalLM", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "hidden_size", "n_heads": "num_attention_heads",
+         "d_ff": "intermediate_size", "max_positions": "max_position_embeddings", "norm_eps": "layer_norm_epsilon"},
+        {"vocab_size": 131072, "hidden_size": 4096, "layers_block_type": None, "tie_word_embeddings": False,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 4096,
+         "attention_bias": False, "sliding_window": None, "intermediate_size": 21504, "mlp_hidden_act": "relu2",
+         "mlp_bias": False, "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64,
+         "mamba_hidden_act": "silu", "n_groups": 8, "conv_kernel": 4, "time_step_min": 0.001,
+         "use_conv_bias": True, "n_routed_experts": 8, "n_shared_experts": 1, "moe_intermediate_size": 7688,
+         "moe_shared_expert_intermediate_size": 7688, "moe_latent_size": None, "num_experts_per_tok": 2,
+         "routed_scaling_factor": 1.0, "norm_topk_prob": True, "num_nextn_predict_layers": 0, "use_bias": False,
+         "layer_norm_epsilon": 1e-5},
+        fixed={"norm": "rmsnorm", "norm_position": "pre", "position": "none"},
+        aliases={"layer_types": "layers_block_type", "num_local_experts": "n_routed_experts",
+                 "mamba_n_groups": "n_groups", "mamba_d_conv": "conv_kernel", "mamba_dt_min": "time_step_min",
+                 "mamba_conv_bias": "use_conv_bias"},
+        refuse=(
+            Refusal("hybrid_override_pattern", _nemotron_pattern_ok,
+                    "one of M (Mamba-2), * (attention), - (MLP), E (experts) per layer"),
+            Refusal("layers_block_type", _nemotron_pattern_ok,
+                    "a list of linear_attention, full_attention, mlp, moe"),
+            Refusal("attention_bias", lambda c: not c.get("attention_bias"),
+                    "transformers' NemotronHAttention has no biases; the checkpoint's would not be counted"),
+            Refusal("attention_head_dim", lambda c: c.get("attention_head_dim") in (None, c["head_dim"]),
+                    "transformers reads head_dim; a different attention_head_dim is not represented"),
+            must_be_falsy("sliding_window", "a window on Nemotron-H's attention is not represented"),
+            Refusal("mlp_bias", lambda c: not c["mlp_bias"] or "moe" not in (_nemotron_layers(c) or []),
+                    "transformers' Nemotron-H experts have no biases beside MLPs that have them"),
+            must_be_falsy("moe_latent_size", "latent expert projections are not represented"),
+            must_be("mamba_hidden_act", "silu", "the Mamba-2 mixer's activation is silu"),
+            Refusal("mlp_hidden_act", lambda c: c["mlp_hidden_act"] in _NEMOTRON_ACTIVATIONS,
+                    "relu2, relu, gelu or silu"),
+        ),
+        derive=_nemotron_h,
+    ),
+    Family(
+        "jamba",
+        "Jamba",
+        ("ForCausalLM", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "hidden_size", "decoder_layers": "num_hidden_layers",
+         "n_heads": "num_attention_heads", "d_ff": "intermediate_size", "max_positions": "max_position_embeddings",
+         "norm_eps": "rms_norm_eps"},
+        {"vocab_size": 65536, "tie_word_embeddings": False, "hidden_size": 4096, "intermediate_size": 14336,
+         "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu",
+         "rms_norm_eps": 1e-6, "max_position_embeddings": 262144, "num_experts_per_tok": 2, "num_experts": 16,
+         "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 8, "attn_layer_offset": 4,
+         "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": "auto", "mamba_conv_bias": True,
+         "mamba_proj_bias": False},
+        fixed={"norm": "rmsnorm", "norm_position": "pre", "position": "none", "bias": False},
+        refuse=(
+            Refusal("num_experts", lambda c: isinstance(c["num_experts"], int) and c["num_experts"] >= 1,
+                    "a positive number of experts"),
+            *(Refusal(k, lambda c, k=k: isinstance(c[k], int) and c[k] >= 1, "a positive integer")
+              for k in ("attn_layer_period", "expert_layer_period")),
+        ),
+        derive=_jamba,
+    ),
+]
+# fmt: on
