@@ -33,7 +33,7 @@ CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED]
 MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
-       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3")}  # fmt: skip
+       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "glm4_moe")}  # fmt: skip
 
 
 def _model_type(name: str) -> str:
@@ -78,7 +78,8 @@ COMPONENT_PATTERNS = [
     (r"(wpe|embed_positions|position_embeddings|relative_attention_bias)$", "position"),
     (r"token_type_embeddings$", "token_type"),
     (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in)$", "embed"),
-    (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm)$", "attention"),  # norms inside attention
+    # norms inside attention
+    (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|q_norm|k_norm)$", "attention"),
     (r"(norm|Norm|ln_\w+|layernorm_embedding)$", "norm"),
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
     (r"mlp\.gate$", "router"),
@@ -230,6 +231,8 @@ def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type
     raw = {"model_type": model_type, "architectures": [_family_default_class(family)]}
     if model_type == "deepseek_v2":
         raw["num_experts_per_tok"] = 6  # no default (None); the spec needs top-k
+    if model_type == "glm4_moe":  # the defaults' head_dim 4096 // 96 = 42 has an odd rotary half (21)
+        raw["head_dim"] = 128
     model = build_transformers(raw)
     expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "defaults").data)
@@ -278,6 +281,11 @@ VARIANTS = {
                            "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4, "n_shared_experts": 2,
                            "moe_intermediate_size": 32, "first_k_dense_replace": 0, "num_experts_per_tok": 2,
                            "n_group": 1, "topk_group": 1},
+    "glm4-moe-qk-norm-no-shared": {"model_type": "glm4_moe", "architectures": ["Glm4MoeForCausalLM"],
+                                   **SMALL_DECODER, "num_key_value_heads": 2, "head_dim": 24, "use_qk_norm": True,
+                                   "attention_bias": False, "n_routed_experts": 4, "n_shared_experts": 0,
+                                   "moe_intermediate_size": 32, "num_experts_per_tok": 2, "first_k_dense_replace": 0,
+                                   "routed_scaling_factor": 2.5, "tie_word_embeddings": True},
     "t5-gated-silu-uneven": {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 100,
                              "d_model": 64, "d_kv": 16, "d_ff": 96, "num_layers": 2, "num_decoder_layers": 1,
                              "num_heads": 4, "feed_forward_proj": "gated-silu"},
@@ -304,7 +312,7 @@ def test_adapter_variants_count_what_transformers_builds(variant):
     model = build_transformers(raw)
     expected: dict[str, int] = {}
     for pname, p in model.named_parameters():
-        if p.requires_grad:
+        if p.requires_grad and p.numel():  # GLM-4.5 builds its shared expert 0 wide without shared experts
             expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
     assert {k: v for k, v in count_params(spec).components.items() if v} == expected
@@ -454,6 +462,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "bart", "decoder_ffn_dim": 1}, "bart key decoder_ffn_dim=1 is not supported"),
         ({"model_type": "bart", "tie_word_embeddings": False}, "bart key tie_word_embeddings=False is not supported"),
         ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "qwen2_moe key mlp_only_layers=[3] is not supported"),
+        ({"model_type": "glm4_moe", "n_routed_experts": 0}, "glm4_moe key n_routed_experts=0 is not supported"),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
@@ -463,8 +472,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
-        "qwen-moe-layers type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
-        "malformed not-an-object"
+        "qwen-moe-layers glm4-moe-no-experts type-not-a-string classes-not-a-list wrong-type-in-arithmetic "
+        "wrong-type-of-field malformed not-an-object"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
