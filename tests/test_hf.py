@@ -33,7 +33,7 @@ CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED]
 MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
-       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "glm4_moe")}  # fmt: skip
+       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe")}  # fmt: skip
 
 
 def _model_type(name: str) -> str:
@@ -286,6 +286,18 @@ VARIANTS = {
                                    "attention_bias": False, "n_routed_experts": 4, "n_shared_experts": 0,
                                    "moe_intermediate_size": 32, "num_experts_per_tok": 2, "first_k_dense_replace": 0,
                                    "routed_scaling_factor": 2.5, "tie_word_embeddings": True},
+    "olmo-biases-gqa": {"model_type": "olmo", "architectures": ["OlmoForCausalLM"], **SMALL_DECODER,
+                        "num_key_value_heads": 2, "attention_bias": True, "clip_qkv": 8.0},
+    "olmo2-biases-head-dim": {"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], **SMALL_DECODER,
+                              "num_key_value_heads": 2, "attention_bias": True, "head_dim": 24,
+                              "tie_word_embeddings": True},
+    "olmo3-layer-types": {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"], **SMALL_DECODER,
+                          "num_hidden_layers": 5, "num_key_value_heads": 2, "sliding_window": 8,
+                          "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                                          "full_attention", "sliding_attention"]},
+    "olmoe-renormalised": {"model_type": "olmoe", "architectures": ["OlmoeForCausalLM"], **SMALL_DECODER,
+                           "num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2,
+                           "norm_topk_prob": True, "attention_bias": True},
     "t5-gated-silu-uneven": {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 100,
                              "d_model": 64, "d_kv": 16, "d_ff": 96, "num_layers": 2, "num_decoder_layers": 1,
                              "num_heads": 4, "feed_forward_proj": "gated-silu"},
@@ -463,6 +475,11 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "bart", "tie_word_embeddings": False}, "bart key tie_word_embeddings=False is not supported"),
         ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "qwen2_moe key mlp_only_layers=[3] is not supported"),
         ({"model_type": "glm4_moe", "n_routed_experts": 0}, "glm4_moe key n_routed_experts=0 is not supported"),
+        (
+            {"model_type": "olmo3", "num_hidden_layers": 2, "layer_types": ["sliding_attention", "linear_attention"]},
+            "olmo3 key layer_types=['sliding_attention', 'linear_attention'] is not supported",
+        ),
+        ({"model_type": "olmoe", "num_experts": 0}, "olmoe key num_experts=0 is not supported"),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
@@ -472,8 +489,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
-        "qwen-moe-layers glm4-moe-no-experts type-not-a-string classes-not-a-list wrong-type-in-arithmetic "
-        "wrong-type-of-field malformed not-an-object"
+        "qwen-moe-layers glm4-moe-no-experts olmo3-layer-types olmoe-no-experts type-not-a-string "
+        "classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):

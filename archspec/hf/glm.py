@@ -12,6 +12,7 @@ from archspec.hf.engine import (
     combine,
     gated_mlp,
     head_dim,
+    head_dim_or_quotient,
     kv_heads,
     rope,
 )
@@ -61,12 +62,6 @@ def _glm4_moe(cfg: Config, where: str) -> dict[str, Any]:
     return out
 
 
-def _head_dim_or_quotient(cfg: Config, where: str) -> dict[str, Any]:
-    """Glm4MoeAttention: getattr(config, "head_dim", hidden_size // num_attention_heads), the quotient rounded
-    down (the config class has no head_dim field)."""
-    return {"d_head": cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]}
-
-
 _GLM_DEFAULTS = {
     "vocab_size": 151552, "hidden_size": 4096, "intermediate_size": 13696, "num_hidden_layers": 40,
     "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128, "hidden_act": "silu",
@@ -113,7 +108,7 @@ FAMILIES = [
             Refusal("n_routed_experts", lambda c: bool(c["n_routed_experts"]), "a model without experts"),
             Refusal("num_experts_per_tok", lambda c: bool(c["num_experts_per_tok"]), "experts per token must be given"),
         ),
-        derive=combine(gated_mlp(), _head_dim_or_quotient, kv_heads, _glm4_moe),
+        derive=combine(gated_mlp(), head_dim_or_quotient, kv_heads, _glm4_moe),
     ),
 ]
 # fmt: on
