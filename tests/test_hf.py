@@ -33,7 +33,8 @@ CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED]
 MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
-       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe")}  # fmt: skip
+       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe",
+        "minimax_m2")}  # fmt: skip
 
 
 def _model_type(name: str) -> str:
@@ -298,6 +299,10 @@ VARIANTS = {
     "olmoe-renormalised": {"model_type": "olmoe", "architectures": ["OlmoeForCausalLM"], **SMALL_DECODER,
                            "num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2,
                            "norm_topk_prob": True, "attention_bias": True},
+    "minimax-m2-rotary-dim": {"model_type": "minimax_m2", "architectures": ["MiniMaxM2ForCausalLM"], **SMALL_DECODER,
+                              "num_key_value_heads": 2, "head_dim": 24, "rotary_dim": 8, "num_local_experts": 4,
+                              "num_experts_per_tok": 2, "tie_word_embeddings": True, "use_mtp": True,
+                              "num_mtp_modules": 2},
     "t5-gated-silu-uneven": {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 100,
                              "d_model": 64, "d_kv": 16, "d_ff": 96, "num_layers": 2, "num_decoder_layers": 1,
                              "num_heads": 4, "feed_forward_proj": "gated-silu"},
@@ -480,6 +485,10 @@ def _write(tmp_path, obj, name="config.json") -> str:
             "olmo3 key layer_types=['sliding_attention', 'linear_attention'] is not supported",
         ),
         ({"model_type": "olmoe", "num_experts": 0}, "olmoe key num_experts=0 is not supported"),
+        (
+            {"model_type": "minimax_m2", "shared_intermediate_size": 512},
+            "minimax_m2 key shared_intermediate_size=512 is not supported",
+        ),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
@@ -489,7 +498,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
-        "qwen-moe-layers glm4-moe-no-experts olmo3-layer-types olmoe-no-experts type-not-a-string "
+        "qwen-moe-layers glm4-moe-no-experts olmo3-layer-types olmoe-no-experts minimax-m2-shared type-not-a-string "
         "classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object"
     ),
 )

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from archspec.errors import SpecError, shown
-from archspec.hf import deepseek, encoders, gemma, glm, gpt, llama, olmo, seq2seq, t5
+from archspec.hf import deepseek, encoders, gemma, glm, gpt, llama, minimax, olmo, seq2seq, t5
 from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported
 
 __all__ = ["CLASSES", "FAMILIES", "Family", "Imported", "from_mapping", "spec_name"]
 
-LINEAGES = (gpt, llama, gemma, glm, olmo, deepseek, t5, seq2seq, encoders)
+LINEAGES = (gpt, llama, gemma, glm, olmo, minimax, deepseek, t5, seq2seq, encoders)
 
 FAMILIES: dict[str, Family] = {}
 for _f in (f for lineage in LINEAGES for f in lineage.FAMILIES):
