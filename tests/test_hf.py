@@ -34,7 +34,7 @@ REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED]
 MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
        ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe",
-        "minimax_m2")}  # fmt: skip
+        "minimax_m2", "deepseek_v32")}  # fmt: skip
 
 
 def _model_type(name: str) -> str:
@@ -80,7 +80,7 @@ COMPONENT_PATTERNS = [
     (r"token_type_embeddings$", "token_type"),
     (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in)$", "embed"),
     # norms inside attention
-    (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|q_norm|k_norm)$", "attention"),
+    (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|q_norm|k_norm|indexer\.k_norm)$", "attention"),
     (r"(norm|Norm|ln_\w+|layernorm_embedding)$", "norm"),
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
     (r"mlp\.gate$", "router"),
@@ -184,6 +184,23 @@ def test_forward_flops_equal_flop_counter_on_transformers_model(name):
     """Forward matmul FLOPs at 1 x 16 tokens (source and target for an encoder-decoder), eager attention.
     MoE configs are left out: their routing is data-dependent and cannot run on the meta device."""
     assert count_flops(spec_of(name), batch=1, seq_len=SEQ).forward == measured(name)["flops"]
+
+
+def test_deepseek_v32_indexer_flops_equal_flop_counter_on_transformers_model():
+    """DeepSeek-V3.2's indexer at toy size, every layer dense (its routing cannot run on meta): wq_b, wk,
+    weights_proj and the index scores over every key (q . k per head, then the weighted sum over heads), as
+    transformers computes them beside the latent attention; and without the indexer the count is less."""
+    raw = {**VARIANTS["deepseek-v32-dense-prefix-biases"], "mlp_layer_types": None, "first_k_dense_replace": 3}
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "v32-dense").data)
+    assert spec.mlp.dense_layers == 3 and spec.attention.indexer is not None
+    measured_flops = forward_flops(build_transformers(raw), "decoder-only")
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == measured_flops
+    plain = spec.replace(attention={**spec.attention.model_dump(), "indexer": None})
+    ix = spec.attention.indexer
+    q_rank, d = 24, 64  # wq_b reads the query latent; wk and weights_proj the layer's input
+    per_layer = 2 * SEQ * (q_rank * ix.heads * ix.d_head + d * ix.d_head + d * ix.heads)
+    per_layer += 2 * SEQ * SEQ * ix.heads * (ix.d_head + 1)  # every query against every key
+    assert measured_flops - count_flops(plain, batch=1, seq_len=SEQ).forward == 3 * per_layer
 
 
 @pytest.mark.parametrize(
@@ -303,6 +320,12 @@ VARIANTS = {
                               "num_key_value_heads": 2, "head_dim": 24, "rotary_dim": 8, "num_local_experts": 4,
                               "num_experts_per_tok": 2, "tie_word_embeddings": True, "use_mtp": True,
                               "num_mtp_modules": 2},
+    "deepseek-v32-dense-prefix-biases": {
+        "model_type": "deepseek_v32", "architectures": ["DeepseekV32ForCausalLM"], **SMALL_DECODER,
+        "num_hidden_layers": 3, "num_key_value_heads": 4, "attention_bias": True, "q_lora_rank": 24,
+        "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4,
+        "n_shared_experts": 2, "moe_intermediate_size": 32, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1,
+        "index_n_heads": 3, "index_head_dim": 12, "index_topk": 5, "mlp_layer_types": ["dense", "sparse", "sparse"]},
     "t5-gated-silu-uneven": {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 100,
                              "d_model": 64, "d_kv": 16, "d_ff": 96, "num_layers": 2, "num_decoder_layers": 1,
                              "num_heads": 4, "feed_forward_proj": "gated-silu"},
@@ -489,6 +512,10 @@ def _write(tmp_path, obj, name="config.json") -> str:
             {"model_type": "minimax_m2", "shared_intermediate_size": 512},
             "minimax_m2 key shared_intermediate_size=512 is not supported",
         ),
+        (
+            {"model_type": "deepseek_v32", "num_hidden_layers": 2, "mlp_layer_types": ["sparse", "dense"]},
+            "deepseek_v32 key mlp_layer_types=['sparse', 'dense'] is not supported",
+        ),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
@@ -498,7 +525,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
-        "qwen-moe-layers glm4-moe-no-experts olmo3-layer-types olmoe-no-experts minimax-m2-shared type-not-a-string "
+        "qwen-moe-layers glm4-moe-no-experts olmo3-layer-types olmoe-no-experts minimax-m2-shared "
+        "deepseek-v32-layer-types type-not-a-string "
         "classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object"
     ),
 )
