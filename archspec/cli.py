@@ -195,7 +195,7 @@ def cmd_params(args) -> int:
     from archspec.render import exact, human, pct, signed_pct, table
 
     specs = _specs(args)
-    counts = [count_params(s) for s in specs]
+    counts = [count_params(s, mtp=getattr(args, "mtp", False)) for s in specs]
     objects = [c.to_dict() for c in counts]
 
     def people() -> str:
@@ -1360,7 +1360,14 @@ register(
     "params",
     cmd_params,
     "exact parameter count by component, with the seed estimate and Kaplan's N",
-    "archspec params gpt2\n  archspec params gpt3-175b --format json\n  archspec params gpt2 --set vocab_size=50_304",
+    "archspec params gpt2\n  archspec params gpt3-175b --format json\n  archspec params gpt2 --set vocab_size=50_304"
+    "\n  archspec params glm-4.5-air --mtp",
+    add_args=lambda p: p.add_argument(
+        "--mtp",
+        action="store_true",
+        help="count the multi-token-prediction modules of a spec with `mtp` too (component mtp); transformers "
+        "does not build them, published totals often include them",
+    ),
 )
 register(
     "compare",

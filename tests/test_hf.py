@@ -558,3 +558,19 @@ def test_unknown_model_type_lists_the_supported_ones(run_cli, tmp_path):
 def test_every_supported_model_type_has_a_real_config_in_the_test_set():
     types = {raw_config(c).get("model_type") or hf.CLASSES[raw_config(c)["architectures"][0]] for c in COUNTED}
     assert types == set(hf.FAMILIES)
+
+
+def test_params_mtp_counts_the_multi_token_prediction_modules(run_json, run_cli):
+    """GLM-4.5-Air's one MTP layer: left out by default (transformers does not build it), counted with --mtp
+    as the spec's description of it; a value given to the flag is bad input."""
+    [plain] = run_json("params", "glm-4.5-air")
+    [with_mtp] = run_json("params", "glm-4.5-air", "--mtp")
+    assert plain["total"] == measured("glm-4.5-air")["total"] and plain["components"]["mtp"] == 0
+    assert (
+        with_mtp["total"] - plain["total"]
+        == with_mtp["components"]["mtp"]
+        == count_params(spec_of("glm-4.5-air"), mtp=True).components["mtp"]
+        > 0
+    )
+    code, out, err = run_cli("params", "glm-4.5-air", "--mtp=yes")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--mtp" in err
