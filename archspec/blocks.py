@@ -473,7 +473,9 @@ def _qk_norms(spec: ModelSpec, a: AttentionShape) -> tuple[Entry, ...]:
 def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str | None = None) -> Part:
     """Self-attention (fused Q/K/V projection) or cross-attention (Q from the stack, K and V from
     the encoder output), the two attention products, the output projection; latent attention
-    (DeepSeek) through its low-rank projections. Options of standard attention: an output gate from
+    (DeepSeek) through its low-rank projections, with DeepSeek-V3.2's indexer where it has one (its
+    projections wq_b, wk, weights_proj, the key's LayerNorm, the full index-score product and its cached
+    keys). Options of standard attention: an output gate from
     the query projection, keys as values, sinks, QK-norm; a window or chunk bounds the cache."""
     d = spec.d_model
     layer = layer or f"{stack.name}.layers.{{i}}"
@@ -482,6 +484,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     score_bias = spec.position.kind == "alibi" or (spec.position.kind == "relative" and not cross)
     limit = None
     extra: tuple[Entry, ...] = ()
+    index_keys = ()
     if spec.attention.kind == "latent":
         lat = LatentShape.of(spec)
         a = lat.attend_shape()
@@ -499,6 +502,16 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
         rotated = (a.heads + 1) * lat.rope_dims  # every query head and the one shared rotary key
         kv_per_token = lat.kv_per_token
         out_bias = lat.out_bias
+        ix = spec.attention.indexer
+        if ix is not None:  # DeepSeek-V3.2's indexer: its own query heads and one shared key
+            extra += (Linear("indexer.wq_b", lat.q_rank, ix.heads * ix.d_head, False),
+                      Linear("indexer.wk", d, ix.d_head, False),
+                      Norm("indexer.k_norm", ix.d_head, "layernorm", affine="weight_bias"),
+                      Linear("indexer.weights_proj", d, ix.heads, False),
+                      # q . k per head over every key, then the weighted sum over heads (a product of width 1)
+                      Attend("indexer", ix.heads, ix.d_head, 1, causal=False, keys=keys),
+                      Pointwise("indexer_rotary", "rotary", (ix.heads + 1) * lat.rope_dims, "positions"))  # fmt: skip
+            index_keys: tuple[Cached, ...] = (Cached(ix.d_head, rows=keys),)
     else:
         att = spec.attention
         a = AttentionShape.of(spec)
@@ -525,7 +538,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     if rotated and not cross:
         entries += (Pointwise("rotary", "rotary", rotated, "positions"),)
     saved = attention_saved(spec, a, component, keys, cross)
-    cached = (Cached(kv_per_token, rows=keys, limit=limit),) if stack.name == "decoder" else ()
+    cached = (Cached(kv_per_token, rows=keys, limit=limit), *index_keys) if stack.name == "decoder" else ()
     return Part(f"{layer}.{component}", component, "dense", entries, stack=stack, saved=saved, cached=cached)
 
 

@@ -341,7 +341,7 @@ def cmd_params(args) -> int:
     from archspec.render import exact, human, pct, signed_pct, table
 
     specs = _models(args)
-    counts = [s if _is_measured(s) else count_params(s) for s in specs]
+    counts = [s if _is_measured(s) else count_params(s, mtp=getattr(args, "mtp", False)) for s in specs]
     objects = [c.params_dict() if _is_measured(c) else c.to_dict() for c in counts]
 
     def people() -> str:
@@ -1644,7 +1644,14 @@ register(
     "params",
     cmd_params,
     "exact parameter count by component, with the seed estimate and Kaplan's N",
-    "archspec params gpt2\n  archspec params gpt3-175b --format json\n  archspec params gpt2 --set vocab_size=50_304",
+    "archspec params gpt2\n  archspec params gpt3-175b --format json\n  archspec params gpt2 --set vocab_size=50_304"
+    "\n  archspec params glm-4.5-air --mtp",
+    add_args=lambda p: p.add_argument(
+        "--mtp",
+        action="store_true",
+        help="count the multi-token-prediction modules of a spec with `mtp` too (component mtp); transformers "
+        "does not build them, published totals often include them",
+    ),
 )
 register(
     "compare",

@@ -189,6 +189,19 @@ class StandardAttention(_Member):
     )
 
 
+class Indexer(_Table):
+    """DeepSeek-V3.2's sparse-attention indexer (DSA; transformers' DeepseekV32Indexer): from the query
+    latent (q_rank wide) a query projection wq_b to heads x d_head; from the layer's input one shared key
+    wk (d_head, through a LayerNorm with weight and bias, k_norm) and one weight per head (weights_proj);
+    its first rope_dims of each head rotated. The index score of a query and a key is the sum over heads of
+    weight x relu(q . k / sqrt(d_head)), over every key (the full score matrix, as transformers computes
+    it); the attention then keeps the top `topk` keys of each query. The keys are cached, d_head per token."""
+
+    heads: int = Field(ge=1, description="indexer heads (index_n_heads)")
+    d_head: int = Field(ge=1, description="per-head width of the indexer's queries and of its one key (index_head_dim)")
+    topk: int = Field(ge=1, description="keys each query attends to (index_topk)")
+
+
 class LatentAttention(_Member):
     """Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values through low-rank
     projections with their norms, and a decoupled rotary part of rope_dims per head; d_head is the
@@ -198,6 +211,9 @@ class LatentAttention(_Member):
     q_rank: int | None = Field(None, ge=1, description="query low-rank width (absent: a full query projection)")
     kv_rank: int = Field(ge=1, description="key/value low-rank width (the cached latent)")
     rope_dims: int = Field(ge=2, description="rotary width per head, shared by the keys")
+    indexer: Indexer | None = Field(
+        None, description="DeepSeek-V3.2's sparse-attention indexer {heads, d_head, topk} (absent: dense attention)"
+    )
 
 
 class MambaMixer(_Member):
@@ -408,6 +424,7 @@ class MTP(_Table):
     own_tables: bool = Field(True, description="each module stores its own token table and output head")
 
 
+NESTED: dict[str, type[_Table]] = {"indexer": Indexer}  # tables inside a sub-table member
 TABLES: dict[str, type[_Table]] = {"bias": Biases, "embedding": Embedding, "layers": Layers, "mtp": MTP}
 
 
@@ -621,6 +638,13 @@ class ModelSpec(BaseModel):
                 )
             if self.position.kind != "rotary":
                 raise ValueError("latent attention rotates its decoupled part: set position='rotary'")
+            if a.indexer is not None and not a.q_rank:
+                raise ValueError("attention.indexer reads the query latent: it needs attention.q_rank")
+            if a.indexer is not None and a.indexer.d_head < a.rope_dims:
+                raise ValueError(
+                    f"attention.indexer.d_head={a.indexer.d_head} is narrower than attention.rope_dims={a.rope_dims}, "
+                    "the part of each indexer head it rotates"
+                )
         m = self.mlp
         if m.kind == "moe":
             if m.top_k > m.experts:
@@ -800,7 +824,9 @@ class ModelSpec(BaseModel):
         for name, members in SUBTABLES.items():
             if name in data and not isinstance(data[name], _Member):
                 table = _shorthand(data[name], next(iter(members)))
-                data[name] = members[table["kind"]].model_construct(**table)
+                nested = {k: NESTED[k].model_construct(**v) for k, v in table.items()
+                          if k in NESTED and isinstance(v, dict)}  # fmt: skip
+                data[name] = members[table["kind"]].model_construct(**{**table, **nested})
         for name, table_type in TABLES.items():
             if isinstance(data.get(name), dict):
                 data[name] = table_type.model_construct(**data[name])

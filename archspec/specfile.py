@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from archspec.errors import SpecError
-from archspec.spec import ModelSpec
+from archspec.spec import ModelSpec, _Member
 
 SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 
@@ -42,13 +42,16 @@ def _resolves_to(data: dict[str, Any], target: dict[str, Any]) -> bool:
 def essential(spec: ModelSpec) -> dict[str, Any]:
     """The spec's given fields, less those that equal what the spec resolves to without them."""
     target = spec.resolved()
-    data = {k: _plain(v) for k, v in spec.given().items()}
+    given = spec.given()
+    data = {k: _plain(v) for k, v in given.items()}
     for key in list(data):
         if key == "name":
             continue
         value = data[key]
         if isinstance(value, dict):
-            for sub in [k for k in value if k != "kind"]:
+            # a member's `kind` is its tag and stays; a plain table's `kind` (mtp.kind) is a field like another
+            tag = ("kind",) if isinstance(given[key], _Member) else ()
+            for sub in [k for k in value if k not in tag]:
                 trial = {**data, key: {k: v for k, v in value.items() if k != sub}}
                 if _resolves_to(trial, target):
                     data, value = trial, trial[key]

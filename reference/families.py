@@ -268,6 +268,20 @@ GEMMA2_WEIGHTS = WeightMap("Gemma 2", strip=("model.",), rows=(
     row("lm_head.weight", "head.weight"),
 ))  # fmt: skip
 
+# OLMo 2: no norm before a sub-layer; q_norm and k_norm over all heads at once, before the rotation
+OLMO2_WEIGHTS = WeightMap("OLMo 2", strip=("model.",), rows=(
+    row("embed_tokens.weight", "embed.weight"),
+    row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
+    row("layers.{}.self_attn.q_norm.weight", DEC + "attention.q_norm.weight"),
+    row("layers.{}.self_attn.k_norm.weight", DEC + "attention.k_norm.weight"),
+    row("layers.{}.self_attn.o_proj.{w}", DEC + "attention.out.{w}"),
+    row("layers.{}.post_attention_layernorm.weight", DEC + "attention_post_norm.weight"),
+    *LLAMA_MLP,
+    row("layers.{}.post_feedforward_layernorm.weight", DEC + "mlp_post_norm.weight"),
+    row("norm.weight", "decoder.final_norm.weight"),
+    row("lm_head.weight", "head.weight"),
+))  # fmt: skip
+
 NEOX_ROWS = (
     row("embed_in.weight", "embed.weight"),
     row("layers.{}.input_layernorm.{w}", DEC + "attention_norm.{w}"),
@@ -725,6 +739,14 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             "layer_types": _layer_types,
         },
         (GEMMA2_WEIGHTS,),
+    ),
+    Family(
+        "OLMo 2", "olmo2", "Olmo2ForCausalLM", "Olmo2Config",
+        _needs({**LLAMA_LIKE, "norm_position": ("post_sublayer",), "attention.qk_norm": ("full",),
+                "bias.mlp": (False,)},
+               one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),
+        {**LLAMA_CONFIG, "attention_bias": lambda s: s.biases.qkv},
+        (OLMO2_WEIGHTS,),
     ),
     Family(
         "GPT-NeoX", "gpt_neox", "GPTNeoXForCausalLM", "GPTNeoXConfig",

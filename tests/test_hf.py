@@ -40,7 +40,8 @@ WRAPPED = {"qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b"}
 NON_FINITE = {"nemotron-h-56b-base-8k"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED and c not in WRAPPED]
 MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
-       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "qwen3_next")
+       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3", "glm4_moe", "olmoe", "minimax_m2", "deepseek_v32",
+        "qwen3_next")
        or "E" in json.loads((DATA / f"{c}.json").read_text()).get("hybrid_override_pattern", "")}  # fmt: skip
 # model types with a recurrent scan: exempt from the whole-model FLOP comparison (their attention- and
 # MLP-only variants are compared in test_hybrid_variants_without_a_scan_...)
@@ -101,7 +102,7 @@ COMPONENT_PATTERNS = [
     (r"token_type_embeddings$", "token_type"),
     (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in|tokens_embed)$", "embed"),
     (
-        r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|query_layernorm|key_layernorm|q_norm|k_norm)$",
+        r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|query_layernorm|key_layernorm|q_norm|k_norm|indexer\.k_norm)$",
         "attention",
     ),  # norms inside attention
     # recurrent mixers (Qwen3-Next's linear_attn, Jamba's mamba); Nemotron-H and Mamba-2 name every sub-layer
@@ -227,6 +228,23 @@ def test_forward_flops_equal_flop_counter_on_transformers_model(name):
     assert count_flops(spec_of(name), batch=1, seq_len=SEQ).forward == measured(name)["flops"]
 
 
+def test_deepseek_v32_indexer_flops_equal_flop_counter_on_transformers_model():
+    """DeepSeek-V3.2's indexer at toy size, every layer dense (its routing cannot run on meta): wq_b, wk,
+    weights_proj and the index scores over every key (q . k per head, then the weighted sum over heads), as
+    transformers computes them beside the latent attention; and without the indexer the count is less."""
+    raw = {**VARIANTS["deepseek-v32-dense-prefix-biases"], "mlp_layer_types": None, "first_k_dense_replace": 3}
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "v32-dense").data)
+    assert spec.mlp.dense_layers == 3 and spec.attention.indexer is not None
+    measured_flops = forward_flops(build_transformers(raw), "decoder-only")
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == measured_flops
+    plain = spec.replace(attention={**spec.attention.model_dump(), "indexer": None})
+    ix = spec.attention.indexer
+    q_rank, d = 24, 64  # wq_b reads the query latent; wk and weights_proj the layer's input
+    per_layer = 2 * SEQ * (q_rank * ix.heads * ix.d_head + d * ix.d_head + d * ix.heads)
+    per_layer += 2 * SEQ * SEQ * ix.heads * (ix.d_head + 1)  # every query against every key
+    assert measured_flops - count_flops(plain, batch=1, seq_len=SEQ).forward == 3 * per_layer
+
+
 @pytest.mark.parametrize(
     "name", ["qwen1.5-moe-a2.7b", "deepseek-coder-v2-lite-base", "albert-base-v2", "t5-v1_1-base", "opus-mt-de-zh"]
 )
@@ -286,6 +304,8 @@ def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type
     if model_type == "deepseek_v2":
         raw["num_experts_per_tok"] = 6  # no default (None); the spec needs top-k
     raw.update(DEFAULTS_THAT_DO_NOT_BUILD.get(model_type, {}))
+    if model_type == "glm4_moe":  # the defaults' head_dim 4096 // 96 = 42 has an odd rotary half (21)
+        raw["head_dim"] = 128
     model = build_transformers(raw)
     expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "defaults").data)
@@ -334,6 +354,33 @@ VARIANTS = {
                            "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4, "n_shared_experts": 2,
                            "moe_intermediate_size": 32, "first_k_dense_replace": 0, "num_experts_per_tok": 2,
                            "n_group": 1, "topk_group": 1},
+    "glm4-moe-qk-norm-no-shared": {"model_type": "glm4_moe", "architectures": ["Glm4MoeForCausalLM"],
+                                   **SMALL_DECODER, "num_key_value_heads": 2, "head_dim": 24, "use_qk_norm": True,
+                                   "attention_bias": False, "n_routed_experts": 4, "n_shared_experts": 0,
+                                   "moe_intermediate_size": 32, "num_experts_per_tok": 2, "first_k_dense_replace": 0,
+                                   "routed_scaling_factor": 2.5, "tie_word_embeddings": True},
+    "olmo-biases-gqa": {"model_type": "olmo", "architectures": ["OlmoForCausalLM"], **SMALL_DECODER,
+                        "num_key_value_heads": 2, "attention_bias": True, "clip_qkv": 8.0},
+    "olmo2-biases-head-dim": {"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], **SMALL_DECODER,
+                              "num_key_value_heads": 2, "attention_bias": True, "head_dim": 24,
+                              "tie_word_embeddings": True},
+    "olmo3-layer-types": {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"], **SMALL_DECODER,
+                          "num_hidden_layers": 5, "num_key_value_heads": 2, "sliding_window": 8,
+                          "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                                          "full_attention", "sliding_attention"]},
+    "olmoe-renormalised": {"model_type": "olmoe", "architectures": ["OlmoeForCausalLM"], **SMALL_DECODER,
+                           "num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2,
+                           "norm_topk_prob": True, "attention_bias": True},
+    "minimax-m2-rotary-dim": {"model_type": "minimax_m2", "architectures": ["MiniMaxM2ForCausalLM"], **SMALL_DECODER,
+                              "num_key_value_heads": 2, "head_dim": 24, "rotary_dim": 8, "num_local_experts": 4,
+                              "num_experts_per_tok": 2, "tie_word_embeddings": True, "use_mtp": True,
+                              "num_mtp_modules": 2},
+    "deepseek-v32-dense-prefix-biases": {
+        "model_type": "deepseek_v32", "architectures": ["DeepseekV32ForCausalLM"], **SMALL_DECODER,
+        "num_hidden_layers": 3, "num_key_value_heads": 4, "attention_bias": True, "q_lora_rank": 24,
+        "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4,
+        "n_shared_experts": 2, "moe_intermediate_size": 32, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1,
+        "index_n_heads": 3, "index_head_dim": 12, "index_topk": 5, "mlp_layer_types": ["dense", "sparse", "sparse"]},
     "t5-gated-silu-uneven": {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "vocab_size": 100,
                              "d_model": 64, "d_kv": 16, "d_ff": 96, "num_layers": 2, "num_decoder_layers": 1,
                              "num_heads": 4, "feed_forward_proj": "gated-silu"},
@@ -393,7 +440,7 @@ def test_adapter_variants_count_what_transformers_builds(variant):
     model = build_transformers(raw)
     expected: dict[str, int] = {}
     for pname, p in model.named_parameters():
-        if p.requires_grad:
+        if p.requires_grad and p.numel():  # GLM-4.5 builds its shared expert 0 wide without shared experts
             expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
     assert {k: v for k, v in count_params(spec).components.items() if v} == expected
@@ -689,6 +736,20 @@ def _write(tmp_path, obj, name="config.json") -> str:
             "qwen3_next key layer_types=['sliding_attention'] is not supported",
         ),
         ({"model_type": "qwen3_5_moe_text", "num_experts": 0}, "qwen3_5_moe_text key num_experts=0 is not supported"),
+        ({"model_type": "glm4_moe", "n_routed_experts": 0}, "glm4_moe key n_routed_experts=0 is not supported"),
+        (
+            {"model_type": "olmo3", "num_hidden_layers": 2, "layer_types": ["sliding_attention", "linear_attention"]},
+            "olmo3 key layer_types=['sliding_attention', 'linear_attention'] is not supported",
+        ),
+        ({"model_type": "olmoe", "num_experts": 0}, "olmoe key num_experts=0 is not supported"),
+        (
+            {"model_type": "minimax_m2", "shared_intermediate_size": 512},
+            "minimax_m2 key shared_intermediate_size=512 is not supported",
+        ),
+        (
+            {"model_type": "deepseek_v32", "num_hidden_layers": 2, "mlp_layer_types": ["sparse", "dense"]},
+            "deepseek_v32 key mlp_layer_types=['sparse', 'dense'] is not supported",
+        ),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
@@ -713,6 +774,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
         "qwen-moe-layers nemotron-pattern nemotron-latent nemotron-expert-bias qwen3-next-types qwen3.5-no-experts "
+        "glm4-moe-no-experts olmo3-layer-types olmoe-no-experts minimax-m2-shared deepseek-v32-layer-types "
         "type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
         "malformed not-an-object stablelm-qk-norm cohere-qk-norm cohere2-pattern ministral-layer-types "
         "exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn mpt-qk-ln dbrx-normalize bigcode-cross"
@@ -751,7 +813,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
-    "dbrx",
+    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe",
 }  # fmt: skip
 
 
@@ -761,3 +823,19 @@ def test_every_supported_model_type_has_a_real_config_in_the_test_set():
     assert not types & NO_RELEASED_CONFIG_YET, "a released config arrived: take its type off NO_RELEASED_CONFIG_YET"
     # jamba: no released config.json found (see VARIANTS); its adapter is held to transformers by toys only
     assert types | NO_RELEASED_CONFIG_YET == set(hf.FAMILIES) - {"jamba"}
+
+
+def test_params_mtp_counts_the_multi_token_prediction_modules(run_json, run_cli):
+    """GLM-4.5-Air's one MTP layer: left out by default (transformers does not build it), counted with --mtp
+    as the spec's description of it; a value given to the flag is bad input."""
+    [plain] = run_json("params", "glm-4.5-air")
+    [with_mtp] = run_json("params", "glm-4.5-air", "--mtp")
+    assert plain["total"] == measured("glm-4.5-air")["total"] and plain["components"]["mtp"] == 0
+    assert (
+        with_mtp["total"] - plain["total"]
+        == with_mtp["components"]["mtp"]
+        == count_params(spec_of("glm-4.5-air"), mtp=True).components["mtp"]
+        > 0
+    )
+    code, out, err = run_cli("params", "glm-4.5-air", "--mtp=yes")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--mtp" in err

@@ -6,7 +6,8 @@ parameter drawn anew), loads the other's weights into the reference model by the
 (a table), compares the outputs and nudges one named weight, so that the comparison can fail.
 
 Each toy is a small model of its family (2-3 layers, a vocabulary of about 100) in which the family's
-own computation shows: Mixtral routes tokens, Qwen2 has biases on q/k/v only, Gemma 2 has sandwich
+own computation shows: Mixtral routes tokens, Qwen2 has biases on q/k/v only, OLMo 2 normalises after each
+sub-layer only and q/k over all heads at once, Gemma 2 has sandwich
 norms stored as (1 + w), soft-caps, a score scale of its own and a window on alternate layers, GPT-NeoX
 rotates a quarter of each head and fuses q/k/v per head, OPT reads its positions 2 rows in, T5 buckets
 relative positions and does not scale scores. Every transformers parameter is drawn anew before the
@@ -71,6 +72,12 @@ GEMMA2 = ModelSpec(name="gemma2-toy", vocab_size=97, d_model=64, decoder_layers=
 NEOX = ModelSpec(name="neox-toy", vocab_size=89, d_model=64, decoder_layers=2, n_heads=4, d_ff=256, max_positions=64,
                  position={"kind": "rotary", "fraction": 0.25}, block={"kind": "parallel", "shared_norm": False},
                  tie_embeddings=False)  # fmt: skip
+# OLMo 2: x + N(f(x)) with no norm before the sub-layer, q and k normalised over all heads at once; GQA, biases
+OLMO2 = ModelSpec(name="olmo2-toy", vocab_size=95, d_model=64, decoder_layers=2, n_heads=4, n_kv_heads=2, d_head=24,
+                  d_ff=112, max_positions=64, position={"kind": "rotary", "base": 5e5}, norm="rmsnorm",
+                  norm_position="post_sublayer", norm_eps=1e-6, activation="swiglu",
+                  attention={"kind": "standard", "qk_norm": "full"}, bias={"qkv": True, "out": True, "mlp": False},
+                  tie_embeddings=False)  # fmt: skip
 OPT = ModelSpec(name="opt-toy", vocab_size=91, d_model=64, decoder_layers=2, n_heads=4, d_ff=128, max_positions=40,
                 position={"kind": "learned", "offset": 2}, activation="relu")  # fmt: skip
 T5_RELATIVE = {"kind": "relative", "buckets": 8, "max_distance": 20}  # sequences longer than max_distance
@@ -142,6 +149,11 @@ CASES = {
         NEOX.replace(block="sequential", bias={"qkv": False, "out": False, "mlp": True}, tie_embeddings=True),
         "GPT-NeoX", "decoder.layers.0.mlp_norm.bias",
         {"parallel": {"block": {"kind": "parallel", "shared_norm": False}}}),
+    "olmo2": Case(OLMO2, "OLMo 2", "decoder.layers.1.attention.k_norm.weight", {
+        "rotary-base": {"position": "rotary"},
+    }),
+    "olmo2-tied-no-bias": Case(OLMO2.replace(tie_embeddings=True, bias=False, n_kv_heads=4), "OLMo 2",
+                               "decoder.layers.0.mlp_post_norm.weight", {"geglu": {"activation": "geglu"}}),
     "opt": Case(OPT, "OPT", "decoder.position.weight", {"gelu": {"activation": "gelu"}}),
     "opt-post-norm-untied": Case(OPT.replace(norm_position="post", tie_embeddings=False), "OPT",
                                  "decoder.layers.1.mlp_norm.weight", {"gelu": {"activation": "gelu"}}),
@@ -305,6 +317,24 @@ def test_mixtral_toy_really_routes_tokens(hf_models):
     assert len(pairs) > 1
 
 
+def test_olmo2_parity_needs_the_norms_after_the_sublayers_and_the_full_width_qk_norm(hf_models):
+    """Remove OLMo 2's features, keeping every weight: the same norms before the sub-layers (pre-norm), or no
+    QK-norm, or a QK-norm per head, and the logits leave transformers'."""
+    hf, (x,), expected = hf_models("olmo2")
+    model = load_transformers(build(OLMO2, seed=1234), hf.state_dict()).eval()
+    state = model.state_dict()
+    pre = build(OLMO2.replace(norm_position="pre"), seed=1).eval()
+    pre.load_state_dict({k.replace("_post_norm.", "_norm."): v for k, v in state.items()})
+    no_qk = build(OLMO2.replace(attention="standard"), seed=1).eval()
+    no_qk.load_state_dict({k: v for k, v in state.items() if not re.search(r"\.[qk]_norm\.", k)})
+    per_head = build(OLMO2.replace(attention={"kind": "standard", "qk_norm": "head"}), seed=1).eval()
+    per_head.load_state_dict({k: v[:24] if re.search(r"\.[qk]_norm\.", k) else v for k, v in state.items()})
+    with torch.no_grad():
+        assert max_diff(model(x), expected) <= ATOL
+        for other in (pre, no_qk, per_head):
+            assert max_diff(other(x), expected) > 10 * ATOL
+
+
 def _per_expert_layout(state_dict):
     """transformers 5's stacked Mixtral experts as the published checkpoints hold them (w1, w3, w2 per expert)."""
     out = {}
@@ -387,10 +417,12 @@ def test_weight_map_refuses_a_fused_tensor_of_another_width(hf_models):
         (T5.replace(head={"kind": "lm", "scale": 0.5}), "t5", "head.scale=0.5"),
         (T5.replace(attention="standard"), "t5", "attention.scale=0.3535"),
         (QWEN2, "mixtral", "mlp='dense'"),
+        (OLMO2.replace(norm_position="sandwich"), "olmo2", "norm_position='sandwich'"),
+        (OLMO2.replace(attention={"kind": "standard", "qk_norm": "head"}), "olmo2", 'attention.qk_norm="head"'),
     ],
     ids=["mixtral-shared-expert", "mixtral-window-pattern", "qwen2-qk-norm", "qwen2-out-bias", "gemma2-scale",
          "gemma2-pre-norm", "neox-interleaved", "neox-shared-norm", "opt-offset", "opt-eps", "t5-two-tables",
-         "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral"],
+         "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral", "olmo2-sandwich", "olmo2-qk-norm-per-head"],
 )  # fmt: skip
 def test_what_a_family_cannot_represent_is_refused_by_field(spec, name, field):
     with pytest.raises(ValueError, match=f"cannot represent this spec: .*{re.escape(field)}"):

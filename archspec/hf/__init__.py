@@ -17,12 +17,27 @@ from pathlib import Path
 from typing import Any
 
 from archspec.errors import NoAdapter, SpecError, clip, shown
-from archspec.hf import cohere, decoders, deepseek, encoders, gemma, gpt, granite, hybrids, llama, seq2seq, t5
+from archspec.hf import (
+    cohere,
+    decoders,
+    deepseek,
+    encoders,
+    gemma,
+    glm,
+    gpt,
+    granite,
+    hybrids,
+    llama,
+    minimax,
+    olmo,
+    seq2seq,
+    t5,
+)
 from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported
 
 __all__ = ["CLASSES", "FAMILIES", "Family", "Imported", "from_mapping", "spec_name"]
 
-LINEAGES = (gpt, llama, gemma, deepseek, t5, seq2seq, encoders, decoders, granite, cohere, hybrids)
+LINEAGES = (gpt, llama, gemma, glm, olmo, minimax, deepseek, t5, seq2seq, encoders, decoders, granite, cohere, hybrids)
 
 FAMILIES: dict[str, Family] = {}
 for _f in (f for lineage in LINEAGES for f in lineage.FAMILIES):

@@ -1,4 +1,4 @@
-"""DeepSeek-V2 and V3: latent attention and fine-grained experts."""
+"""DeepSeek-V2, V3 and V3.2: latent attention (V3.2 with its sparse-attention indexer) and fine-grained experts."""
 
 from __future__ import annotations
 
@@ -49,6 +49,32 @@ def _latent(cfg: Config, where: str) -> dict[str, Any]:
         "mlp": moe,
         "position": rope(cfg, interleaved=bool(interleaved)),
     }
+
+
+def _dense_prefix(cfg: Config) -> int | None:
+    """DeepSeek-V3.2's mlp_layer_types (default: first_k_dense_replace dense layers, then sparse) as a count of
+    leading dense layers, or None when the dense layers are not a prefix."""
+    types = cfg.get("mlp_layer_types")
+    if types is None:
+        return min(cfg["first_k_dense_replace"] or 0, cfg["num_hidden_layers"])
+    n = next((i for i, t in enumerate(types) if t != "dense"), len(types))
+    ok = len(types) == cfg["num_hidden_layers"] and all(t == "sparse" for t in types[n:])
+    return n if ok else None
+
+
+def _v32(cfg: Config, where: str) -> dict[str, Any]:
+    """DeepSeek-V3.2: V3's latent attention and experts plus the sparse-attention indexer (DeepseekV32Indexer:
+    index_n_heads x index_head_dim, top index_topk keys per query) on every layer; the MLPs follow
+    mlp_layer_types. The multi-token-prediction layers (num_nextn_predict_layers) are the spec's `mtp`."""
+    out = _latent({**cfg, "first_k_dense_replace": _dense_prefix(cfg)}, where)
+    out["attention"]["indexer"] = {"heads": cfg["index_n_heads"], "d_head": cfg["index_head_dim"],
+                                   "topk": cfg["index_topk"]}  # fmt: skip
+    out["mlp"].update(scoring="sigmoid")
+    if cfg["routed_scaling_factor"] != 1:
+        out["mlp"]["routed_scale"] = float(cfg["routed_scaling_factor"])
+    if cfg.get("num_nextn_predict_layers"):
+        out["mtp"] = {"modules": cfg["num_nextn_predict_layers"]}
+    return out
 
 
 T5_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu", "silu": "silu", "swish": "silu"}
@@ -102,6 +128,30 @@ FAMILIES = [
                 {"num_local_experts": "n_routed_experts"},
             ),
         )
+    ),
+    Family(
+        "deepseek_v32",
+        "DeepseekV32",
+        ("ForCausalLM", "Model"),
+        _LLAMA_FIELDS,
+        {"vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+         "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "n_shared_experts": 1,
+         "n_routed_experts": 256, "routed_scaling_factor": 2.5, "kv_lora_rank": 512, "q_lora_rank": 1536,
+         "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128, "num_experts_per_tok": 8,
+         "norm_topk_prob": True, "hidden_act": "silu", "max_position_embeddings": 163840, "rms_norm_eps": 1e-6,
+         "tie_word_embeddings": False, "mlp_layer_types": None, "attention_bias": False, "index_topk": 2048,
+         "index_head_dim": 128, "index_n_heads": 64, "mlp_bias": False, "first_k_dense_replace": 3},
+        fixed={**_LLAMA_FIXED, "bias": False},
+        aliases={"num_local_experts": "n_routed_experts", "num_experts": "n_routed_experts"},
+        refuse=(
+            must_be_falsy("mlp_bias", "biases on the MLPs of a mixture of experts are not represented"),
+            Refusal("n_routed_experts", lambda c: bool(c.get("n_routed_experts")), "a model without experts"),
+            Refusal("q_lora_rank", lambda c: bool(c.get("q_lora_rank")),
+                    "transformers' DeepseekV32Attention always projects queries through q_lora_rank"),
+            Refusal("mlp_layer_types", lambda c: _dense_prefix(c) is not None,
+                    "dense layers other than the first ones are not represented"),
+        ),
+        derive=combine(gated_mlp(), _v32),
     ),
 ]
 # fmt: on

@@ -166,6 +166,12 @@ def head_dim(cfg: Config, where: str) -> dict[str, Any]:
     return {"d_head": cfg["head_dim"]} if cfg.get("head_dim") else {}
 
 
+def head_dim_or_quotient(cfg: Config, where: str) -> dict[str, Any]:
+    """getattr(config, "head_dim", hidden_size // num_attention_heads): the quotient rounded down where the
+    config class has no head_dim field (GLM-4.5, OLMo 2)."""
+    return {"d_head": cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]}
+
+
 def kv_heads(cfg: Config, where: str) -> dict[str, Any]:
     return {"n_kv_heads": cfg["num_key_value_heads"]} if cfg.get("num_key_value_heads") else {}
 
