@@ -33,7 +33,7 @@ CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED]
 MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
-       ("mixtral", "qwen2_moe", "deepseek_v2", "deepseek_v3")}  # fmt: skip
+       ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text")}  # fmt: skip
 
 
 def _model_type(name: str) -> str:
@@ -78,7 +78,7 @@ COMPONENT_PATTERNS = [
     (r"(wpe|embed_positions|position_embeddings|relative_attention_bias)$", "position"),
     (r"token_type_embeddings$", "token_type"),
     (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in)$", "embed"),
-    (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm)$", "attention"),  # norms inside attention
+    (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|q_norm|k_norm)$", "attention"),  # in attention
     (r"(norm|Norm|ln_\w+|layernorm_embedding)$", "norm"),
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
     (r"mlp\.gate$", "router"),
@@ -268,6 +268,16 @@ VARIANTS = {
                               "num_key_value_heads": 4, "num_experts": 4, "num_experts_per_tok": 2,
                               "moe_intermediate_size": 32,
                               "shared_expert_intermediate_size": 48, "mlp_only_layers": [0], "norm_topk_prob": True},
+    "qwen3-windows-after-max-window-layers": {"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"],
+                                              **SMALL_DECODER, "num_hidden_layers": 3, "num_key_value_heads": 2,
+                                              "head_dim": 32, "use_sliding_window": True, "sliding_window": 8,
+                                              "max_window_layers": 1, "attention_bias": True,
+                                              "tie_word_embeddings": True},
+    "qwen3-moe-dense-layers-and-step": {"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"],
+                                        **SMALL_DECODER, "num_hidden_layers": 5, "num_key_value_heads": 2,
+                                        "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                                        "mlp_only_layers": [0], "decoder_sparse_step": 2, "head_dim": 8,
+                                        "use_sliding_window": True, "sliding_window": 8},
     "deepseek-v2-biases-full-q": {"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"],
                                   **SMALL_DECODER, "attention_bias": True, "q_lora_rank": None, "kv_lora_rank": 16,
                                   "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
@@ -455,6 +465,9 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "bart", "tie_word_embeddings": False}, "bart key tie_word_embeddings=False is not supported"),
         ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "qwen2_moe key mlp_only_layers=[3] is not supported"),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
+        ({"model_type": "qwen3", "num_hidden_layers": 2, "layer_types": ["chunked_attention", "full_attention"]},
+         "layer_types entry 'chunked_attention' is not supported"),
+        ({"model_type": "qwen3_moe", "decoder_sparse_step": 0}, "qwen3_moe key decoder_sparse_step=0 is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
         ({"model_type": "llama", "hidden_size": "4096"}, "d_model"),
@@ -463,7 +476,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
-        "qwen-moe-layers type-not-a-string classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
+        "qwen-moe-layers type-not-a-string qwen3-layer-types qwen3-moe-step classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
         "malformed not-an-object"
     ),
 )

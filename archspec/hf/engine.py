@@ -173,3 +173,47 @@ def kv_heads(cfg: Config, where: str) -> dict[str, Any]:
 def window(key: str = "sliding_window") -> Callable[[Config, str], dict[str, Any]]:
     """A sliding window on every layer (Mistral, Phi-3, StarCoder2); null means full attention."""
     return lambda cfg, where: {"attention": {"kind": "standard", "sliding_window": cfg[key]}} if cfg.get(key) else {}
+
+
+# ---------------------------------------------------------------- per-layer kinds
+
+_SUBTABLE_DEFAULTS = {"attention": "standard", "mlp": "dense", "position": "rotary"}
+
+
+def _merge_table(base: Any, override: Any) -> Any:
+    """A sub-table with a kind's changes folded in (a single-kind model has no [kinds])."""
+    if not isinstance(override, dict):
+        return override
+    table = {"kind": base} if isinstance(base, str) else dict(base or {})
+    table.setdefault("kind", override.get("kind"))
+    if "kind" in override and override["kind"] != table["kind"]:
+        return dict(override)
+    return {**table, **override}
+
+
+def place(data: dict[str, Any], per_layer: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Spec fields for a stack whose layer i is of kind per_layer[i] = (name, overrides of the model's
+    fields): the [kinds] and the compact [layers] pattern, or, when every layer is alike, the one
+    kind's overrides folded into the model's fields (`data`: what the adapter has so far)."""
+    from archspec.layers import compact
+
+    kinds = dict(per_layer)
+    if len(kinds) == 1:
+        (overrides,) = kinds.values()
+        out = {}
+        for key, value in overrides.items():
+            base = data.get(key, _SUBTABLE_DEFAULTS.get(key)) if key in _SUBTABLE_DEFAULTS else None
+            out[key] = _merge_table(base, value) if key in _SUBTABLE_DEFAULTS else value
+        return out
+    prefix, pattern = compact([name for name, _ in per_layer])
+    return {"kinds": kinds, "layers": {"prefix": prefix, "pattern": pattern}}
+
+
+def layer_types(cfg: Config, default: list[str]) -> list[str]:
+    """A config's `layer_types` (one attention type per layer), or the list its config class derives."""
+    types = cfg.get("layer_types")
+    if types is None:
+        return default
+    if not isinstance(types, list) or len(types) != cfg["num_hidden_layers"]:
+        raise TypeError(f"layer_types must list one type per layer ({cfg['num_hidden_layers']})")
+    return list(types)
