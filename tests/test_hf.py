@@ -60,13 +60,16 @@ def raw_config(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text())
 
 
-def build_transformers(raw: dict, device: str = "meta"):
+def build_transformers(raw: dict, device: str = "meta", experts: str | None = None):
     """transformers' model of a config.json: the config class of its model_type (or of the class in
-    `architectures`) fills missing keys with its defaults; eager attention, whose matmuls FlopCounterMode sees."""
+    `architectures`) fills missing keys with its defaults; eager attention, whose matmuls FlopCounterMode sees;
+    `experts` names the experts' implementation (batched_mm runs on the meta device)."""
     cls = getattr(transformers, raw["architectures"][0])
     config_cls = transformers.CONFIG_MAPPING[raw["model_type"]] if "model_type" in raw else cls.config_class
     config = config_cls.from_dict(dict(raw))
     config._attn_implementation = "eager"
+    if experts is not None:
+        config._experts_implementation = experts
     with torch.device(device):
         return cls(config).eval()
 
@@ -81,7 +84,7 @@ COMPONENT_PATTERNS = [
     (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|q_norm|k_norm)$", "attention"),  # in attention
     (r"(norm|Norm|ln_\w+|layernorm_embedding)$", "norm"),
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
-    (r"mlp\.gate$", "router"),
+    (r"mlp\.(gate|router)$", "router"),
     (r"mlp\.experts\.", "experts"),
     (r"mlp\.shared_expert(s|_gate)?\b", "shared_experts"),
     (r"(attn|attention|self_attention|SelfAttention)\.", "attention"),
@@ -184,6 +187,20 @@ def test_forward_flops_equal_flop_counter_on_transformers_model(name):
     assert count_flops(spec_of(name), batch=1, seq_len=SEQ).forward == measured(name)["flops"]
 
 
+# MoE configs cut to 2 layers: transformers' "batched_mm" experts gather each token's top-k experts, so the
+# meta device runs them; FlopCounterMode then sees the routed experts' matmuls
+MOE_FLOPS = ["gpt-oss-20b", "qwen3-30b-a3b"]
+
+
+@pytest.mark.parametrize("name", MOE_FLOPS)
+def test_moe_forward_flops_of_two_layers_equal_flop_counter_with_batched_experts(name):
+    raw = {**raw_config(name), "num_hidden_layers": 2}
+    raw.pop("layer_types", None)  # the config class derives them for 2 layers
+    model = build_transformers(raw, experts="batched_mm")
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(model, "decoder-only")
+
+
 @pytest.mark.parametrize(
     "name", ["qwen1.5-moe-a2.7b", "deepseek-coder-v2-lite-base", "albert-base-v2", "t5-v1_1-base", "opus-mt-de-zh"]
 )
@@ -278,6 +295,11 @@ VARIANTS = {
                                         "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                                         "mlp_only_layers": [0], "decoder_sparse_step": 2, "head_dim": 8,
                                         "use_sliding_window": True, "sliding_window": 8},
+    "gpt-oss-all-full-no-bias-tied": {"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"],
+                                      **SMALL_DECODER, "num_key_value_heads": 2, "head_dim": 8,
+                                      "num_local_experts": 4, "num_experts_per_tok": 2, "attention_bias": False,
+                                      "layer_types": ["full_attention", "full_attention"],
+                                      "tie_word_embeddings": True},
     "deepseek-v2-biases-full-q": {"model_type": "deepseek_v2", "architectures": ["DeepseekV2ForCausalLM"],
                                   **SMALL_DECODER, "attention_bias": True, "q_lora_rank": None, "kv_lora_rank": 16,
                                   "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
@@ -468,6 +490,9 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "qwen3", "num_hidden_layers": 2, "layer_types": ["chunked_attention", "full_attention"]},
          "layer_types entry 'chunked_attention' is not supported"),
         ({"model_type": "qwen3_moe", "decoder_sparse_step": 0}, "qwen3_moe key decoder_sparse_step=0 is not supported"),
+        ({"model_type": "gpt_oss", "swiglu_alpha": 1.0}, "gpt_oss key swiglu_alpha=1.0 is not supported"),
+        ({"model_type": "gpt_oss", "num_hidden_layers": 1, "layer_types": ["chunked_attention"]},
+         "layer_types entry 'chunked_attention' is not supported"),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
         ({"model_type": "llama", "hidden_size": "4096"}, "d_model"),
@@ -476,7 +501,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
-        "qwen-moe-layers type-not-a-string qwen3-layer-types qwen3-moe-step classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
+        "qwen-moe-layers type-not-a-string qwen3-layer-types qwen3-moe-step gpt-oss-alpha gpt-oss-layer-types classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
         "malformed not-an-object"
     ),
 )

@@ -1,7 +1,7 @@
 """Hugging Face ``config.json`` files as specs, without torch or transformers.
 
 One declarative adapter per ``model_type`` (a ``Family``, archspec.hf.engine), grouped by lineage in
-the modules of this package (``gpt``, ``llama``, ``qwen``, ``gemma``, ``deepseek``, ``t5``, ``seq2seq``,
+the modules of this package (``gpt``, ``llama``, ``qwen``, ``gemma``, ``openai``, ``deepseek``, ``t5``, ``seq2seq``,
 ``encoders``); ``FAMILIES`` gathers them. An adapter says which config keys it reads and the spec
 field each becomes, transformers' defaults for missing keys (transformers 5.24), the values every
 model of the family shares, the keys it refuses by name, small derivations, and the classes of
@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from archspec.errors import SpecError, shown
-from archspec.hf import deepseek, encoders, gemma, gpt, llama, qwen, seq2seq, t5
+from archspec.hf import deepseek, encoders, gemma, gpt, llama, openai, qwen, seq2seq, t5
 from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported
 
 __all__ = ["CLASSES", "FAMILIES", "Family", "Imported", "from_mapping", "spec_name"]
 
-LINEAGES = (gpt, llama, qwen, gemma, deepseek, t5, seq2seq, encoders)
+LINEAGES = (gpt, llama, qwen, gemma, openai, deepseek, t5, seq2seq, encoders)
 
 FAMILIES: dict[str, Family] = {}
 for _f in (f for lineage in LINEAGES for f in lineage.FAMILIES):
