@@ -92,6 +92,22 @@ def _specs(args: argparse.Namespace, default_all: bool = False):
     return [resolve_model(ref, overrides) for ref in refs]
 
 
+def _config_notes(ref: str) -> tuple[str, ...]:
+    """What reading a Hugging Face config.json told the user (a multimodal wrapper's uncounted towers, an
+    alias, a tying that transformers overrides); nothing for a preset or a spec file."""
+    from pathlib import Path
+
+    from archspec import loading
+
+    path = Path(ref)
+    try:
+        if not (loading._is_dir(path) or (path.suffix.lower() == ".json" and loading._is_file(path))):
+            return ()
+        return tuple(loading.import_config(path).notes)
+    except SpecError:  # a spec file, not a config
+        return ()
+
+
 def _emit(text: str) -> None:
     sys.stdout.write(text.rstrip("\n") + "\n")
 
@@ -197,10 +213,14 @@ def cmd_params(args) -> int:
     specs = _specs(args)
     counts = [count_params(s) for s in specs]
     objects = [c.to_dict() for c in counts]
+    notes = [_config_notes(ref) for ref in args.models or []]
+    for obj, said in zip(objects, notes):
+        if said:
+            obj["notes"] = list(said)
 
     def people() -> str:
         blocks = []
-        for spec, c in zip(specs, counts):
+        for spec, c, said in zip(specs, counts, notes):
             rows = [[name, human(n), exact(n), pct(c.share(name))] for name in COMPONENTS if (n := c.components[name])]
             rows.append(["total", human(c.total), exact(c.total), pct(1.0)])
             if c.active != c.total:  # a mixture of experts: what one token uses, beside the total
@@ -223,6 +243,7 @@ def cmd_params(args) -> int:
                 f"seed estimate 12*L*d^2 + V*d: {human(c.estimate)} ({exact(c.estimate)}), {signed_pct(dev)} vs exact; "
                 "leaves out biases, norms, position tables, cross-attention and any other departure "
                 "from the GPT-2 block",
+                *(f"note: {n}" for n in said),
             ]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks) + "\n\n" + ROUNDING_NOTE

@@ -29,16 +29,30 @@ transformers = pytest.importorskip("transformers")
 
 DATA = Path(__file__).parent / "data" / "hf"
 CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
+
+
+def raw_config_type(name: str):
+    return json.loads((DATA / f"{name}.json").read_text()).get("model_type")
+
+
 # real files whose shapes the spec cannot represent: refused by key, never counted wrong
 REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED]
-MOE = {c for c in COUNTED if json.loads((DATA / f"{c}.json").read_text()).get("model_type") in
-       ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text")}  # fmt: skip
 
 
 def _model_type(name: str) -> str:
+    """The model_type archspec reads a file as: a wrapper's text model, an alias's class's type."""
     raw = json.loads((DATA / f"{name}.json").read_text())
-    return raw.get("model_type") or "albert"  # ALBERT's hub files name only the class
+    if raw.get("model_type") in hf.WRAPPERS:
+        return (raw.get("text_config") or {}).get("model_type") or hf.WRAPPERS[raw["model_type"]].text_type
+    if raw.get("model_type") in hf.FAMILIES:
+        return raw["model_type"]
+    return hf.CLASSES[raw["architectures"][0]]  # ALBERT's hub files name only the class; kimi_k2 names DeepSeek-V3's
+
+
+MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma4_text")
+MOE = {c for c in COUNTED if _model_type(c) in MOE_TYPES}
+WRAPPED = {c for c in COUNTED if raw_config_type(c) in hf.WRAPPERS}
 
 
 # FLOPs: the smallest dense config of every model_type (a forward pass of a 126-layer model takes seconds
@@ -65,7 +79,8 @@ def build_transformers(raw: dict, device: str = "meta", experts: str | None = No
     `architectures`) fills missing keys with its defaults; eager attention, whose matmuls FlopCounterMode sees;
     `experts` names the experts' implementation (batched_mm runs on the meta device)."""
     cls = getattr(transformers, raw["architectures"][0])
-    config_cls = transformers.CONFIG_MAPPING[raw["model_type"]] if "model_type" in raw else cls.config_class
+    known = raw.get("model_type") in transformers.CONFIG_MAPPING  # kimi_k2 is not: its class's config reads it
+    config_cls = transformers.CONFIG_MAPPING[raw["model_type"]] if known else cls.config_class
     config = config_cls.from_dict(dict(raw))
     config._attn_implementation = "eager"
     if experts is not None:
@@ -84,11 +99,11 @@ COMPONENT_PATTERNS = [
     (r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|q_norm|k_norm)$", "attention"),  # in attention
     (r"(norm|Norm|ln_\w+|layernorm_embedding)$", "norm"),
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
-    (r"mlp\.(gate|router)$", "router"),
-    (r"mlp\.experts\.", "experts"),
-    (r"mlp\.shared_expert(s|_gate)?\b", "shared_experts"),
+    (r"(mlp|feed_forward)\.(gate|router)$", "router"),
+    (r"(mlp|feed_forward)\.experts\.", "experts"),
+    (r"(mlp|feed_forward)\.shared_expert(s|_gate)?\b", "shared_experts"),
     (r"(attn|attention|self_attention|SelfAttention)\.", "attention"),
-    (r"(mlp|ffn|ffn_output|intermediate|output\.dense|fc1|fc2|DenseReluDense)\b", "mlp"),
+    (r"(mlp|feed_forward|ffn|ffn_output|intermediate|output\.dense|fc1|fc2|DenseReluDense)\b", "mlp"),
 ]
 _PATTERNS = [(re.compile(p), c) for p, c in COMPONENT_PATTERNS]
 
@@ -129,6 +144,10 @@ def measured(name: str) -> dict:
     components: dict[str, int] = {}
     frozen = 0
     for pname, p in model.named_parameters():  # a tied tensor once
+        if name in WRAPPED:  # the text model (language_model) and the head, not the towers
+            if "language_model." not in pname and not pname.startswith("lm_head."):
+                continue
+            pname = pname.split("language_model.", 1)[-1]
         if not p.requires_grad:
             frozen += p.numel()
             continue
@@ -189,16 +208,35 @@ def test_forward_flops_equal_flop_counter_on_transformers_model(name):
 
 # MoE configs cut to 2 layers: transformers' "batched_mm" experts gather each token's top-k experts, so the
 # meta device runs them; FlopCounterMode then sees the routed experts' matmuls
-MOE_FLOPS = ["gpt-oss-20b", "qwen3-30b-a3b"]
+MOE_FLOPS = ["gpt-oss-20b", "qwen3-30b-a3b", "llama-4-scout-17b-16e-instruct", "llama-4-maverick-17b-128e-instruct"]
+
+
+def two_layers(raw: dict, layers: int = 2) -> dict:
+    """A released config cut to its first layers (a wrapper's text model cut), layer_types left to the config
+    class to derive."""
+    if "text_config" in raw:
+        return {**raw, "text_config": two_layers(raw["text_config"], layers)}
+    out = {**raw, "num_hidden_layers": layers}
+    out.pop("layer_types", None)
+    return out
 
 
 @pytest.mark.parametrize("name", MOE_FLOPS)
 def test_moe_forward_flops_of_two_layers_equal_flop_counter_with_batched_experts(name):
-    raw = {**raw_config(name), "num_hidden_layers": 2}
-    raw.pop("layer_types", None)  # the config class derives them for 2 layers
-    model = build_transformers(raw, experts="batched_mm")
+    raw = two_layers(raw_config(name), 4)  # Llama 4's NoPE layer is the fourth
+    # a wrapper: its text model (Llama4ForConditionalGeneration's own forward fails without images in 5.24)
+    model = (
+        build_text_model(raw, "batched_mm") if "text_config" in raw else build_transformers(raw, experts="batched_mm")
+    )
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
-    assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(model, "decoder-only")
+    dense_experts = 0
+    if _model_type(name) == "llama4_text":
+        # Llama4TextExperts runs every expert on every token (one bmm over all experts, the inputs of those not
+        # chosen weighted by zero): transformers' count exceeds the top-k routed matmuls by exactly the others
+        moe_layers = sum(layer.is_moe_layer for layer in model.model.layers)
+        per_expert = 2 * 3 * spec.d_model * spec.mlp.d_expert  # gate, up and down, per token
+        dense_experts = moe_layers * SEQ * (spec.mlp.experts - spec.mlp.top_k) * per_expert
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward + dense_experts == forward_flops(model, "decoder-only")
 
 
 @pytest.mark.parametrize(
@@ -487,12 +525,32 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "bart", "tie_word_embeddings": False}, "bart key tie_word_embeddings=False is not supported"),
         ({"model_type": "qwen2_moe", "mlp_only_layers": [3]}, "qwen2_moe key mlp_only_layers=[3] is not supported"),
         ({"model_type": ["llama"]}, "model_type ['llama'] is not supported"),
-        ({"model_type": "qwen3", "num_hidden_layers": 2, "layer_types": ["chunked_attention", "full_attention"]},
-         "layer_types entry 'chunked_attention' is not supported"),
+        (
+            {"model_type": "qwen3", "num_hidden_layers": 2, "layer_types": ["chunked_attention", "full_attention"]},
+            "layer_types entry 'chunked_attention' is not supported",
+        ),
         ({"model_type": "qwen3_moe", "decoder_sparse_step": 0}, "qwen3_moe key decoder_sparse_step=0 is not supported"),
         ({"model_type": "gpt_oss", "swiglu_alpha": 1.0}, "gpt_oss key swiglu_alpha=1.0 is not supported"),
-        ({"model_type": "gpt_oss", "num_hidden_layers": 1, "layer_types": ["chunked_attention"]},
-         "layer_types entry 'chunked_attention' is not supported"),
+        (
+            {"model_type": "llama4_text", "interleave_moe_layer_step": 0},
+            "llama4_text key interleave_moe_layer_step=0 is not supported",
+        ),
+        (
+            {"model_type": "llama4", "text_config": {"model_type": "mamba"}},
+            "the text model of llama4 (text_config model_type 'mamba') is not supported",
+        ),
+        ({"model_type": "llama4", "text_config": [1]}, "text_config must be a JSON object"),
+        (
+            {"model_type": "llama4", "architectures": ["Llama4ForCausalLM"], "text_config": {}},
+            "architecture 'Llama4ForCausalLM' is not supported for model_type 'llama4'",
+        ),
+        ({"model_type": "siglip", "vision_config": {"hidden_size": 8}}, "'siglip' has no text model"),
+        ({"model_type": "kimi_k3", "architectures": ["KimiK3ForCausalLM"]}, "model_type 'kimi_k3' is not supported"),
+        ('{"model_type": "qwen3", "rope_theta": Infinity}', "spec field position.base a non-finite value"),
+        (
+            {"model_type": "gpt_oss", "num_hidden_layers": 1, "layer_types": ["chunked_attention"]},
+            "layer_types entry 'chunked_attention' is not supported",
+        ),
         ({"model_type": "llama", "architectures": "LlamaForCausalLM"}, "architectures must be a list of class names"),
         ({"model_type": "gptj", "n_head": "sixteen"}, "gptj config has a value of the wrong type"),
         ({"model_type": "llama", "hidden_size": "4096"}, "d_model"),
@@ -501,7 +559,9 @@ def _write(tmp_path, obj, name="config.json") -> str:
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
-        "qwen-moe-layers type-not-a-string qwen3-layer-types qwen3-moe-step gpt-oss-alpha gpt-oss-layer-types classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
+        "qwen-moe-layers type-not-a-string qwen3-layer-types qwen3-moe-step gpt-oss-alpha llama4-step "
+        "wrapper-text-type wrapper-text-not-object wrapper-class no-text-model alias-no-class non-finite-shape "
+        "gpt-oss-layer-types classes-not-a-list wrong-type-in-arithmetic wrong-type-of-field "
         "malformed not-an-object"
     ),
 )
@@ -531,5 +591,59 @@ def test_unknown_model_type_lists_the_supported_ones(run_cli, tmp_path):
 
 
 def test_every_supported_model_type_has_a_real_config_in_the_test_set():
-    types = {raw_config(c).get("model_type") or hf.CLASSES[raw_config(c)["architectures"][0]] for c in COUNTED}
+    types = {_model_type(c) for c in COUNTED}
     assert types == set(hf.FAMILIES)
+
+
+# ---------------------------------------------------------------- released files as released
+
+
+def build_text_model(raw: dict, experts: str | None = None):
+    """The causal-LM class of a wrapper's text config, built from text_config alone, with the head tied as the
+    wrapper builds it (Gemma's wrappers tie by their own tie_word_embeddings, Llama 4's text model by its own)."""
+    wrapper = hf.WRAPPERS[raw["model_type"]]
+    text = dict(raw["text_config"])
+    if wrapper.head == "wrapper":
+        text["tie_word_embeddings"] = raw.get("tie_word_embeddings", wrapper.tie)
+    config = transformers.CONFIG_MAPPING[text["model_type"]].from_dict(text)
+    config._attn_implementation = "eager"
+    if experts is not None:
+        config._experts_implementation = experts
+    with torch.device("meta"):
+        return transformers.MODEL_FOR_CAUSAL_LM_MAPPING[type(config)](config).eval()
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPED))
+def test_a_wrapper_counts_the_text_model_transformers_builds_from_its_text_config(name):
+    model = build_text_model(raw_config(name))
+    assert count_params(spec_of(name)).total == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPED))
+def test_a_wrapper_says_its_towers_are_not_counted(name, run_cli, run_json):
+    [obj] = run_json("params", str(DATA / f"{name}.json"))
+    assert obj["total"] == measured(name)["total"] and any("not counted" in n for n in obj["notes"])
+    code, out, err = run_cli("params", str(DATA / f"{name}.json"))
+    assert code == 0 and "tower" in out and "not counted" in out
+    code, out, err = run_cli("import", str(DATA / f"{name}.json"))
+    assert code == 0 and "# note: " in out and "not counted" in err
+
+
+def test_an_alias_is_read_as_the_class_its_architectures_names_and_says_so(run_json):
+    """Kimi K2's file says model_type kimi_k2, which transformers does not know; its class is DeepSeek-V3's."""
+    assert "kimi_k2" not in transformers.CONFIG_MAPPING and raw_config("kimi-k2-instruct")["model_type"] == "kimi_k2"
+    [obj] = run_json("params", str(DATA / "kimi-k2-instruct.json"))
+    assert obj["total"] == measured("kimi-k2-instruct")["total"] == 1_026_408_209_408
+    assert any("kimi_k2" in n and "deepseek_v3" in n for n in obj["notes"])
+
+
+def test_non_finite_numbers_in_keys_that_do_not_change_the_model_are_read_and_never_written(tmp_path, run_cli):
+    raw = {**raw_config("qwen3-0.6b"), "router_aux_loss_coef": float("inf"), "initializer_range": float("nan")}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))  # writes Infinity and NaN, as released files do
+    assert "Infinity" in path.read_text()
+    for command in (("params", "--format", "json"), ("import",), ("import", "--format", "json"), ("show",)):
+        code, out, err = run_cli(command[0], str(path), *command[1:])
+        assert code == 0, err
+        assert not re.search(r"Infinity|NaN|\binf\b|\bnan\b", out), out
+    assert count_params(archspec.load_spec(path)).total == measured("qwen3-0.6b")["total"]

@@ -104,6 +104,21 @@ class Family:
 
 
 @dataclass(frozen=True)
+class Wrapper:
+    """A multimodal `model_type` whose `text_config` holds a text model (Gemma 3, Llama 4, ...): archspec
+    counts the text model and its output head, not the towers. `head` says where transformers puts the
+    head: on the wrapper ("wrapper": its lm_head, tied as the wrapper's tie_word_embeddings says, default
+    `tie`), or inside the text model ("text": a ...ForCausalLM tied as the text config says)."""
+
+    model_type: str
+    prefix: str  # Gemma3 for Gemma3ForConditionalGeneration
+    text_type: str  # the text config's model_type when text_config names none (the config class's default)
+    head: str  # "wrapper" or "text"
+    tie: bool  # the wrapper config class's tie_word_embeddings default (head = "wrapper")
+    towers: str  # what is not counted: "vision tower", "vision and audio towers"
+
+
+@dataclass(frozen=True)
 class Imported:
     """A config read into spec data: the fields an archspec spec file needs, plus what to tell the user."""
 

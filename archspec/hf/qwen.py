@@ -9,6 +9,7 @@ from archspec.hf.engine import (
     Config,
     Family,
     Refusal,
+    Wrapper,
     biases,
     combine,
     gated_mlp,
@@ -173,3 +174,9 @@ FAMILIES = [
     ),
 ]
 # fmt: on
+
+# multimodal wrappers counted as their text model (archspec.hf.engine.Wrapper)
+WRAPPERS = [
+    Wrapper("qwen3_5", "Qwen3_5", "qwen3_5_text", head="wrapper", tie=False, towers="vision tower"),
+    Wrapper("qwen3_5_moe", "Qwen3_5Moe", "qwen3_5_moe_text", head="wrapper", tie=False, towers="vision tower"),
+]
