@@ -202,6 +202,22 @@ class OutputError(Exception):
     """Standard output cannot be written (a full disk, a closed file): not the input's fault, one line."""
 
 
+def _config_notes(ref: str) -> tuple[str, ...]:
+    """What reading a Hugging Face config.json told the user (a multimodal wrapper's uncounted towers, an
+    alias, a tying that transformers overrides); nothing for a preset or a spec file."""
+    from pathlib import Path
+
+    from archspec import loading
+
+    path = Path(ref)
+    try:
+        if not (loading._is_dir(path) or (path.suffix.lower() == ".json" and loading._is_file(path))):
+            return ()
+        return tuple(loading.import_config(path).notes)
+    except SpecError:  # a spec file, not a config
+        return ()
+
+
 def _emit(text: str) -> None:
     """The one way results reach standard output: written and flushed here, so that a write error is
     raised where main() can say it in one line (a closed pipe is left to main(), which ends quietly)."""
@@ -343,10 +359,14 @@ def cmd_params(args) -> int:
     specs = _models(args)
     counts = [s if _is_measured(s) else count_params(s, mtp=getattr(args, "mtp", False)) for s in specs]
     objects = [c.params_dict() if _is_measured(c) else c.to_dict() for c in counts]
+    notes = [_config_notes(ref) for ref in args.models or []]
+    for obj, said in zip(objects, notes):
+        if said:
+            obj["notes"] = list(said)
 
     def people() -> str:
         blocks = []
-        for spec, c in zip(specs, counts):
+        for spec, c, said in zip(specs, counts, notes):
             if _is_measured(c):
                 blocks.append(_measured_params_block(c, args.format))
                 continue
@@ -378,6 +398,7 @@ def cmd_params(args) -> int:
                 f"seed estimate 12*L*d^2 + V*d: {human(c.estimate)} ({exact(c.estimate)}), {signed_pct(dev)} vs exact; "
                 "leaves out biases, norms, position tables, cross-attention and any other departure "
                 "from the GPT-2 block",
+                *(f"note: {n}" for n in said),
             ]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks) + "\n\n" + ROUNDING_NOTE

@@ -132,7 +132,9 @@ def parse_text(path: Path, suffix: str, text: str) -> Any:
         if "digits" in str(exc):  # Python's limit on converting long integer text (4,300 digits)
             raise SpecError(f"{where}: {integer_too_large()}") from None
         raise SpecError(f"{where}: malformed {fmt}: {one_line(str(exc), 300)}") from None
-    check_data(data, where)
+    # a Hugging Face config.json may hold Infinity or NaN in keys that do not change the model; archspec.hf
+    # refuses them where they would reach the spec
+    check_data(data, where, finite=not (suffix == ".json" and is_hf_config(data)))
     return data
 
 
@@ -219,13 +221,19 @@ def _parse_json(where: str, text: str) -> Any:
             raise SpecError(f"{where}: {integer_too_large(len(digits.lstrip('-')))}")
         return int(digits)
 
+    non_finite: list[str] = []
+
     def constant(name: str) -> Any:
-        raise SpecError(f"{where}: malformed JSON: {name} is not a finite number")
+        non_finite.append(name)
+        return float(name)
 
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_constant=constant)
+        data = json.loads(text, object_pairs_hook=pairs, parse_int=integer, parse_constant=constant)
     except json.JSONDecodeError as exc:
         raise SpecError(f"{where}: malformed JSON: {one_line(str(exc), 300)}") from None
+    if non_finite and not is_hf_config(data):  # a released config.json may hold them (Nemotron-H's time_step_limit)
+        raise SpecError(f"{where}: malformed JSON: {non_finite[0]} is not a finite number")
+    return data
 
 
 def _parse_yaml(where: str, text: str) -> Any:
@@ -313,9 +321,9 @@ def _check_yaml_nodes(where: str, root) -> None:
 _MAX_INTEGER_DIGITS = digits_of(MAX_INTEGER)
 
 
-def check_data(data: Any, where: str) -> None:
+def check_data(data: Any, where: str, finite: bool = True) -> None:
     """Walk parsed data without recursion: depth at most MAX_DEPTH, text keys, integers within
-    MAX_INTEGER and finite floats, each refused with the path of the value."""
+    MAX_INTEGER and (unless `finite` is false) finite floats, each refused with the path of the value."""
     stack: list[tuple[Any, str, int]] = [(data, "", 0)]
     while stack:
         value, at, depth = stack.pop()
@@ -334,7 +342,7 @@ def check_data(data: Any, where: str) -> None:
         elif isinstance(value, int):
             if value.bit_length() > MAX_INTEGER_BITS:
                 raise SpecError(f"{label}: {integer_too_large(digits_of(value))}")
-        elif isinstance(value, float) and not math.isfinite(value):
+        elif finite and isinstance(value, float) and not math.isfinite(value):
             raise SpecError(f"{label}: {value} is not a finite number")
 
 

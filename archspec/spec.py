@@ -830,6 +830,9 @@ class ModelSpec(BaseModel):
         for name, table_type in TABLES.items():
             if isinstance(data.get(name), dict):
                 data[name] = table_type.model_construct(**data[name])
+        if isinstance(data.get("kinds"), dict):  # a table of tables: each kind's overrides stay as written
+            data["kinds"] = {k: LayerKind.model_construct(**v) if isinstance(v, dict) else v
+                             for k, v in data["kinds"].items()}  # fmt: skip
         return cls.model_construct(**data)
 
     def replace(self, **changes: Any) -> ModelSpec:

@@ -21,7 +21,10 @@ SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 
 
 def _plain(value: Any) -> Any:
-    """A sub-table member as the dict a file would hold: its kind and the keys that were given."""
+    """A sub-table member as the dict a file would hold: its kind and the keys that were given (a table
+    of tables, such as [kinds], table by table)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, BaseModel):
         dumped = value.model_dump(exclude_unset=True)  # a member of defaults only dumps as its kind
         if isinstance(dumped, dict) and hasattr(value, "kind"):
@@ -79,6 +82,8 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
+        if not value:
+            return "{}"
         return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
     raise SpecError(f"cannot write {value!r} ({type(value).__name__}) to TOML")
 

@@ -1340,7 +1340,8 @@ MOE = ["--set", "mlp.kind=moe", "--set", "mlp.experts=4", "--set", "mlp.top_k=1"
 OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[str]]]]]] = {
     "list": ([], {"format": [(["--format", "csv"], [])]}),
     "show": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "n_kv_heads=4"], [])]}),
-    "params": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])]}),
+    "params": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
+                          "mtp": [(["--mtp"], ["--set", "mtp.modules=1"])]}),
     "compare": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
                            "seq_len": [(["--seq-len", "64"], [])], "dtype": [(["--dtype", "fp32"], [])]}),
     "flops": (["gpt2"], {

@@ -1,8 +1,9 @@
 """Hugging Face ``config.json`` files as specs, without torch or transformers.
 
 One declarative adapter per ``model_type`` (a ``Family``, archspec.hf.engine), grouped by lineage in
-the modules of this package (``gpt``, ``llama``, ``gemma``, ``deepseek``, ``t5``, ``seq2seq``,
-``encoders``); ``FAMILIES`` gathers them. An adapter says which config keys it reads and the spec
+the modules of this package (``gpt``, ``llama``, ``qwen``, ``gemma``, ``openai``, ``glm``, ``olmo``,
+``minimax``, ``deepseek``, ``t5``, ``seq2seq``, ``encoders``, ``decoders``, ``granite``, ``cohere``,
+``hybrids``); ``FAMILIES`` gathers them. An adapter says which config keys it reads and the spec
 field each becomes, transformers' defaults for missing keys (transformers 5.24), the values every
 model of the family shares, the keys it refuses by name, small derivations, and the classes of
 ``architectures`` it counts. Adding a family is one entry in its lineage's module plus its test
@@ -12,6 +13,7 @@ package maps a config's object onto spec data and never reads a file.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -30,20 +32,25 @@ from archspec.hf import (
     llama,
     minimax,
     olmo,
+    openai,
+    qwen,
     seq2seq,
     t5,
 )
-from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported
+from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported, Wrapper
 
-__all__ = ["CLASSES", "FAMILIES", "Family", "Imported", "from_mapping", "spec_name"]
+__all__ = ["CLASSES", "FAMILIES", "WRAPPERS", "Family", "Imported", "Wrapper", "from_mapping", "spec_name"]
 
-LINEAGES = (gpt, llama, gemma, glm, olmo, minimax, deepseek, t5, seq2seq, encoders, decoders, granite, cohere, hybrids)
+LINEAGES = (gpt, llama, qwen, gemma, openai, glm, olmo, minimax, deepseek, t5, seq2seq, encoders, decoders, granite,
+            cohere, hybrids)  # fmt: skip
 
 FAMILIES: dict[str, Family] = {}
 for _f in (f for lineage in LINEAGES for f in lineage.FAMILIES):
     if _f.model_type in FAMILIES:  # pragma: no cover - a programming error
         raise RuntimeError(f"family {_f.model_type!r} registered twice")
     FAMILIES[_f.model_type] = _f
+
+WRAPPERS: dict[str, Wrapper] = {w.model_type: w for lineage in LINEAGES for w in getattr(lineage, "WRAPPERS", ())}
 
 # class name -> model_type, for files without model_type (ALBERT's hub files have only `architectures`)
 CLASSES: dict[str, str] = {name: f.model_type for f in FAMILIES.values() for name in f.class_names}
@@ -81,26 +88,38 @@ def nearest_types(model_type: Any, n: int = 3) -> list[str]:
     return difflib.get_close_matches(model_type, sorted(FAMILIES), n=n, cutoff=0.4)
 
 
-def _family_of(raw: dict[str, Any], where: str, name: str = "") -> Family:
+def _family_of(raw: dict[str, Any], where: str, name: str = "") -> tuple[Family, str | None]:
+    """The family of a config, and a note when its model_type is an alias: a type archspec has no adapter
+    for whose `architectures` names a supported class (Kimi K2's kimi_k2 with DeepseekV3ForCausalLM)."""
     model_type = raw.get("model_type")
+    if isinstance(model_type, str) and model_type not in FAMILIES:
+        arch = _architecture(raw, where)
+        if arch in CLASSES and CLASSES[arch] in FAMILIES:
+            family = FAMILIES[CLASSES[arch]]
+            note = (f"model_type {model_type!r} has no adapter of its own; its architectures names {arch}, so it is "
+                    f"read as {family.model_type} (transformers' defaults of that type fill missing keys)")  # fmt: skip
+            return family, note
+        if "text_config" not in raw and ("vision_config" in raw or "audio_config" in raw):
+            raise SpecError(f"{where}: model_type {model_type!r} has no text model (no text_config) and is not "
+                            "supported; archspec counts text models")  # fmt: skip
     if model_type is None:
         arch = _architecture(raw, where)
         if arch in CLASSES:
-            return FAMILIES[CLASSES[arch]]
+            return FAMILIES[CLASSES[arch]], None
         raise SpecError(
             f"{where}: no model_type, and architectures {shown(raw.get('architectures'))} names no supported "
             f"class; supported model_types: {_supported_types()}"
         )
     if not isinstance(model_type, str):
         raise SpecError(f"{where}: model_type {shown(model_type)} is not supported; supported: {_supported_types()}")
-    if model_type not in FAMILIES:
+    if model_type not in FAMILIES:  # counted, where transformers is installed, by building its model
         raise NoAdapter(
             f"{where}: model_type {shown(model_type)} is not supported; supported: {_supported_types()}",
             raw,
             name or where,
             where,
         )
-    return FAMILIES[model_type]
+    return FAMILIES[model_type], None
 
 
 def _canonical(family: Family, raw: dict[str, Any]) -> dict[str, Any]:
@@ -154,10 +173,62 @@ def _value(cfg: Config, key: str) -> Any:
     return nested.get(sub) if isinstance(nested, dict) else None
 
 
+def _text_of(wrapper: Wrapper, raw: dict[str, Any], where: str) -> tuple[dict[str, Any], str]:
+    """The text model's config of a multimodal wrapper, with the class and head tying transformers builds."""
+    text = raw.get("text_config")
+    if text is None:
+        text = {}  # transformers builds the text config class's defaults
+    if not isinstance(text, dict):
+        raise SpecError(f"{where}: text_config must be a JSON object, got {shown(text)}")
+    text_type = text.get("model_type", wrapper.text_type)
+    if not isinstance(text_type, str) or text_type not in FAMILIES:
+        raise SpecError(f"{where}: the text model of {wrapper.model_type} (text_config model_type "
+                        f"{shown(text_type)}) is not supported; supported: {_supported_types()}")  # fmt: skip
+    family = FAMILIES[text_type]
+    arch = _architecture(raw, where) or wrapper.prefix + "ForConditionalGeneration"
+    if arch != wrapper.prefix + "ForConditionalGeneration":
+        raise SpecError(f"{where}: architecture {shown(arch)} is not supported for model_type "
+                        f"{wrapper.model_type!r}; supported: {wrapper.prefix}ForConditionalGeneration")  # fmt: skip
+    if "ForCausalLM" not in family.classes:  # pragma: no cover - every wrapped family has one
+        raise SpecError(f"{where}: {text_type} has no causal-LM class")
+    out = {**text, "model_type": text_type, "architectures": [family.prefix + "ForCausalLM"]}
+    if wrapper.head == "wrapper":
+        out["tie_word_embeddings"] = raw.get("tie_word_embeddings", wrapper.tie)
+    return out, arch
+
+
+def _non_finite(value: Any, at: str = "") -> str | None:
+    """The path of the first non-finite number in spec data, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return at
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in items:
+        found = _non_finite(child, f"{at}.{key}" if at and isinstance(key, str) else f"{at}[{key}]" if at else key)
+        if found is not None:
+            return found
+    return None
+
+
 def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
-    """Spec data (the given fields) of a config.json's object."""
+    """Spec data (the given fields) of a config.json's object: a text model's, a multimodal wrapper's (its
+    text model) or an alias's (read as the class its `architectures` names). Non-finite numbers are
+    accepted in keys that do not reach the spec, and refused where they would."""
     where = where or name
-    family = _family_of(raw, where, name)
+    model_type = raw.get("model_type")
+    if isinstance(model_type, str) and model_type in WRAPPERS and model_type not in FAMILIES:
+        wrapper = WRAPPERS[model_type]
+        text, arch = _text_of(wrapper, raw, where)
+        inner = from_mapping(text, name, where)
+        present = [k.removesuffix("_config") for k in ("vision_config", "audio_config") if raw.get(k)]
+        towers = (" and ".join(present) + (" towers" if len(present) > 1 else " tower")) if present else wrapper.towers
+        notes = [f"{model_type} is a multimodal wrapper: archspec counts its text model ({inner.model_type}) with "
+                 f"the output head of {arch}; the {towers} and projector are not counted"]  # fmt: skip
+        own = (raw.get("text_config") or {}).get("tie_word_embeddings")
+        if wrapper.head == "wrapper" and own is not None and bool(own) != bool(text["tie_word_embeddings"]):
+            notes.append(f"text_config says tie_word_embeddings={own}, but {arch} ties its head as the wrapper's "
+                         f"tie_word_embeddings={text['tie_word_embeddings']} says, and so does archspec")  # fmt: skip
+        return Imported(inner.data, inner.model_type, arch, (*notes, *inner.notes))
+    family, alias = _family_of(raw, where, name)
     cfg = _canonical(family, raw)
     data: dict[str, Any] = {"name": name}
     try:
@@ -185,4 +256,8 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
         raise SpecError(
             f"{where}: {family.model_type} config has a value of the wrong type or size ({clip(str(exc))})"
         ) from None
-    return Imported(data, family.model_type, arch, notes)
+    bad = _non_finite(data)
+    if bad is not None:
+        raise SpecError(f"{where}: {family.model_type} config gives spec field {bad} a non-finite value; "
+                        "Infinity and NaN are accepted only in keys that do not change the model")  # fmt: skip
+    return Imported(data, family.model_type, arch, ((alias,) if alias else ()) + notes)

@@ -2,7 +2,7 @@
 StableLM, Nemotron, Phi-3.5-MoE.
 
 Per-layer keys (`layer_types`, `no_rope_layers`, `sliding_window_pattern`) are resolved here into one
-per-layer list of kinds (archspec.hf.engine.layer_kinds): a sliding layer has its window, a NoPE layer
+per-layer list of kinds (archspec.hf.engine.place): a sliding layer has its window, a NoPE layer
 has no rotary positions.
 """
 
@@ -19,8 +19,8 @@ from archspec.hf.engine import (
     gated_mlp,
     head_dim,
     kv_heads,
-    layer_kinds,
     must_be_falsy,
+    place,
     plain_mlp,
     rope,
 )
@@ -53,16 +53,7 @@ def _windows(cfg: Config, sliding: list[bool], rotary: list[bool]) -> dict[str, 
         if not r:
             kind["position"] = "none"
         kinds[name] = kind
-    out = layer_kinds(names, kinds)
-    if out:
-        return out
-    kind = kinds[names[0]]  # one kind: its changes are the model's own
-    flat: dict[str, Any] = {}
-    if "attention" in kind:
-        flat["attention"] = {"kind": "standard", **kind["attention"]}
-    if "position" in kind:
-        flat["position"] = "none"
-    return flat
+    return place({}, [(name, kinds[name]) for name in names])  # one kind: its changes are the model's own
 
 
 def _merge_attention(out: dict[str, Any], **fields: Any) -> dict[str, Any]:

@@ -104,6 +104,21 @@ class Family:
 
 
 @dataclass(frozen=True)
+class Wrapper:
+    """A multimodal `model_type` whose `text_config` holds a text model (Gemma 3, Llama 4, ...): archspec
+    counts the text model and its output head, not the towers. `head` says where transformers puts the
+    head: on the wrapper ("wrapper": its lm_head, tied as the wrapper's tie_word_embeddings says, default
+    `tie`), or inside the text model ("text": a ...ForCausalLM tied as the text config says)."""
+
+    model_type: str
+    prefix: str  # Gemma3 for Gemma3ForConditionalGeneration
+    text_type: str  # the text config's model_type when text_config names none (the config class's default)
+    head: str  # "wrapper" or "text"
+    tie: bool  # the wrapper config class's tie_word_embeddings default (head = "wrapper")
+    towers: str  # what is not counted: "vision tower", "vision and audio towers"
+
+
+@dataclass(frozen=True)
 class Imported:
     """A config read into spec data: the fields an archspec spec file needs, plus what to tell the user."""
 
@@ -181,18 +196,45 @@ def window(key: str = "sliding_window") -> Callable[[Config, str], dict[str, Any
     return lambda cfg, where: {"attention": {"kind": "standard", "sliding_window": cfg[key]}} if cfg.get(key) else {}
 
 
-def layer_kinds(per_layer: list[str], kinds: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Spec data of a per-layer list of kind names (one per layer, resolved from `layer_types`,
-    `no_rope_layers`, a sliding-window pattern...) and each kind's overrides: `kinds` and `layers` (a
-    prefix and the shortest repeating unit, archspec.layers.compact). A stack of one kind needs neither
-    and gives {} (the caller applies that kind's overrides to the model itself)."""
+# ---------------------------------------------------------------- per-layer kinds
+
+_SUBTABLE_DEFAULTS = {"attention": "standard", "mlp": "dense", "position": "rotary"}
+
+
+def _merge_table(base: Any, override: Any) -> Any:
+    """A sub-table with a kind's changes folded in (a single-kind model has no [kinds])."""
+    if not isinstance(override, dict):
+        return override
+    table = {"kind": base} if isinstance(base, str) else dict(base or {})
+    table.setdefault("kind", override.get("kind"))
+    if "kind" in override and override["kind"] != table["kind"]:
+        return dict(override)
+    return {**table, **override}
+
+
+def place(data: dict[str, Any], per_layer: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Spec fields for a stack whose layer i is of kind per_layer[i] = (name, overrides of the model's
+    fields): the [kinds] and the compact [layers] pattern, or, when every layer is alike, the one
+    kind's overrides folded into the model's fields (`data`: what the adapter has so far)."""
     from archspec.layers import compact
 
-    used = list(dict.fromkeys(per_layer))
-    if len(used) <= 1:
-        return {}
-    prefix, unit = compact(per_layer)
-    layers: dict[str, Any] = {"pattern": unit}
-    if prefix:
-        layers["prefix"] = prefix
-    return {"kinds": {name: kinds[name] for name in used}, "layers": layers}
+    kinds = dict(per_layer)
+    if len(kinds) == 1:
+        (overrides,) = kinds.values()
+        out = {}
+        for key, value in overrides.items():
+            base = data.get(key, _SUBTABLE_DEFAULTS.get(key)) if key in _SUBTABLE_DEFAULTS else None
+            out[key] = _merge_table(base, value) if key in _SUBTABLE_DEFAULTS else value
+        return out
+    prefix, pattern = compact([name for name, _ in per_layer])
+    return {"kinds": kinds, "layers": {"prefix": prefix, "pattern": pattern}}
+
+
+def layer_types(cfg: Config, default: list[str]) -> list[str]:
+    """A config's `layer_types` (one attention type per layer), or the list its config class derives."""
+    types = cfg.get("layer_types")
+    if types is None:
+        return default
+    if not isinstance(types, list) or len(types) != cfg["num_hidden_layers"]:
+        raise TypeError(f"layer_types must list one type per layer ({cfg['num_hidden_layers']})")
+    return list(types)

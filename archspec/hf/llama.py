@@ -1,20 +1,22 @@
-"""The Llama lineage: Llama, Mistral, Mixtral, Qwen2 (and its MoE), Phi-3, StarCoder2."""
+"""The Llama lineage: Llama, Llama 4, Mistral, Mixtral, Phi-3, StarCoder2 (Qwen: archspec.hf.qwen)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from archspec.errors import SpecError
 from archspec.hf.engine import (
     Config,
     Family,
     Refusal,
+    Wrapper,
     biases,
     combine,
     gated_mlp,
     head_dim,
     kv_heads,
-    must_be,
-    must_be_falsy,
+    layer_types,
+    place,
     plain_mlp,
     rope,
     window,
@@ -40,29 +42,53 @@ def _mixtral(cfg: Config, where: str) -> dict[str, Any]:
     }
 
 
-def _dense_prefix(cfg: Config) -> int | None:
-    """Qwen2-MoE's mlp_only_layers as a count of leading dense layers, or None when it is not a prefix."""
-    layers = sorted(cfg.get("mlp_only_layers") or [])
-    return len(layers) if layers == list(range(len(layers))) else None
+def _llama4_layers(cfg: Config, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """Llama4TextDecoderLayer i: rotary unless no_rope_layers[i] is 0 (by default every fourth layer is NoPE),
+    the weightless L2 QK-norm on rotary layers (use_qk_norm), chunked attention where layer_types says so (by
+    default the rotary layers, with attention_chunk_size), experts on moe_layers (by default every
+    interleave_moe_layer_step-th layer), else a dense MLP of intermediate_size_mlp."""
+    n = cfg["num_hidden_layers"]
+    rope_on = cfg.get("no_rope_layers") or [int((i + 1) % cfg["no_rope_layer_interval"] != 0) for i in range(n)]
+    step = cfg["interleave_moe_layer_step"]
+    moe_layers = cfg["moe_layers"] if cfg.get("moe_layers") is not None else list(range(step - 1, n, step))
+    chunk = cfg["attention_chunk_size"]
+    default = ["chunked_attention" if r and chunk is not None else "full_attention" for r in rope_on]
+    types = layer_types(cfg, default)
+    if len(rope_on) != n:
+        raise TypeError(f"no_rope_layers must list one flag per layer ({n})")
+    out = []
+    for i in range(n):
+        if types[i] not in ("full_attention", "chunked_attention"):
+            raise SpecError(f"{where}: layer_types entry {types[i]!r} is not supported; supported: full_attention, "
+                            "chunked_attention")  # fmt: skip
+        attention: dict[str, Any] = {}
+        if types[i] == "chunked_attention" and chunk is not None:
+            attention["chunk"] = chunk
+        if rope_on[i] and cfg["use_qk_norm"]:
+            attention["qk_norm"] = "l2"
+        kind: dict[str, Any] = {"attention": attention} if attention else {}
+        if not rope_on[i]:
+            kind["position"] = "none"
+        if i not in moe_layers:
+            kind["mlp"] = "dense"
+        name = ("rope" if rope_on[i] else "nope") + ("-chunked" if "chunk" in attention else "")
+        out.append((name + ("-moe" if i in moe_layers else "-dense"), kind))
+    return out
 
 
-def _qwen2_moe(cfg: Config, where: str) -> dict[str, Any]:
-    moe: dict[str, Any] = {
-        "kind": "moe",
-        "experts": cfg["num_experts"],
-        "top_k": cfg["num_experts_per_tok"],
-        "d_expert": cfg["moe_intermediate_size"],
-        "normalize": bool(cfg["norm_topk_prob"]),
-    }
-    if cfg["shared_expert_intermediate_size"]:
-        moe.update(d_shared=cfg["shared_expert_intermediate_size"], shared_gate=True)
-    if _dense_prefix(cfg):
-        moe["dense_layers"] = _dense_prefix(cfg)
-    return {
-        "position": rope(cfg),
-        "bias": biases(cfg["qkv_bias"], False, False),
-        "mlp": moe,
-    }
+def _llama4(cfg: Config, where: str) -> dict[str, Any]:
+    """Experts of intermediate_size beside a shared expert of the same width, a sigmoid of each chosen
+    expert's logit as its weight (not renormalised), a router without bias."""
+    data: dict[str, Any] = {
+        "position": rope(cfg, default_theta=500000.0),
+        "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
+        "d_ff": cfg["intermediate_size_mlp"],
+        "attention": {"kind": "standard"},
+        "mlp": {"kind": "moe", "experts": cfg["num_local_experts"], "top_k": cfg["num_experts_per_tok"],
+                "d_expert": cfg["intermediate_size"], "d_shared": cfg["intermediate_size"], "scoring": "sigmoid",
+                "normalize": False},
+    }  # fmt: skip
+    return data | place(data, _llama4_layers(cfg, where))
 
 
 _LLAMA_FIELDS = {
@@ -79,9 +105,6 @@ _LLAMA_FIELDS = {
 _LLAMA_FIXED = {"norm": "rmsnorm", "norm_position": "pre"}
 
 # fmt: off
-
-
-# fmt: off
 FAMILIES = [
     Family(
         "llama",
@@ -94,6 +117,23 @@ FAMILIES = [
          "mlp_bias": False, "head_dim": None},
         fixed=_LLAMA_FIXED,
         derive=combine(gated_mlp(), head_dim, kv_heads, _llama),
+    ),
+    Family(
+        "llama4_text",
+        "Llama4",
+        ("ForCausalLM",),
+        _LLAMA_FIELDS,
+        {"vocab_size": 202048, "hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+         "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+         "hidden_act": "silu", "max_position_embeddings": 4096 * 32, "rms_norm_eps": 1e-5,
+         "tie_word_embeddings": False, "num_experts_per_tok": 1, "num_local_experts": 16, "moe_layers": None,
+         "interleave_moe_layer_step": 1, "use_qk_norm": True, "no_rope_layers": None, "no_rope_layer_interval": 4,
+         "attention_chunk_size": 8192, "layer_types": None, "attention_bias": False},
+        fixed=_LLAMA_FIXED,
+        refuse=(Refusal("interleave_moe_layer_step", lambda c: isinstance(c["interleave_moe_layer_step"], int)
+                        and c["interleave_moe_layer_step"] >= 1, "the step between MoE layers must be a positive "
+                        "integer"),),
+        derive=combine(gated_mlp(), head_dim, kv_heads, _llama4),
     ),
     Family(
         "mistral",
@@ -120,45 +160,6 @@ FAMILIES = [
         derive=combine(gated_mlp(), head_dim, kv_heads, window(), _mixtral),
     ),
     Family(
-        "qwen2",
-        "Qwen2",
-        ("ForCausalLM", "Model"),
-        _LLAMA_FIELDS,
-        {"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
-         "num_attention_heads": 32, "num_key_value_heads": 32, "hidden_act": "silu", "max_position_embeddings": 32768,
-         "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "use_sliding_window": False},
-        # Qwen2Attention: q, k, v with bias, o_proj without
-        fixed={**_LLAMA_FIXED, "bias": {"qkv": True, "out": False, "mlp": False}},
-        refuse=(must_be_falsy("use_sliding_window", "windows after max_window_layers are not represented"),),
-        derive=combine(gated_mlp(), kv_heads, lambda cfg, where: {"position": rope(cfg)}),
-    ),
-    Family(
-        "qwen2_moe",
-        "Qwen2Moe",
-        ("ForCausalLM", "Model"),
-        _LLAMA_FIELDS,
-        {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
-         "num_attention_heads": 16, "num_key_value_heads": 16, "hidden_act": "silu", "max_position_embeddings": 32768,
-         "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "use_sliding_window": False, "decoder_sparse_step": 1,
-         "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4,
-         "num_experts": 60, "mlp_only_layers": None, "qkv_bias": True,
-         "norm_topk_prob": False},
-        fixed=_LLAMA_FIXED,
-        refuse=(
-            must_be_falsy("use_sliding_window", "windows on some layers are not represented"),
-            must_be("decoder_sparse_step", 1, "MoE on every n-th layer only is not represented"),
-            Refusal(
-                "mlp_only_layers",
-                lambda c: _dense_prefix(c) is not None,
-                "dense layers other than the first ones are not represented",
-            ),
-            Refusal("num_experts", lambda c: bool(c["num_experts"]), "a model without experts is a qwen2 model"),
-            Refusal("shared_expert_intermediate_size", lambda c: bool(c["shared_expert_intermediate_size"]),
-                    "transformers keeps the shared expert's gate without a shared expert"),
-        ),
-        derive=combine(gated_mlp(), kv_heads, _qwen2_moe),
-    ),
-    Family(
         "phi3",
         "Phi3",
         ("ForCausalLM", "Model"),
@@ -183,3 +184,9 @@ FAMILIES = [
     ),
 ]
 # fmt: on
+
+# multimodal wrappers counted as their text model (archspec.hf.engine.Wrapper)
+WRAPPERS = [
+    Wrapper("llama4", "Llama4", "llama4_text", head="text", tie=False, towers="vision tower"),
+    Wrapper("mistral3", "Mistral3", "mistral", head="wrapper", tie=True, towers="vision tower"),
+]
