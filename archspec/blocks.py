@@ -595,6 +595,8 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
                   Saved("positions", 4 * a.rotary_dims, per_batch=False)]  # fmt: skip
         if a.rotary_dims < dk:  # a partial rotation makes the output head-major: the out projection copies it
             saved += [Saved(component, a.out_in, attention="flash", kept=SCORES)]
+    if std and att.qk_norm:
+        saved += _qk_norm_saved(spec, a, component, kv)
     if std and (att.sliding_window or att.chunk):  # the fused kernel's mask, one (T, S) per layer
         saved += [Saved(component, 1, rows="pairs", keys=keys, per_batch=False, attention="flash", kept=SCORES)]
     if std and att.sinks:  # the sink's probability per row and head, the row maxima's indices
@@ -612,6 +614,35 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
         saved += [Saved(component, 1, rows="pairs", keys=keys, dtype="bool", per_batch=False, attention="flash",
                         kept=SCORES)]  # fmt: skip
     return tuple(saved)
+
+
+def _qk_norm_saved(spec: ModelSpec, a: AttentionShape, component: str, kv: int) -> list[Saved]:
+    """What a QK-norm adds. Per head ('head'/true) or over all heads ('full'), before the rotation,
+    on views of the fused projection's output: the norm's own tensors (RMSNorm: the fp32 input,
+    1/rms per row and, with a weight, the normalised x; LayerNorm: mean and 1/std per row), so the
+    fused output is kept in eager mode too; without rotary the normalised q and k are the core's
+    inputs; a per-head norm leaves q head-major, and so the fused kernel's output, which the output
+    projection then copies. The L2 norm ('l2', after the rotation): its fp32 input and 1/rms per row."""
+    mode = "head" if spec.attention.qk_norm is True else spec.attention.qk_norm
+    qk, rows = a.q + a.k, a.heads + a.kv_heads
+    rotary = a.rotary_dims > 0
+    out: list[Saved] = []
+    if mode == "l2" or spec.norm == "rmsnorm":
+        per_row = 2 if mode == "full" else rows
+        weight = qk if mode != "l2" and spec.norm_affine != "none" else 0
+        out += [Saved(component, per_row + weight, dtype="fp32"),
+                Saved(component, qk, dtype="fp32" if mode == "l2" and rotary else "fp32_copy")]  # fmt: skip
+    else:
+        out += [Saved(component, 2 * (2 if mode == "full" else rows))]
+    if mode != "l2" or not rotary:  # the norm reads the fused output: kept in eager mode too (an
+        # upcasting norm keeps it only in fp32, and in 16 bits its fp32 copy instead)
+        upcast = mode == "l2" or spec.norm == "rmsnorm"
+        out += [Saved(component, kv, dtype="fp32_self" if upcast else "act", attention="eager", kept=SCORES)]
+    if not rotary:  # the normalised q and k are the core's inputs
+        out += [Saved(component, qk, attention="flash", kept=SCORES), Saved(component, qk, kept=SELECTIVE)]
+    if mode == "head" and a.rotary_dims == a.d_head or (mode == "head" and not rotary):
+        out += [Saved(component, a.out_in, attention="flash", kept=SCORES)]
+    return out
 
 
 def _mlp_entries(m: MLPShape, prefix: str = "", copies: int = 1, uses: int | None = None) -> tuple[Entry, ...]:

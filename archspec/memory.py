@@ -461,7 +461,8 @@ def saved_bytes(
     over the parts given; `layers` True keeps only the blocks' parts, False only the rest."""
     e = dtype_bytes(dtype)
     per_value = {"act": e, "mask": Fraction(1 if dropout else 0), "fp32": Fraction(4), "int64": Fraction(8),
-                 "bool": Fraction(1), "fp32_copy": Fraction(0 if e == 4 else 4)}  # fmt: skip
+                 "bool": Fraction(1), "fp32_copy": Fraction(0 if e == 4 else 4),
+                 "fp32_self": Fraction(4 if e == 4 else 0)}  # fmt: skip
     out: dict[str, int] = {}
     for part in parts:
         if not part.saved or (layers is not None and part.layered != layers):
