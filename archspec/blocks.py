@@ -378,13 +378,23 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
     out: list[Part] = []
     at = stack.name
     kind = spec.position.kind
+    # a bias on the scores is an input of every recomputed region (selective: the core; full: the
+    # block), which keeps it, once per stack: ALiBi's (heads, keys) before its expansion over the
+    # queries, T5's (heads, T, T) from its table
+    recomputed = ("selective", "full")
+    if kind == "alibi":
+        keep = (Saved("positions", spec.n_heads, kept=recomputed, per_batch=False),)
+        out.append(Part(f"{at}.position", "position", "embedding", (), stack=stack, saved=keep))
     if kind in ("learned", "sinusoidal"):
         table = (Table("", spec.max_positions + spec.position.offset, e),) if kind == "learned" else ()
         out.append(Part(f"{at}.position", "position", "embedding", (*table, Pointwise("add", "position_add", e,
                         "positions")), stack=stack))  # fmt: skip
     elif kind == "relative":  # T5: one bias table per stack, shared by its layers' self-attention
         table = Table("", spec.position.buckets, spec.n_heads)
-        out.append(Part(f"{at}.position", "position", "embedding", (table,), stack=stack))
+        # the lookup keeps its (T, T) bucket index (int64), once per stack
+        index = (Saved("positions", 1, rows="pairs", dtype="int64", per_batch=False, kept=ALWAYS),
+                 Saved("positions", spec.n_heads, rows="pairs", per_batch=False, kept=recomputed))  # fmt: skip
+        out.append(Part(f"{at}.position", "position", "embedding", (table,), stack=stack, saved=index))
     if spec.embedding_norm:
         out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=e))
     if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model
@@ -428,8 +438,11 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
     out = []
     for name, parts in sublayers:
         shared_norm = spec.block.kind == "parallel" and spec.block.shared_norm and name == "mlp"
+        parallel = spec.block.kind == "parallel" and name == "mlp" and len(sublayers) > 1
         if not shared_norm and position != "post_sublayer":
-            out.append(norm_part(spec, f"{layer}.{name}_norm", stack))
+            out.append(norm_part(spec, f"{layer}.{name}_norm", stack, shared_input=parallel))
+        if parallel and shared_norm:  # the MLP reads the norm's output the mixer's projection keeps
+            parts = [parts[0]._replace(saved=parts[0].saved[1:])] + parts[1:]
         out += parts
         if position in ("sandwich", "post_sublayer"):
             out.append(norm_part(spec, f"{layer}.{name}_post_norm", stack))
@@ -444,14 +457,18 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
     return [p._replace(repeat=group.count, group=group, shared=shared) for p in out]
 
 
-def norm_part(spec: ModelSpec, path: str, stack: StackShape, width: int | None = None) -> Part:
-    """A norm over d_model (or `width`); autograd keeps its input."""
+def norm_part(spec: ModelSpec, path: str, stack: StackShape, width: int | None = None,
+              shared_input: bool = False) -> Part:  # fmt: skip
+    """A norm over d_model (or `width`); autograd keeps its input (`shared_input`: another norm of
+    the same input keeps it already, as the two norms of a parallel block)."""
     w = width or spec.d_model
     kept = LAYER if "{i}" in path else ALWAYS
     if spec.norm == "layernorm":  # the input, and mean and 1/std per row in the input's dtype (CPU)
-        saved = (Saved("norms", w + 2, kept=kept),)
-    else:  # torch's composite RMSNorm: the fp32 input, 1/rms per row and the normalised x, all fp32
-        saved = (Saved("norms", 2 * w + 1, dtype="fp32", kept=kept),)
+        saved = (Saved("norms", 2, kept=kept),) + (() if shared_input else (Saved("norms", w, kept=kept),))
+    else:  # torch's composite RMSNorm: the fp32 input, 1/rms per row and, with a weight, the normalised x (fp32)
+        own = 1 + w * (spec.norm_affine != "none")
+        upcast = Saved("norms", w, dtype="fp32_copy" if shared_input else "fp32", kept=kept)
+        saved = (Saved("norms", own, dtype="fp32", kept=kept), upcast)
     return Part(path, "norm", "dense", (Norm("", w, spec.norm, affine=spec.norm_affine),), stack=stack, saved=saved)
 
 
@@ -537,19 +554,40 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     )
     if rotated and not cross:
         entries += (Pointwise("rotary", "rotary", rotated, "positions"),)
-    saved = attention_saved(spec, a, component, keys, cross)
+    saved = attention_saved(spec, a, component, keys, cross, causal=stack.causal)
     cached = (Cached(kv_per_token, rows=keys, limit=limit), *index_keys) if stack.name == "decoder" else ()
     return Part(f"{layer}.{component}", component, "dense", entries, stack=stack, saved=saved, cached=cached)
 
 
-def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Rows, cross: bool) -> tuple[Saved, ...]:
+def explicit_attention(spec: ModelSpec, a: AttentionShape, cross: bool) -> Literal["explicit", "fallback", None]:
+    """How this attention runs when the fused kernel is asked for: 'explicit' when it always runs
+    the explicit products (soft-capped scores and sinks have no fused kernel; the CPU's fused kernel
+    needs d_head = d_value, and in training the reference model then runs eager attention);
+    'fallback' when a bias on the scores (ALiBi, T5's relative bias) sends torch's fused call to its
+    math fallback, which keeps what the explicit products keep, in fp32 (it upcasts 16-bit inputs
+    on the CPU); None: the fused kernel."""
+    att = spec.attention
+    if a.d_head != a.d_value or (att.kind == "standard" and (att.softcap is not None or att.sinks)):
+        return "explicit"
+    return "fallback" if not cross and spec.position.kind in ("alibi", "relative") else None
+
+
+def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Rows, cross: bool,
+                    causal: bool = True) -> tuple[Saved, ...]:  # fmt: skip
     """What one attention sublayer keeps for backward, measured storage by storage on the reference
     model (torch's CPU kernels): always the projection's input and the output projection's input;
     with the fused kernel ('flash') the fused Q/K/V output (the rotated q and k besides, with rotary)
     and the fp32 log-sum-exp; with explicit attention ('eager') head-major copies of q, of k and v
     expanded to every query head, and the probabilities; selective recomputation keeps the core's
-    inputs and output, in either mode. Rotary keeps its cos and sin (per position, not per batch)."""
+    inputs and output, in either mode. Rotary keeps its cos and sin (per position, not per batch).
+    A layer that always runs explicit products (explicit_attention) keeps the eager tensors in
+    either mode. Options: a window or chunk hands the fused kernel a mask, which it keeps as a
+    (T, S) tensor of the computation's dtype; sinks keep one more probability per row and the
+    argmax of each row (int64); an output gate keeps sigmoid(gate) and the heads' output it scales;
+    T5's relative bias, masked to the causal triangle inside the core, keeps the (T, S) boolean mask."""
     d, nh, dk, dv = spec.d_model, a.heads, a.d_head, a.d_value
+    att = spec.attention
+    std = att.kind == "standard" and not cross
     kv = (a.k + a.v) if cross else (a.q + a.gate + a.k + a.v)
     saved = [Saved(component, d), Saved(component, a.out_in), Saved(component, d, dtype="mask")]
     if cross:  # the query projection's own output (K and V come from the encoder output)
@@ -570,7 +608,54 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
                   Saved("positions", 4 * a.rotary_dims, per_batch=False)]  # fmt: skip
         if a.rotary_dims < dk:  # a partial rotation makes the output head-major: the out projection copies it
             saved += [Saved(component, a.out_in, attention="flash", kept=SCORES)]
+    if std and att.qk_norm:
+        saved += _qk_norm_saved(spec, a, component, kv)
+    if std and (att.sliding_window or att.chunk):  # the fused kernel's mask, one (T, S) per layer
+        saved += [Saved(component, 1, rows="pairs", keys=keys, per_batch=False, attention="flash", kept=SCORES)]
+    if std and att.sinks:  # the sink's probability per row and head, the row maxima's indices
+        saved += [Saved(f"{component}_scores", nh, attention="eager", kept=SCORES),
+                  Saved(component, nh, dtype="int64", attention="eager", kept=SCORES)]  # fmt: skip
+    if std and att.gate:  # sigmoid(gate) and the heads' output before the gate
+        saved += [Saved(component, a.gate), Saved(component, a.out_in)]
+    runs = explicit_attention(spec, a, cross)
+    if runs == "explicit":  # the eager tensors in either mode, never the fused kernel's
+        saved = [s._replace(attention=None) if s.attention == "eager" else s for s in saved if s.attention != "flash"]
+    elif runs == "fallback":  # asked for 'flash': the eager tensors, in fp32
+        fused = [s._replace(attention="flash", dtype="fp32") for s in saved if s.attention == "eager"]
+        saved = [s for s in saved if s.attention != "flash"] + fused
+    if not cross and causal and spec.position.kind == "relative":  # the bias masked inside the core
+        saved += [Saved(component, 1, rows="pairs", keys=keys, dtype="bool", per_batch=False, attention="flash",
+                        kept=SCORES)]  # fmt: skip
     return tuple(saved)
+
+
+def _qk_norm_saved(spec: ModelSpec, a: AttentionShape, component: str, kv: int) -> list[Saved]:
+    """What a QK-norm adds. Per head ('head'/true) or over all heads ('full'), before the rotation,
+    on views of the fused projection's output: the norm's own tensors (RMSNorm: the fp32 input,
+    1/rms per row and, with a weight, the normalised x; LayerNorm: mean and 1/std per row), so the
+    fused output is kept in eager mode too; without rotary the normalised q and k are the core's
+    inputs; a per-head norm leaves q head-major, and so the fused kernel's output, which the output
+    projection then copies. The L2 norm ('l2', after the rotation): its fp32 input and 1/rms per row."""
+    mode = "head" if spec.attention.qk_norm is True else spec.attention.qk_norm
+    qk, rows = a.q + a.k, a.heads + a.kv_heads
+    rotary = a.rotary_dims > 0
+    out: list[Saved] = []
+    if mode == "l2" or spec.norm == "rmsnorm":
+        per_row = 2 if mode == "full" else rows
+        weight = qk if mode != "l2" and spec.norm_affine != "none" else 0
+        out += [Saved(component, per_row + weight, dtype="fp32"),
+                Saved(component, qk, dtype="fp32" if mode == "l2" and rotary else "fp32_copy")]  # fmt: skip
+    else:
+        out += [Saved(component, 2 * (2 if mode == "full" else rows))]
+    if mode != "l2" or not rotary:  # the norm reads the fused output: kept in eager mode too (an
+        # upcasting norm keeps it only in fp32, and in 16 bits its fp32 copy instead)
+        upcast = mode == "l2" or spec.norm == "rmsnorm"
+        out += [Saved(component, kv, dtype="fp32_self" if upcast else "act", attention="eager", kept=SCORES)]
+    if not rotary:  # the normalised q and k are the core's inputs
+        out += [Saved(component, qk, attention="flash", kept=SCORES), Saved(component, qk, kept=SELECTIVE)]
+    if mode == "head" and a.rotary_dims == a.d_head or (mode == "head" and not rotary):
+        out += [Saved(component, a.out_in, attention="flash", kept=SCORES)]
+    return out
 
 
 def _mlp_entries(m: MLPShape, prefix: str = "", copies: int = 1, uses: int | None = None) -> tuple[Entry, ...]:
@@ -585,13 +670,18 @@ def _mlp_entries(m: MLPShape, prefix: str = "", copies: int = 1, uses: int | Non
     return entries + (Linear(prefix + "down", m.d_ff, m.d_model, m.bias, copies=copies, uses=uses),)
 
 
+# values per row of d_ff that an MLP's hidden layer keeps: relu its output (shared with the down
+# projection); gelu, silu, relu2 the projection's output and the activation's; gated: the gate's and
+# up's outputs, act(gate) and the product; clamped SwiGLU the two outputs, the clamped gate,
+# sigmoid(1.702 gate), their product, up + 1 and the product of the two
+HIDDEN_KEPT = {"relu": 1, "gelu": 2, "silu": 2, "relu2": 2, "swiglu": 4, "geglu": 4, "clamped_swiglu": 7}
+
+
 def _mlp_saved(m: MLPShape, per_token: int = 1) -> tuple[Saved, ...]:
-    # the input; per input projection its output and the activation's output (the down projection's
-    # input): 2 · d_ff, 4 · d_ff gated; relu keeps only its output, which the down projection shares;
-    # the dropout mask after the block (with dropout)
-    per_input = 1 if m.pointwise == "relu" and not m.gated else 2
-    kept = tuple(Saved("mlp", per_input * per_token * m.d_ff) for _ in m.inputs)
-    return (Saved("mlp", m.d_model), *kept, Saved("mlp", m.d_model, dtype="mask"))
+    """The input and the hidden layer's tensors (HIDDEN_KEPT), `per_token` times per token (an
+    expert: once per routed row); the dropout mask after the block (with dropout)."""
+    return (Saved("mlp", per_token * m.d_model), Saved("mlp", HIDDEN_KEPT[m.activation] * per_token * m.d_ff),
+            Saved("mlp", m.d_model, dtype="mask"))  # fmt: skip
 
 
 def mlp_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
@@ -613,18 +703,30 @@ def moe_parts(spec: ModelSpec, stack: StackShape, layer: str) -> list[Part]:
         router += (Param("router_correction", (moe.experts,)),)
     router += (Pointwise("router_scores", "sigmoid" if moe.scoring == "sigmoid" else "softmax", moe.experts,
                          "softmax"),)  # fmt: skip
+    k = moe.top_k
+    # the router keeps its input, the fp32 scores, the chosen experts (int64) and, renormalising,
+    # the chosen scores and their sum (fp32)
+    routed = (Saved("router", d), Saved("router", moe.experts, dtype="fp32"), Saved("router", k, dtype="int64"))
+    if moe.normalize:
+        routed += (Saved("router", k + 1, dtype="fp32"),)
+    # per routed row (N·k rows in all, however the router spreads them: every tensor an expert keeps
+    # has one row per routed row): the expert's input and hidden tensors, the row and slot indices
+    # (int64), the routing weight, the expert's output and the weighted output added back
+    combine = (Saved("experts", 2 * k, dtype="int64"), Saved("experts", k), Saved("experts", 2 * k * d))
     parts = [
-        Part(path, "router", "router", router, stack=stack),
+        Part(path, "router", "router", router, stack=stack, saved=routed),
         Part(path, "experts", "expert", _mlp_entries(expert, "experts.", moe.experts, moe.top_k)
              + (Pointwise("residual", "residual", d, "residual_adds"),), stack=stack,
-             saved=_mlp_saved(expert, moe.top_k)),
+             saved=_mlp_saved(expert, k) + combine),
     ]  # fmt: skip
     if moe.d_shared:
         shared = _mlp_entries(MLPShape.of(spec, moe.d_shared), "shared.")
+        # its input is the router's; with a gate, sigmoid(gate) and the expert's output it scales
+        kept = _mlp_saved(MLPShape.of(spec, moe.d_shared))[1:]
         if moe.shared_gate:
             shared += (Linear("shared_gate", d, 1, False),)
-        parts.append(Part(path, "shared_experts", "shared_expert", shared, stack=stack,
-                          saved=_mlp_saved(MLPShape.of(spec, moe.d_shared))))  # fmt: skip
+            kept += (Saved("shared_experts", 1), Saved("shared_experts", d))
+        parts.append(Part(path, "shared_experts", "shared_expert", shared, stack=stack, saved=kept))
     return parts
 
 

@@ -318,7 +318,10 @@ class Saved(NamedTuple):
     archspec.reference.memory_measure measures, storage by storage): `width` values per row (per
     query-key pair for rows='pairs', per sequence for rows='sequence'), in the computation's dtype
     ('act'), in fp32, as int64 token ids, or as one-byte dropout masks ('mask', only with dropout,
-    which the reference model does not run). `group` files it in the breakdown; `kept` lists the
+    which the reference model does not run), as booleans ('bool', one byte), or as the fp32 copy of a
+    16-bit input ('fp32_copy': nothing in fp32, where the input itself is kept and counted where it
+    was first saved), or as a tensor kept only when the computation is fp32 ('fp32_self': an upcasting
+    op keeps its input itself in fp32, an fp32 copy in 16 bits). `group` files it in the breakdown; `kept` lists the
     recomputation modes that keep it; `attention` limits it to one attention mode ('flash': the
     fused kernel keeps its inputs, output and log-sum-exp; 'eager': head-major copies and the
     probabilities); a `shared` tensor (the encoder output every cross-attention reads) counts once;
@@ -327,7 +330,7 @@ class Saved(NamedTuple):
     group: str
     width: int
     rows: Rows | Literal["pairs", "sequence"] = "tokens"
-    dtype: Literal["act", "fp32", "int64", "mask"] = "act"
+    dtype: Literal["act", "fp32", "int64", "mask", "bool", "fp32_copy", "fp32_self"] = "act"
     kept: tuple[str, ...] = LAYER
     keys: Rows = "tokens"  # for rows='pairs': what the keys run over
     shared: bool = False

@@ -440,7 +440,9 @@ def saved_bytes(
     """Bytes of the tensors autograd saves, summed by '{stack}.{group}' (the head's under 'output.'),
     over the parts given; `layers` True keeps only the blocks' parts, False only the rest."""
     e = dtype_bytes(dtype)
-    per_value = {"act": e, "mask": Fraction(1 if dropout else 0), "fp32": Fraction(4), "int64": Fraction(8)}
+    per_value = {"act": e, "mask": Fraction(1 if dropout else 0), "fp32": Fraction(4), "int64": Fraction(8),
+                 "bool": Fraction(1), "fp32_copy": Fraction(0 if e == 4 else 4),
+                 "fp32_self": Fraction(4 if e == 4 else 0)}  # fmt: skip
     out: dict[str, int] = {}
     for part in parts:
         if not part.saved or (layers is not None and part.layered != layers):
@@ -485,8 +487,8 @@ def activation_bytes_per_layer(
         raise SpecError(f"{spec.name}'s {stack} has no layers of kind {shown(kind)}; its kinds: {', '.join(kinds)}")
     parts = [p for p in layered if p.kind == kind]
     lengths = Lengths(batch, seq, src) if stack == "decoder" else Lengths(batch, seq, seq)
-    mode = attention_mode(spec, attention)
-    per_stack = saved_bytes([p._replace(repeat=1) for p in parts], lengths, dtype, recompute, dropout, True, mode)
+    attention_mode(spec, attention)  # checks the mode; a layer that always runs explicit products says so itself
+    per_stack = saved_bytes([p._replace(repeat=1) for p in parts], lengths, dtype, recompute, dropout, True, attention)
     return {key.removeprefix(f"{stack}."): v for key, v in per_stack.items()}
 
 
@@ -680,7 +682,8 @@ def estimate_memory(
     # activations: one micro-batch of `batch` sequences, in the dtype of the computation (fp32 keeps
     # fp32 activations; mixed precision computes in 16 bits)
     act_dtype = "fp32" if key == "fp32" else "bf16"
-    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=mode)
+    # each attention says which products it runs (blocks.explicit_attention): the mode asked, per layer
+    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=attention)
     activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
 
     w_key = canonical_format(storage) if storage is not None else key

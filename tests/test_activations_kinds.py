@@ -1,0 +1,160 @@
+"""Activation bytes of every layer kind and block feature equal what autograd saves in one training
+step of the reference model, exactly: archspec's activations_bytes (a sum over each part's Saved
+records) against the storages measured on the CPU (saved_tensors_hooks, each storage once, weights
+excluded, the loss included), in fp32 and bf16, for both attention modes and every recomputation
+mode. Each spec is small (2-4 layers) and has the feature under test; the mixed specs put several
+features in one heterogeneous stack, where each layer runs its own attention (a layer with sinks
+runs explicit products while its neighbours run the fused kernel).
+
+A mixture of experts is routed for real: each expert keeps one row per token routed to it, so the
+per-expert counts vary with the routing, but their sum is N·k routed rows, and every tensor an
+expert (and the combine step) keeps has one row per routed row; the total is therefore exact for
+any routing, which the randomly initialised router here exercises."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from archspec import ModelSpec  # noqa: E402
+from archspec.memory import estimate_memory  # noqa: E402
+from archspec.reference import build  # noqa: E402
+from archspec.reference.memory_measure import measure_activations  # noqa: E402
+
+BASE = dict(vocab_size=53, d_model=32, n_heads=4, d_head=8, max_positions=24, decoder_layers=2)
+LLAMA = dict(position="rotary", norm="rmsnorm", activation="swiglu", bias=False)
+
+
+def std(**options) -> dict:
+    return {"kind": "standard", **options}
+
+
+MOE = dict(kind="moe", experts=4, top_k=2, d_expert=8)
+FEATURES = {
+    "sliding-window": dict(attention=std(sliding_window=4)),
+    "sliding-window-rotary-gqa": dict(**LLAMA, n_kv_heads=2, attention=std(sliding_window=3)),
+    "chunked": dict(**LLAMA, attention=std(chunk=4)),
+    "alibi": dict(position="alibi"),
+    "t5-relative-bias": dict(position="relative", norm="rmsnorm", activation="relu", bias=False),
+    "sinks": dict(**LLAMA, attention=std(sinks=True)),
+    "output-gate": dict(**LLAMA, attention=std(gate=True)),
+    "shared-kv": dict(**LLAMA, attention=std(shared_kv=True)),
+    "qk-norm-head": dict(**LLAMA, n_kv_heads=2, attention=std(qk_norm="head")),
+    "qk-norm-head-partial-rotary": dict(**{**LLAMA, "position": {"kind": "rotary", "fraction": 0.5}},
+                                        attention=std(qk_norm=True)),
+    "qk-norm-head-layernorm-learned": dict(attention=std(qk_norm="head")),
+    "qk-norm-head-no-weight": dict(**LLAMA, norm_affine="none", attention=std(qk_norm="head")),
+    "qk-norm-full": dict(**LLAMA, attention=std(qk_norm="full")),
+    "qk-norm-full-layernorm": dict(attention=std(qk_norm="full")),
+    "qk-norm-l2": dict(**LLAMA, n_kv_heads=1, attention=std(qk_norm="l2")),
+    "qk-norm-l2-nope": dict(norm="rmsnorm", attention=std(qk_norm="l2")),
+    "sandwich": dict(norm_position="sandwich"),
+    "post-sublayer-rmsnorm": dict(**LLAMA, norm_position="post_sublayer"),
+    "parallel-shared-norm": dict(block={"kind": "parallel"}),
+    "parallel-two-norms-rmsnorm": dict(**LLAMA, block={"kind": "parallel", "shared_norm": False}),
+    "moe-softmax": dict(**LLAMA, mlp=MOE),
+    "moe-sigmoid-correction-shared-gate": dict(**LLAMA, mlp={**MOE, "scoring": "sigmoid", "correction_bias": True,
+                                                             "routed_scale": 2.5, "d_shared": 12, "shared_gate": True}),
+    "moe-unnormalized-relu2": dict(activation="relu2", mlp={**MOE, "normalize": False, "top_k": 1, "d_shared": 12}),
+    "relu2": dict(activation="relu2"),
+    "clamped-swiglu": dict(activation="clamped_swiglu", swiglu_limit=7.0),
+    "residual-and-embedding-multipliers": dict(residual_scale=0.5, embedding_scale=2.0),
+    "layernorm-weight-only": dict(norm_affine="weight"),
+    "layernorm-no-affine": dict(norm_affine="none"),
+    "rmsnorm-no-weight": dict(**LLAMA, norm_affine="none"),
+    "no-mlp": dict(mlp="none"),
+    "no-mixer": dict(attention="none"),
+}  # fmt: skip
+
+MIXED = {
+    # Gemma-3-like: windowed local layers and a global one with another rotary base and width
+    "local-global": dict(**LLAMA, decoder_layers=4, n_kv_heads=2,
+                         kinds={"local": {"attention": std(sliding_window=3)},
+                                "global": {"position": {"kind": "rotary", "base": 1e6}, "d_head": 12}},
+                         layers={"pattern": ["local", "local", "global"]}),
+    # gpt-oss-like: sinks on windowed layers beside full ones, MoE everywhere, clamped SwiGLU
+    "sinks-windows-moe": dict(**{**LLAMA, "activation": "clamped_swiglu"}, decoder_layers=3, swiglu_limit=7.0,
+                              mlp={**MOE, "scoring": "sigmoid", "correction_bias": True},
+                              kinds={"sink": {"attention": std(sinks=True, sliding_window=4)}, "full": {}},
+                              layers={"pattern": ["sink", "full"]}),
+    # Llama-4-like: chunked and NoPE layers, MoE every other layer, a gate and keys as values elsewhere
+    "chunk-nope-moe-gate": dict(**LLAMA, decoder_layers=4,
+                                kinds={"chunked": {"attention": std(chunk=4), "mlp": MOE},
+                                       "nope": {"position": "none", "n_kv_heads": 2},
+                                       "gated": {"attention": std(gate=True, shared_kv=True), "d_ff": 20,
+                                                 "mlp": "dense"}},
+                                layers={"prefix": ["gated"], "pattern": ["chunked", "nope"]}),
+    # OLMo-2 / Llama-4-like: post-sublayer norms, QK-norm over all heads, L2 QK-norm on NoPE layers
+    "qk-modes-post-sublayer": dict(**LLAMA, decoder_layers=3, norm_position="post_sublayer",
+                                   attention=std(qk_norm="full"),
+                                   kinds={"l2": {"attention": std(qk_norm="l2"), "position": "none"},
+                                          "full": {}}, layers={"pattern": ["full", "l2"]}),
+    # Nemotron-H-like blocks of one sub-layer: attention alone, MLP alone, MoE alone
+    "single-sublayer-blocks": dict(**{**LLAMA, "activation": "relu2"}, decoder_layers=4,
+                                   kinds={"att": {"mlp": "none"}, "ffn": {"attention": "none"},
+                                          "moe": {"attention": "none", "mlp": MOE}},
+                                   layers={"pattern": ["att", "ffn", "att", "moe"]}),
+}  # fmt: skip
+
+SPECS = {name: ModelSpec(name=name, **{**BASE, **changes}) for name, changes in {**FEATURES, **MIXED}.items()}
+
+
+@pytest.fixture(scope="module")
+def models():
+    cache = {}
+
+    def get(name, dtype):
+        if (name, dtype) not in cache:
+            cache[name, dtype] = build(SPECS[name], dtype=dtype)
+        return cache[name, dtype]
+
+    return get
+
+
+def planned_and_measured(spec, model, dtype, attention, recompute, B=2, T=9):
+    measured = measure_activations(spec, B, T, dtype, attention, recompute, model=model)
+    planned = estimate_memory(spec, B, T, dtype, recompute=recompute, attention=attention)
+    return planned.activations_bytes, measured.total_bytes
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+@pytest.mark.parametrize("attention", ["flash", "eager"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("name", SPECS)
+def test_activations_of_every_feature_equal_the_saved_tensors(models, name, dtype, attention, recompute):
+    planned, measured = planned_and_measured(SPECS[name], models(name, dtype), dtype, attention, recompute)
+    assert planned == measured
+
+
+@pytest.mark.parametrize("layers", [3, 4])
+def test_deeper_stacks_add_exactly_one_layer_of_each_kind(layers):
+    """Depth changes the count of each kind, and the plan follows the measurement layer by layer."""
+    spec = SPECS["chunk-nope-moe-gate"].replace(decoder_layers=layers)
+    planned, measured = planned_and_measured(spec, build(spec), "fp32", "flash", "none", T=11)
+    assert planned == measured
+
+
+def test_sinks_run_explicit_products_beside_fused_layers(models):
+    """In a stack mixing sink layers and plain ones, 'flash' keeps a score matrix for the sink
+    layers only: the plan is per layer, not one mode for the model."""
+    spec = SPECS["sinks-windows-moe"]
+    B, T = 2, 9
+    report = measure_activations(spec, B, T, "fp32", "flash", model=models("sinks-windows-moe", "fp32"))
+    probabilities = [s for s in report.storages if s.shape == (B, spec.n_heads, T, T + 1)]
+    assert len(probabilities) == 2  # layers 0 and 2 have sinks; layer 1 runs the fused kernel
+    planned, measured = planned_and_measured(spec, models("sinks-windows-moe", "fp32"), "fp32", "flash", "none")
+    assert planned == measured
+
+
+def test_moe_with_skewed_routing_is_still_exact():
+    """A router biased towards one expert sends it most rows: the per-expert counts change, their
+    sum (N·k) does not, nor does the total kept."""
+    spec = SPECS["moe-softmax"]
+    model = build(spec)
+    with torch.no_grad():
+        for layer in model.decoder.layers:
+            layer.mlp.router.weight.zero_()
+            layer.mlp.router.weight[0] += 1.0  # expert 0 scores higher for most tokens
+    planned, measured = planned_and_measured(spec, model, "fp32", "flash", "none")
+    assert planned == measured
+    counts = measure_activations(spec, 2, 9, model=model).by_component["experts"]
+    assert counts > 0
