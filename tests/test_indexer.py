@@ -83,3 +83,54 @@ def test_cache_bytes_equal_the_analytic_kv_cache(dtype, torch_dtype):
     plain = toy(attention={**TOY["attention"], "indexer": None})
     assert kv_cache_bytes(spec, 3, 9, dtype) - kv_cache_bytes(plain, 3, 9, dtype) == 2 * 3 * 9 * 16 * torch.tensor(
         [], dtype=torch_dtype).element_size()  # fmt: skip
+
+
+# transformers' DeepseekV32 names -> the reference model's, for dense layers (a table, read both ways)
+HF_NAMES = (
+    ("model.embed_tokens.", "embed."), ("lm_head.", "head."), ("model.norm.", "decoder.final_norm."),
+    ("model.layers.", "decoder.layers."), (".input_layernorm.", ".attention_norm."),
+    (".post_attention_layernorm.", ".mlp_norm."), (".self_attn.", ".attention."), (".q_a_proj.", ".q_a."),
+    (".q_a_layernorm.", ".q_norm."), (".q_b_proj.", ".q_b."), (".kv_a_proj_with_mqa.", ".kv_a."),
+    (".kv_a_layernorm.", ".kv_norm."), (".kv_b_proj.", ".kv_b."), (".o_proj.", ".out."),
+    (".gate_proj.", ".gate."), (".up_proj.", ".up."), (".down_proj.", ".down."),
+)  # fmt: skip
+
+
+def _ours(name: str) -> str:
+    for theirs, ours in HF_NAMES:
+        name = name.replace(theirs, ours)
+    return name
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_two_layers_equal_transformers_deepseek_v32(attn):
+    """Two dense layers with the indexer keeping 5 of 12 keys: logits within 1e-5 of transformers'
+    DeepseekV32ForCausalLM in float32 with the same weights, prompt and token by token."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.DeepseekV32Config(
+        vocab_size=64, hidden_size=48, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, q_lora_rank=20, kv_lora_rank=12, qk_rope_head_dim=8, qk_nope_head_dim=16,
+        v_head_dim=16, index_n_heads=8, index_head_dim=16, index_topk=5, first_k_dense_replace=2,
+        max_position_embeddings=64, tie_word_embeddings=False, rms_norm_eps=1e-6, attn_implementation=attn,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    theirs = transformers.DeepseekV32ForCausalLM(cfg).eval()
+    with torch.no_grad():  # LayerNorm starts at (1, 0): give k_norm weights that matter
+        for p in theirs.parameters():
+            p.normal_(0, 0.3 if p.ndim > 1 else 1.0)
+    spec = toy()
+    ours = build(spec).eval()
+    state = {_ours(n): t for n, t in theirs.state_dict().items()}
+    assert set(state) == set(ours.state_dict())
+    ours.load_state_dict(state)
+    ids = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        expected = theirs(ids).logits
+        torch.testing.assert_close(ours(ids), expected, rtol=0, atol=1e-5)
+        cache = ours.new_cache()
+        steps = torch.cat([ours(ids[:, i : i + 1], cache=cache) for i in range(12)], dim=1)
+    torch.testing.assert_close(steps, expected, rtol=0, atol=1e-5)
+    plain = build(toy(attention={**TOY["attention"], "indexer": None})).eval()
+    plain.load_state_dict({n: t for n, t in state.items() if ".indexer." not in n})
+    with torch.no_grad():
+        assert (plain(ids) - expected).abs().max() > 1e-2  # the sparse mask is what makes them equal
