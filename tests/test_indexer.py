@@ -134,3 +134,11 @@ def test_two_layers_equal_transformers_deepseek_v32(attn):
     plain.load_state_dict({n: t for n, t in state.items() if ".indexer." not in n})
     with torch.no_grad():
         assert (plain(ids) - expected).abs().max() > 1e-2  # the sparse mask is what makes them equal
+
+
+def test_the_preset_is_the_released_config_and_verifies():
+    preset = archspec.preset("deepseek-v3.2")
+    released = archspec.load_spec(str(DATA / "deepseek-v3.2.json"))
+    assert preset.model_dump(exclude={"name"}) == released.model_dump(exclude={"name"})
+    report = verify(preset.replace(decoder_layers=4), seq_len=32, mtp=True)  # the MTP module built and counted too
+    assert report.ok, report
