@@ -1,5 +1,6 @@
 """Attention: the core softmax(q kᵀ) v (fused or explicit), and the attention modules that run it:
-self-attention, latent attention (DeepSeek) and cross-attention.
+self-attention, latent attention (DeepSeek, with DeepSeek-V3.2's sparse-attention indexer) and
+cross-attention.
 
 Every width is derived here from the spec of the layer's kind, in its own words: q is n_heads ·
 d_head wide, k n_kv_heads · d_head, v n_kv_heads · d_value, the output projection reads n_heads ·
@@ -33,7 +34,7 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
     The full score matrix is computed (and counted). The T queries sit at positions start ..
     start + T - 1 and the S keys end with them (a cache holds the earlier ones). A causal mask hides
     the future; `window` hides keys more than window - 1 positions back; `chunk` hides keys outside
-    the query's own chunk of positions (Llama 4's chunked attention); `bias` (nh, T, S) is added to
+    the query's own chunk of positions (Llama 4's chunked attention); `bias` (nh, T, S) or (B, 1, T, S) is added to
     the scores; `softcap` caps them as c · tanh(s / c); `sinks` (nh,) is one more logit per head in
     the softmax's denominator (gpt-oss). With `gqa`, fewer K/V heads than query heads are shared by
     groups (grouped-query attention).
@@ -198,10 +199,56 @@ class SelfAttention(AttentionCore):
         return self.out(y)
 
 
+class Indexer(nn.Module):
+    """DeepSeek-V3.2's sparse-attention indexer, as transformers' DeepseekV32Indexer: queries
+    wq_b(query latent) of `heads` x d_head, one key k_norm(wk(x)) shared by the heads (a LayerNorm
+    with weight and bias, eps 1e-6), the first rope_dims of both rotated in the rotate-half layout
+    (the latent attention's own rotation is interleaved). The index score of a query and a key is
+    sum_h weights_proj(x)_h * heads^-1/2 * relu(q_h . k * d_head^-1/2), over every key, the causal mask
+    added; each query keeps its top `topk` keys. Runs without gradients (transformers' no_grad); the
+    cache keeps its keys, d_head per token."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        a, d = spec.attention, spec.d_model
+        ix = a.indexer
+        self.heads, self.dk, self.topk = ix.heads, ix.d_head, ix.topk
+        self.wq_b = nn.Linear(a.q_rank, ix.heads * ix.d_head, bias=False)
+        self.wk = nn.Linear(d, ix.d_head, bias=False)
+        self.k_norm = nn.LayerNorm(ix.d_head, eps=1e-6)  # transformers' fixed epsilon
+        self.weights_proj = nn.Linear(d, ix.heads, bias=False)
+        self.rotary = Rotary(a.rope_dims, spec.position.base, False) if spec.position.kind == "rotary" else None
+
+    @torch.no_grad()
+    def forward(self, x, q_latent, start: int, cache: dict | None = None) -> torch.Tensor:
+        """(B, T, S) True where a query keeps a key: its top `topk` by index score among those it may see."""
+        B, T, _ = x.shape
+        q = self.wq_b(q_latent).view(B, T, self.heads, self.dk)  # (B, T, h, dk)
+        k = self.k_norm(self.wk(x))[:, None]  # (B, 1, T, dk): one key for every head
+        if self.rotary is not None:
+            q, k = self.rotary(q.transpose(1, 2), start).transpose(1, 2), self.rotary(k, start)
+        k = k[:, 0]  # (B, T, dk)
+        if cache is not None:
+            if "index_k" in cache:
+                k = torch.cat((cache["index_k"], k), dim=1)  # (B, held + T, dk)
+            cache["index_k"] = k
+        S = k.shape[1]
+        scores = torch.relu((q.float() @ k.transpose(-1, -2).float()[:, None]) * self.dk**-0.5)  # (B, T, h, S)
+        weights = self.weights_proj(x).float() * self.heads**-0.5  # (B, T, h)
+        index = (weights[..., None, :] @ scores)[..., 0, :]  # (B, T, S): the weighted sum over heads
+        qpos = torch.arange(start, start + T, device=x.device)[:, None]
+        kpos = torch.arange(start + T - S, start + T, device=x.device)[None, :]
+        index = index.masked_fill(kpos > qpos, float("-inf"))  # the causal mask
+        top = index.topk(min(self.topk, S), dim=-1).indices  # (B, T, topk)
+        return torch.zeros(B, T, S, dtype=torch.bool, device=x.device).scatter(-1, top, True)
+
+
 class LatentAttention(AttentionCore):
     """Multi-head latent attention (DeepSeek-V2/V3): queries through q_a -> norm -> q_b (or one q),
     keys and values through kv_a (the latent and one rotary key shared by the heads) -> norm -> kv_b;
-    the cache keeps the latent and the rotary key. d_head = the no-rope width + rope_dims."""
+    the cache keeps the latent and the rotary key. d_head = the no-rope width + rope_dims. With an
+    indexer (DeepSeek-V3.2) each query attends only to the keys the indexer keeps (the others are
+    masked in the full score matrix, as transformers' eager and sdpa paths do); its keys are cached too."""
 
     component = "attention"
 
@@ -222,11 +269,13 @@ class LatentAttention(AttentionCore):
         self.kv_b = nn.Linear(a.kv_rank, self.nh * (self.nope + self.dv), bias=False)
         self.rotary = rotary_of(spec, a.rope_dims)  # the rotary part of each head only
         self.out = nn.Linear(self.nh * self.dv, d, bias=b.out)
+        self.indexer = Indexer(spec) if a.indexer is not None else None
 
     def forward(self, x, cache: dict | None = None, bias=None) -> torch.Tensor:
         B, T, _ = x.shape
         nh, nope, rope = self.nh, self.nope, self.rope
-        q = self.q_b(self.q_norm(self.q_a(x))) if self.q_rank else self.q(x)
+        q_latent = self.q_norm(self.q_a(x)) if self.q_rank else None
+        q = self.q_b(q_latent) if self.q_rank else self.q(x)
         q = q.view(B, T, nh, self.dk).transpose(1, 2)  # (B, nh, T, dk)
         latent, k_rope = self.kv_a(x).split((self.kv_rank, rope), dim=-1)  # (B, T, kv_rank), (B, T, rope)
         start = cache["latent"].shape[1] if cache is not None and "latent" in cache else 0
@@ -241,7 +290,11 @@ class LatentAttention(AttentionCore):
         k_nope, v = kv.split((nope, self.dv), dim=-1)  # (B, nh, S, nope), (B, nh, S, dv)
         q = torch.cat((q[..., :nope], self.rotary(q[..., nope:], start)), dim=-1)
         k = torch.cat((k_nope, k_rope.expand(B, nh, S, rope)), dim=-1)  # (B, nh, S, dk)
-        y = self.core(q, k, v, True, start, self.scale)  # (B, nh, T, dv)
+        sparse = None
+        if self.indexer is not None:  # the keys it does not keep get -inf, for every head
+            keep = self.indexer(x, q_latent, start, cache)  # (B, T, S)
+            sparse = torch.zeros(keep.shape, dtype=q.dtype, device=x.device).masked_fill(~keep, float("-inf"))[:, None]
+        y = self.core(q, k, v, True, start, self.scale, sparse)  # (B, nh, T, dv)
         return self.out(y.transpose(1, 2).reshape(B, T, nh * self.dv))
 
 

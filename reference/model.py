@@ -490,6 +490,8 @@ def _cache_shapes(layer: nn.Module) -> dict[str, dict[str, tuple]]:
     for m in layer.modules():
         if isinstance(m, LatentAttention):
             out["self"] = {"latent": (None, None, m.kv_rank), "k_rope": (None, 1, None, m.rope)}
+            if m.indexer is not None:
+                out["self"]["index_k"] = (None, None, m.indexer.dk)
         elif isinstance(m, (SelfAttention, CrossAttention)):
             part = "self" if isinstance(m, SelfAttention) else "cross"
             out[part] = {"k": (None, m.nkv, None, m.dk), "v": (None, m.nkv, None, m.dv)}
