@@ -360,6 +360,12 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
                                                                  per_batch=False))  # fmt: skip
     if spec.head.kind == "mlm":
         m = MLPShape.of(spec)
+        # the activation (the element-wise function of a gated one) keeps its input and output (ReLU
+        # its output only, which the LayerNorm keeps too); the LayerNorm its mean and 1/std per row (in
+        # the input's dtype, CPU) and the tied map its input
+        act = {"swiglu": "silu", "geglu": "gelu", "clamped_swiglu": "silu"}.get(spec.activation, spec.activation)
+        saved += (Saved("head", HIDDEN_KEPT[act] * e, kept=ALWAYS), Saved("head", 2, kept=ALWAYS),
+                  Saved("head", e, kept=ALWAYS))  # fmt: skip
         entries: tuple[Entry, ...] = (
             Linear("dense", d, e, True),
             Pointwise("act", m.pointwise, e, "activations"),
@@ -397,8 +403,9 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         out.append(Part(f"{at}.position", "position", "embedding", (table,), stack=stack, saved=index))
     if spec.embedding_norm:
         out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=e))
-    if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model
-        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, True),), stack=stack))
+    if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model, which keeps its input
+        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, True),), stack=stack,
+                        saved=(Saved("embed_proj", e, kept=ALWAYS),)))  # fmt: skip
     # the stack's input: the token ids the lookup keeps (int64), the token types of the first stack,
     # and the dropout mask on the summed embeddings (with dropout only)
     saved = (Saved("ids", 1, dtype="int64", kept=ALWAYS), Saved("dropout_mask", d, dtype="mask", kept=ALWAYS))

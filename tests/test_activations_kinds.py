@@ -28,6 +28,8 @@ def std(**options) -> dict:
     return {"kind": "standard", **options}
 
 
+BERT = dict(encoder_layers=2, decoder_layers=0, norm_position="post", type_vocab_size=2, embedding_norm=True,
+            head="mlm")  # fmt: skip
 MOE = dict(kind="moe", experts=4, top_k=2, d_expert=8)
 FEATURES = {
     "sliding-window": dict(attention=std(sliding_window=4)),
@@ -61,6 +63,9 @@ FEATURES = {
     "layernorm-weight-only": dict(norm_affine="weight"),
     "layernorm-no-affine": dict(norm_affine="none"),
     "rmsnorm-no-weight": dict(**LLAMA, norm_affine="none"),
+    # BERT's masked-LM head (dense, GELU, LayerNorm, the tied table); ALBERT's over a factorised table
+    "mlm-head": dict(**BERT),
+    "mlm-head-factorised-relu": dict(**BERT, activation="relu", embedding={"d_embed": 16}),
     "no-mlp": dict(mlp="none"),
     "no-mixer": dict(attention="none"),
 }  # fmt: skip
