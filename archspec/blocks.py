@@ -360,6 +360,12 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
                                                                  per_batch=False))  # fmt: skip
     if spec.head.kind == "mlm":
         m = MLPShape.of(spec)
+        # the activation (the element-wise function of a gated one) keeps its input and output (ReLU
+        # its output only, which the LayerNorm keeps too); the LayerNorm its mean and 1/std per row (in
+        # the input's dtype, CPU) and the tied map its input
+        act = {"swiglu": "silu", "geglu": "gelu", "clamped_swiglu": "silu"}.get(spec.activation, spec.activation)
+        saved += (Saved("head", HIDDEN_KEPT[act] * e, kept=ALWAYS), Saved("head", 2, kept=ALWAYS),
+                  Saved("head", e, kept=ALWAYS))  # fmt: skip
         entries: tuple[Entry, ...] = (
             Linear("dense", d, e, True),
             Pointwise("act", m.pointwise, e, "activations"),
@@ -397,8 +403,9 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         out.append(Part(f"{at}.position", "position", "embedding", (table,), stack=stack, saved=index))
     if spec.embedding_norm:
         out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=e))
-    if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model
-        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, True),), stack=stack))
+    if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model, which keeps its input
+        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, True),), stack=stack,
+                        saved=(Saved("embed_proj", e, kept=ALWAYS),)))  # fmt: skip
     # the stack's input: the token ids the lookup keeps (int64), the token types of the first stack,
     # and the dropout mask on the summed embeddings (with dropout only)
     saved = (Saved("ids", 1, dtype="int64", kept=ALWAYS), Saved("dropout_mask", d, dtype="mask", kept=ALWAYS))
@@ -554,7 +561,10 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     )
     if rotated and not cross:
         entries += (Pointwise("rotary", "rotary", rotated, "positions"),)
-    saved = attention_saved(spec, a, component, keys, cross, causal=stack.causal)
+    if spec.attention.kind == "latent":
+        saved = latent_saved(spec, LatentShape.of(spec), a, component, stack)
+    else:
+        saved = attention_saved(spec, a, component, keys, cross, causal=stack.causal)
     cached = (Cached(kv_per_token, rows=keys, limit=limit), *index_keys) if stack.name == "decoder" else ()
     return Part(f"{layer}.{component}", component, "dense", entries, stack=stack, saved=saved, cached=cached)
 
@@ -626,6 +636,43 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
     if not cross and causal and spec.position.kind == "relative":  # the bias masked inside the core
         saved += [Saved(component, 1, rows="pairs", keys=keys, dtype="bool", per_batch=False, attention="flash",
                         kept=SCORES)]  # fmt: skip
+    return tuple(saved)
+
+
+def latent_saved(spec: ModelSpec, lat: LatentShape, a: AttentionShape, component: str,
+                 stack: StackShape) -> tuple[Saved, ...]:  # fmt: skip
+    """What latent attention keeps for backward, measured storage by storage on the reference model:
+    the input, the query's norm over q_rank (as a norm sub-layer keeps it) and q_b's input; the
+    latent's norm, whose input is a view of kv_a's output (so in fp32, and for a LayerNorm in any
+    dtype, the whole of kv_a's output with the rotary key; a 16-bit RMSNorm keeps an fp32 copy of the
+    latent alone), and kv_b's input; cos and sin of the rotations of q and of the shared key; the
+    output projection's input. The core's q and k are new tensors (the concatenations of their
+    rotary and no-rope parts), its v a view of kv_b's output: the fused kernel keeps q, k, kv_b's
+    output, its own output (the output projection reads a copy) and the log-sum-exp; selective
+    recomputation keeps q, k and kv_b's output; explicit products (d_head != d_value, or asked for)
+    q, k, a copy of v and the probabilities."""
+    d, nh, dk, dv = spec.d_model, a.heads, a.d_head, a.d_value
+    kv_norm = norm_part(spec, "", stack, width=lat.kv_rank).saved
+    if spec.norm == "layernorm":  # LayerNorm keeps its input: the view, so the whole of kv_a's output
+        kv_norm = (kv_norm[0], Saved("norms", lat.kv_a))
+    else:  # fp32 keeps the view's storage (the rotary key besides); 16 bits an fp32 copy of the latent
+        kv_norm += (Saved("norms", lat.rope_dims, dtype="fp32_self"),)
+    q_norm = norm_part(spec, "", stack, width=lat.q_rank).saved + (Saved("norms", lat.q_rank),) if lat.q_rank else ()
+    saved = [Saved(component, d), Saved(component, a.out_in), Saved(component, d, dtype="mask"),
+             *(s._replace(group=component, kept=LAYER) for s in (*q_norm, *kv_norm)), Saved(component, lat.kv_rank),
+             Saved("positions", 4 * lat.rope_dims, per_batch=False)]  # fmt: skip
+    core = nh * dk * 2 + lat.kv_b  # q, k, and kv_b's output which v is a view of
+    explicit = explicit_attention(spec, a, False) == "explicit"
+    eager = None if explicit else "eager"
+    if not explicit:
+        saved += [Saved(component, core, attention="flash", kept=SCORES),
+                  Saved(component, nh, dtype="fp32", attention="flash", kept=SCORES),
+                  Saved(component, a.out_in, attention="flash", kept=SCORES)]  # fmt: skip
+    saved += [Saved(component, core, kept=SELECTIVE),
+              Saved(component, nh * (2 * dk + dv), attention=eager, kept=SCORES),
+              Saved(f"{component}_scores", nh, rows="pairs", attention=eager, kept=SCORES),
+              Saved(f"{component}_scores", 2 * nh, rows="pairs", dtype="mask", attention=eager,
+                    kept=SCORES)]  # fmt: skip
     return tuple(saved)
 
 

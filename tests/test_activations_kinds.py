@@ -28,6 +28,9 @@ def std(**options) -> dict:
     return {"kind": "standard", **options}
 
 
+BERT = dict(encoder_layers=2, decoder_layers=0, norm_position="post", type_vocab_size=2, embedding_norm=True,
+            head="mlm")  # fmt: skip
+LATENT = dict(kind="latent", q_rank=16, kv_rank=8, rope_dims=4)
 MOE = dict(kind="moe", experts=4, top_k=2, d_expert=8)
 FEATURES = {
     "sliding-window": dict(attention=std(sliding_window=4)),
@@ -61,6 +64,14 @@ FEATURES = {
     "layernorm-weight-only": dict(norm_affine="weight"),
     "layernorm-no-affine": dict(norm_affine="none"),
     "rmsnorm-no-weight": dict(**LLAMA, norm_affine="none"),
+    # DeepSeek's latent attention: explicit products (d_head != d_value) or the fused kernel
+    "latent-q-rank": dict(**LLAMA, d_head=12, d_value=8, attention=LATENT),
+    "latent-no-q-rank": dict(**LLAMA, d_head=12, d_value=8, attention={**LATENT, "q_rank": None}),
+    "latent-fused": dict(**LLAMA, d_head=12, d_value=12, attention=LATENT),
+    "latent-layernorm-fused": dict(position="rotary", d_head=12, d_value=12, attention={**LATENT, "q_rank": None}),
+    # BERT's masked-LM head (dense, GELU, LayerNorm, the tied table); ALBERT's over a factorised table
+    "mlm-head": dict(**BERT),
+    "mlm-head-factorised-relu": dict(**BERT, activation="relu", embedding={"d_embed": 16}),
     "no-mlp": dict(mlp="none"),
     "no-mixer": dict(attention="none"),
 }  # fmt: skip
