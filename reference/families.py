@@ -282,6 +282,26 @@ OLMO2_WEIGHTS = WeightMap("OLMo 2", strip=("model.",), rows=(
     row("lm_head.weight", "head.weight"),
 ))  # fmt: skip
 
+# gpt-oss: attention with biases and one sink logit per head; every MLP a mixture of experts with biases,
+# stored as x @ w computes: gate_up_proj (E, d, 2·d_ff) with gate and up interleaved, down_proj (E, d_ff, d)
+GPT_OSS_WEIGHTS = WeightMap("gpt-oss", strip=("model.",), rows=(
+    row("embed_tokens.weight", "embed.weight"),
+    row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight"),
+    row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
+    row("layers.{}.self_attn.o_proj.{w}", DEC + "attention.out.{w}"),
+    row("layers.{}.self_attn.sinks", DEC + "attention.sinks"),
+    row("layers.{}.post_attention_layernorm.weight", DEC + "mlp_norm.weight"),
+    row("layers.{}.mlp.router.{w}", DEC + "mlp.router.{w}"),
+    row("layers.{}.mlp.experts.gate_up_proj", (DEC + "mlp.experts.gate.weight", DEC + "mlp.experts.up.weight"),
+        "interleaved"),
+    row("layers.{}.mlp.experts.gate_up_proj_bias", (DEC + "mlp.experts.gate.bias", DEC + "mlp.experts.up.bias"),
+        "interleaved"),
+    row("layers.{}.mlp.experts.down_proj", DEC + "mlp.experts.down.weight", "io"),
+    row("layers.{}.mlp.experts.down_proj_bias", DEC + "mlp.experts.down.bias"),
+    row("norm.weight", "decoder.final_norm.weight"),
+    row("lm_head.weight", "head.weight"),
+))  # fmt: skip
+
 NEOX_ROWS = (
     row("embed_in.weight", "embed.weight"),
     row("layers.{}.input_layernorm.{w}", DEC + "attention_norm.{w}"),
@@ -747,6 +767,29 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
                one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),
         {**LLAMA_CONFIG, "attention_bias": lambda s: s.biases.qkv},
         (OLMO2_WEIGHTS,),
+    ),
+    Family(
+        "gpt-oss", "gpt_oss", "GptOssForCausalLM", "GptOssConfig",
+        _needs({**LLAMA_LIKE, "activation": ("clamped_swiglu",), "bias.mlp": (True,), "attention.sinks": (True,),
+                "attention.sliding_window": None, "mlp.kind": ("moe",), "mlp.d_shared": (0,),
+                "mlp.shared_gate": (False,), "mlp.router_bias": (True,), "mlp.normalize": (True,),
+                "mlp.dense_layers": (0,), "mlp.scoring": ("softmax",), "mlp.correction_bias": (False,),
+                "mlp.routed_scale": (1.0,)},
+               one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "rope_theta": None,
+            "rope_parameters": lambda s: {"rope_type": "default", "rope_theta": s.position.base},  # not its yarn
+            "hidden_act": None,
+            "intermediate_size": lambda s: s.mlp.d_expert,  # every layer is a mixture of experts
+            "num_local_experts": lambda s: s.mlp.experts,
+            "num_experts_per_tok": lambda s: s.mlp.top_k,
+            "swiglu_limit": lambda s: s.swiglu_limit,
+            "attention_bias": lambda s: s.biases.qkv,
+            "sliding_window": _window,
+            "layer_types": _layer_types,
+        },
+        (GPT_OSS_WEIGHTS,),
     ),
     Family(
         "GPT-NeoX", "gpt_neox", "GPTNeoXForCausalLM", "GPTNeoXConfig",

@@ -78,6 +78,13 @@ OLMO2 = ModelSpec(name="olmo2-toy", vocab_size=95, d_model=64, decoder_layers=2,
                   norm_position="post_sublayer", norm_eps=1e-6, activation="swiglu",
                   attention={"kind": "standard", "qk_norm": "full"}, bias={"qkv": True, "out": True, "mlp": False},
                   tie_embeddings=False)  # fmt: skip
+# gpt-oss: sinks, biases everywhere, a window on even layers, experts with biases; a clamp that bites at toy scale
+GPT_OSS_ATTENTION = {"kind": "standard", "sinks": True, "sliding_window": 8, "sliding_layers": "even"}
+GPT_OSS = ModelSpec(name="gpt-oss-toy", vocab_size=99, d_model=64, decoder_layers=2, n_heads=4, n_kv_heads=2,
+                    d_head=16, max_positions=64, position={"kind": "rotary", "base": 1.5e5}, norm="rmsnorm",
+                    activation="clamped_swiglu", swiglu_limit=0.1, bias=True, tie_embeddings=False,
+                    attention=GPT_OSS_ATTENTION,
+                    mlp={"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 48, "router_bias": True})  # fmt: skip
 OPT = ModelSpec(name="opt-toy", vocab_size=91, d_model=64, decoder_layers=2, n_heads=4, d_ff=128, max_positions=40,
                 position={"kind": "learned", "offset": 2}, activation="relu")  # fmt: skip
 T5_RELATIVE = {"kind": "relative", "buckets": 8, "max_distance": 20}  # sequences longer than max_distance
@@ -154,6 +161,12 @@ CASES = {
     }),
     "olmo2-tied-no-bias": Case(OLMO2.replace(tie_embeddings=True, bias=False, n_kv_heads=4), "OLMo 2",
                                "decoder.layers.0.mlp_post_norm.weight", {"geglu": {"activation": "geglu"}}),
+    "gpt_oss": Case(GPT_OSS, "gpt-oss", "decoder.layers.1.attention.sinks", {
+        "no-clamp": {"swiglu_limit": 7.0},
+        "no-window": {"attention": {**GPT_OSS_ATTENTION, "sliding_window": None}},
+        "window-on-odd-layers": {"attention": {**GPT_OSS_ATTENTION, "sliding_layers": "odd"}},
+        "top-1": {"mlp": {**GPT_OSS.mlp.model_dump(), "top_k": 1}},
+    }),
     "opt": Case(OPT, "OPT", "decoder.position.weight", {"gelu": {"activation": "gelu"}}),
     "opt-post-norm-untied": Case(OPT.replace(norm_position="post", tie_embeddings=False), "OPT",
                                  "decoder.layers.1.mlp_norm.weight", {"gelu": {"activation": "gelu"}}),
@@ -475,3 +488,22 @@ def test_loaders_check_that_every_parameter_was_written():
     model.head.weight = torch.nn.Parameter(torch.zeros_like(model.head.weight))  # untie behind the loader's back
     with pytest.raises(ValueError, match="parameters were not written, e.g. \\['head.weight'\\]"):
         load_llama(model, hf.state_dict())
+
+
+# features that own tensors: the spec without the feature, loaded with the other implementation's weights but those
+@pytest.mark.parametrize(
+    "key, change, dropped",
+    [
+        ("gpt_oss", {"attention": {**GPT_OSS_ATTENTION, "sinks": False}}, r"\.self_attn\.sinks"),
+        ("gpt_oss", {"bias": {"qkv": True, "out": True, "mlp": False}}, r"\.experts\.(gate_up|down)_proj_bias"),
+    ],
+    ids=["gpt_oss-no-sinks", "gpt_oss-no-expert-biases"],
+)  # fmt: skip
+def test_parity_depends_on_each_feature_that_has_tensors(key, change, dropped, hf_models):
+    case = CASES[key]
+    other, inputs, expected = hf_models(key)
+    sd = {k: v for k, v in other.state_dict().items() if not re.search(dropped, k)}
+    assert len(sd) < len(other.state_dict())
+    model = reference_model(case, sd, case.spec.replace(**change))
+    with torch.no_grad():
+        assert max_diff(run_reference(case, model, inputs), expected) > 10 * ATOL
