@@ -140,6 +140,40 @@ def window_on_every_layer(s: ModelSpec) -> str | None:
     return None if ok else f"attention.sliding_layers={att.sliding_layers!r} (needs 'all': one window for every layer)"
 
 
+def _layer_specs(s: ModelSpec) -> list[ModelSpec]:
+    return [k for _, k in layer_kinds(s, s.decoder_layers)]
+
+
+def gemma3_layers(s: ModelSpec) -> str | None:
+    """Gemma 3: the layers differ only in their window and rotary base, one window and one base for the
+    sliding layers, one base for the global ones (rope_parameters per layer type)."""
+    first: dict[bool, ModelSpec] = {}
+    for i, k in enumerate(_layer_specs(s)):
+        sliding = k.attention.kind == "standard" and k.attention.sliding_window is not None
+        f = first.setdefault(sliding, k)
+        if k.attention != f.attention or k.position != f.position:
+            kind = "sliding" if sliding else "global"
+            return f"layer {i}: attention or position differs from layer {_layer_specs(s).index(f)}'s (one per {kind} type)"
+        if k.attention.model_copy(update={"sliding_window": None}) != s.attention.model_copy(
+                update={"sliding_window": None}) or k.mlp != s.mlp or k.d_ff != s.d_ff or k.d_head != s.d_head \
+                or k.n_heads != s.n_heads or k.n_kv_heads != s.n_kv_heads:  # fmt: skip
+            return f"layer {i}: differs from the model in more than its window and rotary base"
+    return None
+
+
+def _any_window(s: ModelSpec) -> int | None:
+    """The window of the sliding layers (one for all of them), or None where no layer has one."""
+    return next(filter(None, (sliding_window(s, i) for i in range(s.decoder_layers))), None)
+
+
+def _kind_base(s: ModelSpec, sliding: bool) -> float:
+    """The rotary base of Gemma 3's sliding (or global) layers; the model's where it has none."""
+    for k in _layer_specs(s):
+        if (k.attention.kind == "standard" and k.attention.sliding_window is not None) == sliding:
+            return k.position.base
+    return s.position.base
+
+
 def final_norm_with_pre(s: ModelSpec) -> str | None:
     ok = s.final_norm == (s.norm_position == "pre")
     return None if ok else f"final_norm={s.final_norm} (needs a final norm with pre-norm, none with post-norm)"
@@ -280,6 +314,13 @@ OLMO2_WEIGHTS = WeightMap("OLMo 2", strip=("model.",), rows=(
     row("layers.{}.post_feedforward_layernorm.weight", DEC + "mlp_post_norm.weight"),
     row("norm.weight", "decoder.final_norm.weight"),
     row("lm_head.weight", "head.weight"),
+))  # fmt: skip
+
+# Gemma 3: Gemma 2's four (1 + w) norms, and a per-head QK-norm stored the same way
+GEMMA3_WEIGHTS = WeightMap("Gemma 3", strip=("model.",), rows=(
+    *GEMMA2_WEIGHTS.rows,
+    row("layers.{}.self_attn.q_norm.weight", DEC + "attention.q_norm.weight", "plus_one"),
+    row("layers.{}.self_attn.k_norm.weight", DEC + "attention.k_norm.weight", "plus_one"),
 ))  # fmt: skip
 
 # gpt-oss: attention with biases and one sink logit per head; every MLP a mixture of experts with biases,
@@ -759,6 +800,30 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             "layer_types": _layer_types,
         },
         (GEMMA2_WEIGHTS,),
+    ),
+    Family(
+        "Gemma 3", "gemma3_text", "Gemma3ForCausalLM", "Gemma3TextConfig",
+        _needs({**LLAMA_LIKE, "norm_position": ("sandwich",), "embedding_scale": ("sqrt_d_model",),
+                "bias.mlp": (False,), "attention.qk_norm": ("head", True), "attention.softcap": None,
+                "attention.sliding_window": None, "head.softcap": None},
+               gemma3_layers, one_attention_bias, integer_query_scalar, d_value_is_d_head, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "rope_theta": None,
+            "rope_parameters": lambda s: {
+                "full_attention": {"rope_type": "default", "rope_theta": _kind_base(s, False)},
+                "sliding_attention": {"rope_type": "default", "rope_theta": _kind_base(s, True)},
+            },
+            "hidden_activation": lambda s: ACT[s.activation],  # Gemma's own default is gelu_pytorch_tanh
+            "hidden_act": None,
+            "attention_bias": lambda s: s.biases.qkv,
+            "query_pre_attn_scalar": query_pre_attn_scalar,
+            "attn_logit_softcapping": lambda s: s.attention.softcap,
+            "final_logit_softcapping": lambda s: s.head.softcap,
+            "sliding_window": _any_window,
+            "layer_types": _layer_types,
+        },
+        (GEMMA3_WEIGHTS,),
     ),
     Family(
         "OLMo 2", "olmo2", "Olmo2ForCausalLM", "Olmo2Config",

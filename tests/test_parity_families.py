@@ -78,6 +78,15 @@ OLMO2 = ModelSpec(name="olmo2-toy", vocab_size=95, d_model=64, decoder_layers=2,
                   norm_position="post_sublayer", norm_eps=1e-6, activation="swiglu",
                   attention={"kind": "standard", "qk_norm": "full"}, bias={"qkv": True, "out": True, "mlp": False},
                   tie_embeddings=False)  # fmt: skip
+# Gemma 3: two sliding layers (window 8, rotary base 10k) then a global one (base 1M), sandwich (1 + w) norms, a
+# per-head (1 + w) QK-norm, its own score scale, embeddings times sqrt(d_model)
+GEMMA3_ATTENTION = {"kind": "standard", "qk_norm": "head", "scale": 20**-0.5}
+GEMMA3_KINDS = {"local": {"attention": {"sliding_window": 8}, "position": {"base": 1e4}}, "global": {}}
+GEMMA3 = ModelSpec(name="gemma3-toy", vocab_size=97, d_model=64, decoder_layers=3, n_heads=4, n_kv_heads=2, d_head=24,
+                   d_ff=128, max_positions=64, position={"kind": "rotary", "base": 1e6}, norm="rmsnorm",
+                   norm_eps=1e-6, norm_position="sandwich", activation="geglu", bias=False,
+                   embedding_scale="sqrt_d_model", attention=GEMMA3_ATTENTION, kinds=GEMMA3_KINDS,
+                   layers={"pattern": ["local", "local", "global"]})  # fmt: skip
 # gpt-oss: sinks, biases everywhere, a window on even layers, experts with biases; a clamp that bites at toy scale
 GPT_OSS_ATTENTION = {"kind": "standard", "sinks": True, "sliding_window": 8, "sliding_layers": "even"}
 GPT_OSS = ModelSpec(name="gpt-oss-toy", vocab_size=99, d_model=64, decoder_layers=2, n_heads=4, n_kv_heads=2,
@@ -161,6 +170,13 @@ CASES = {
     }),
     "olmo2-tied-no-bias": Case(OLMO2.replace(tie_embeddings=True, bias=False, n_kv_heads=4), "OLMo 2",
                                "decoder.layers.0.mlp_post_norm.weight", {"geglu": {"activation": "geglu"}}),
+    "gemma3_text": Case(GEMMA3, "Gemma 3", "decoder.layers.2.attention.q_norm.weight", {
+        "default-scale": {"attention": {**GEMMA3_ATTENTION, "scale": None}},
+        "unscaled-embeddings": {"embedding_scale": "none"},
+        "no-window": {"kinds": {**GEMMA3_KINDS, "local": {"position": {"base": 1e4}}}},
+        "one-rotary-base": {"kinds": {**GEMMA3_KINDS, "local": {"attention": {"sliding_window": 8}}}},
+        "global-first": {"layers": {"pattern": ["global", "local", "local"]}},
+    }),
     "gpt_oss": Case(GPT_OSS, "gpt-oss", "decoder.layers.1.attention.sinks", {
         "no-clamp": {"swiglu_limit": 7.0},
         "no-window": {"attention": {**GPT_OSS_ATTENTION, "sliding_window": None}},
@@ -432,10 +448,18 @@ def test_weight_map_refuses_a_fused_tensor_of_another_width(hf_models):
         (QWEN2, "mixtral", "mlp='dense'"),
         (OLMO2.replace(norm_position="sandwich"), "olmo2", "norm_position='sandwich'"),
         (OLMO2.replace(attention={"kind": "standard", "qk_norm": "head"}), "olmo2", 'attention.qk_norm="head"'),
+        (GPT_OSS.replace(attention={**GPT_OSS_ATTENTION, "sinks": False}), "gpt_oss", "attention.sinks=false"),
+        (GPT_OSS.replace(mlp={**GPT_OSS.mlp.model_dump(), "router_bias": False}), "gpt_oss", "mlp.router_bias=false"),
+        (GEMMA3.replace(attention={**GEMMA3_ATTENTION, "qk_norm": False}), "gemma3_text", "attention.qk_norm=false"),
+        (GEMMA3.replace(kinds={**GEMMA3_KINDS, "global": {"d_ff": 96}}), "gemma3_text", "layer 2: differs"),
+        (GEMMA3.replace(kinds={**GEMMA3_KINDS, "global": {"attention": {"sliding_window": 4}}}), "gemma3_text",
+         "layer 2: attention or position differs from layer 0's"),
     ],
     ids=["mixtral-shared-expert", "mixtral-window-pattern", "qwen2-qk-norm", "qwen2-out-bias", "gemma2-scale",
          "gemma2-pre-norm", "neox-interleaved", "neox-shared-norm", "opt-offset", "opt-eps", "t5-two-tables",
-         "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral", "olmo2-sandwich", "olmo2-qk-norm-per-head"],
+         "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral", "olmo2-sandwich", "olmo2-qk-norm-per-head",
+         "gpt_oss-no-sinks", "gpt_oss-no-router-bias", "gemma3-no-qk-norm", "gemma3-global-d_ff",
+         "gemma3-two-windows"],
 )  # fmt: skip
 def test_what_a_family_cannot_represent_is_refused_by_field(spec, name, field):
     with pytest.raises(ValueError, match=f"cannot represent this spec: .*{re.escape(field)}"):
@@ -496,8 +520,10 @@ def test_loaders_check_that_every_parameter_was_written():
     [
         ("gpt_oss", {"attention": {**GPT_OSS_ATTENTION, "sinks": False}}, r"\.self_attn\.sinks"),
         ("gpt_oss", {"bias": {"qkv": True, "out": True, "mlp": False}}, r"\.experts\.(gate_up|down)_proj_bias"),
+        ("gemma3_text", {"attention": {**GEMMA3_ATTENTION, "qk_norm": False}}, r"\.self_attn\.[qk]_norm\."),
+        ("gemma3_text", {"norm_position": "pre"}, r"\.post_(attention|feedforward)_layernorm\."),
     ],
-    ids=["gpt_oss-no-sinks", "gpt_oss-no-expert-biases"],
+    ids=["gpt_oss-no-sinks", "gpt_oss-no-expert-biases", "gemma3_text-no-qk-norm", "gemma3_text-no-sandwich"],
 )  # fmt: skip
 def test_parity_depends_on_each_feature_that_has_tensors(key, change, dropped, hf_models):
     case = CASES[key]
