@@ -147,16 +147,17 @@ def _layer_specs(s: ModelSpec) -> list[ModelSpec]:
 def gemma3_layers(s: ModelSpec) -> str | None:
     """Gemma 3: the layers differ only in their window and rotary base, one window and one base for the
     sliding layers, one base for the global ones (rope_parameters per layer type)."""
-    first: dict[bool, ModelSpec] = {}
-    for i, k in enumerate(_layer_specs(s)):
+    first: dict[bool, int] = {}
+    layers = _layer_specs(s)
+    unwindowed = s.attention.model_copy(update={"sliding_window": None})
+    for i, k in enumerate(layers):
         sliding = k.attention.kind == "standard" and k.attention.sliding_window is not None
-        f = first.setdefault(sliding, k)
+        f = layers[first.setdefault(sliding, i)]
         if k.attention != f.attention or k.position != f.position:
             kind = "sliding" if sliding else "global"
-            return f"layer {i}: attention or position differs from layer {_layer_specs(s).index(f)}'s (one per {kind} type)"
-        if k.attention.model_copy(update={"sliding_window": None}) != s.attention.model_copy(
-                update={"sliding_window": None}) or k.mlp != s.mlp or k.d_ff != s.d_ff or k.d_head != s.d_head \
-                or k.n_heads != s.n_heads or k.n_kv_heads != s.n_kv_heads:  # fmt: skip
+            return f"layer {i}: attention or position differs from layer {first[sliding]}'s (one per {kind} type)"
+        widths = (k.d_ff, k.d_head, k.n_heads, k.n_kv_heads) == (s.d_ff, s.d_head, s.n_heads, s.n_kv_heads)
+        if not widths or k.mlp != s.mlp or k.attention.model_copy(update={"sliding_window": None}) != unwindowed:
             return f"layer {i}: differs from the model in more than its window and rotary base"
     return None
 
