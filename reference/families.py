@@ -162,6 +162,34 @@ def gemma3_layers(s: ModelSpec) -> str | None:
     return None
 
 
+def llama4_layers(s: ModelSpec) -> str | None:
+    """Llama 4: rotary layers (with the L2 QK-norm where any has it) and NoPE layers (without), chunked or
+    full attention, one chunk; a dense MLP of one width or one MoE: sigmoid scores scaling the experts'
+    inputs, not renormalised, a shared expert as wide as an expert."""
+    layers = _layer_specs(s)
+    l2 = any(k.attention.qk_norm == "l2" for k in layers)
+    chunks = {k.attention.chunk for k in layers} - {None}
+    if len(chunks) > 1:
+        return f"attention.chunk: {sorted(chunks)} (one attention_chunk_size)"
+    for i, k in enumerate(layers):
+        a, m, rotary = k.attention, k.mlp, k.position.kind == "rotary"
+        bare = a.model_copy(update={"chunk": None, "qk_norm": False}) if a.kind == "standard" else None
+        plain = bare == StandardAttention.model_construct()
+        if not plain or a.qk_norm not in (False, "l2") or (a.qk_norm == "l2") != (l2 and rotary):
+            return f"layer {i}: attention (needs plain attention, the L2 QK-norm on every rotary layer or none)"
+        if k.position.kind not in ("rotary", "none") or (rotary and k.position != s.position):
+            return f"layer {i}: position (needs the model's rotary or none)"
+        if m.kind == "moe" and (m != _moe(s) or m.normalize or not m.weight_input or m.scoring != "sigmoid"
+                                or m.d_shared != m.d_expert or m.shared_gate or m.router_bias or m.correction_bias
+                                or m.routed_scale != 1 or m.dense_layers):  # fmt: skip
+            return f"layer {i}: mlp (needs one sigmoid MoE weighting the experts' inputs, a shared expert of d_expert)"
+        if m.kind == "none" or (m.kind == "dense" and k.d_ff != (_dense_kind(s) or s).d_ff):
+            return f"layer {i}: mlp (needs experts or a dense MLP of one d_ff)"
+        if (k.d_head, k.n_heads, k.n_kv_heads) != (s.d_head, s.n_heads, s.n_kv_heads):
+            return f"layer {i}: heads differ from the model's"
+    return None
+
+
 def _any_window(s: ModelSpec) -> int | None:
     """The window of the sliding layers (one for all of them), or None where no layer has one."""
     return next(filter(None, (sliding_window(s, i) for i in range(s.decoder_layers))), None)
@@ -322,6 +350,19 @@ GEMMA3_WEIGHTS = WeightMap("Gemma 3", strip=("model.",), rows=(
     *GEMMA2_WEIGHTS.rows,
     row("layers.{}.self_attn.q_norm.weight", DEC + "attention.q_norm.weight", "plus_one"),
     row("layers.{}.self_attn.k_norm.weight", DEC + "attention.k_norm.weight", "plus_one"),
+))  # fmt: skip
+
+# Llama 4: a dense MLP or experts on each layer (feed_forward); the experts stored as x @ w computes,
+# gate_up_proj (E, d, 2·d_ff) as [gate | up] and down_proj (E, d_ff, d), beside a shared expert
+LLAMA4_WEIGHTS = WeightMap("Llama 4", strip=("model.",), rows=(
+    *LLAMA_ATTENTION,
+    *(row(f"layers.{{}}.feed_forward.{x}_proj.weight", DEC + f"mlp.{x}.weight") for x in ("gate", "up", "down")),
+    row("layers.{}.feed_forward.router.weight", DEC + "mlp.router.weight"),
+    row("layers.{}.feed_forward.experts.gate_up_proj", (DEC + "mlp.experts.gate.weight",
+                                                        DEC + "mlp.experts.up.weight"), "split_io"),
+    row("layers.{}.feed_forward.experts.down_proj", DEC + "mlp.experts.down.weight", "io"),
+    *(row(f"layers.{{}}.feed_forward.shared_expert.{x}_proj.weight", DEC + f"mlp.shared.{x}.weight")
+      for x in ("gate", "up", "down")),
 ))  # fmt: skip
 
 # gpt-oss: attention with biases and one sink logit per head; every MLP a mixture of experts with biases,
@@ -833,6 +874,31 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
                one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),
         {**LLAMA_CONFIG, "attention_bias": lambda s: s.biases.qkv},
         (OLMO2_WEIGHTS,),
+    ),
+    Family(
+        "Llama 4", "llama4_text", "Llama4ForCausalLM", "Llama4TextConfig",
+        _needs({**LLAMA_LIKE, **NO_BIASES, "activation": ("swiglu",), "position.interleaved": (True,),
+                "attention.qk_norm": None, "mlp.kind": None},
+               llama4_layers, d_value_is_d_head, default_scale, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "rope_theta": None,
+            "rope_parameters": lambda s: {"rope_type": "default", "rope_theta": s.position.base},  # not llama3's
+            "intermediate_size": lambda s: _moe(s).d_expert if _moe(s) else 1,
+            "intermediate_size_mlp": lambda s: (_dense_kind(s) or s).d_ff,
+            "num_local_experts": lambda s: _moe(s).experts if _moe(s) else 1,
+            "num_experts_per_tok": lambda s: _moe(s).top_k if _moe(s) else 1,
+            "moe_layers": lambda s: [i for i, k in enumerate(_layer_specs(s)) if k.mlp.kind == "moe"],
+            "no_rope_layers": lambda s: [int(k.position.kind == "rotary") for k in _layer_specs(s)],
+            "use_qk_norm": lambda s: any(k.attention.qk_norm == "l2" for k in _layer_specs(s)),
+            "attention_chunk_size": lambda s: next((k.attention.chunk for k in _layer_specs(s) if k.attention.chunk),
+                                                   None),
+            "layer_types": lambda s: ["chunked_attention" if k.attention.chunk else "full_attention"
+                                      for k in _layer_specs(s)],
+            "attention_bias": lambda s: s.biases.qkv,
+            "router_jitter_noise": lambda s: 0.0,
+        },
+        (LLAMA4_WEIGHTS,),
     ),
     Family(
         "gpt-oss", "gpt_oss", "GptOssForCausalLM", "GptOssConfig",

@@ -87,6 +87,21 @@ GEMMA3 = ModelSpec(name="gemma3-toy", vocab_size=97, d_model=64, decoder_layers=
                    norm_eps=1e-6, norm_position="sandwich", activation="geglu", bias=False,
                    embedding_scale="sqrt_d_model", attention=GEMMA3_ATTENTION, kinds=GEMMA3_KINDS,
                    layers={"pattern": ["local", "local", "global"]})  # fmt: skip
+# Llama 4: interleaved rotary with the L2 QK-norm and chunks of 8 on rotary layers, a NoPE layer, experts (sigmoid
+# scores scaling each expert's input) beside a shared expert on odd layers, a dense MLP on even ones
+LLAMA4_MOE = {"kind": "moe", "experts": 4, "top_k": 1, "d_expert": 48, "d_shared": 48, "normalize": False,
+              "scoring": "sigmoid", "weight_input": True}  # fmt: skip
+LLAMA4_KINDS = {
+    "rope-dense": {"attention": {"chunk": 8, "qk_norm": "l2"}, "mlp": "dense"},
+    "rope-moe": {"attention": {"chunk": 8, "qk_norm": "l2"}},
+    "nope-dense": {"position": "none", "mlp": "dense"},
+    "rope-moe-full": {"attention": {"qk_norm": "l2"}},
+}
+LLAMA4 = ModelSpec(name="llama4-toy", vocab_size=101, d_model=64, decoder_layers=4, n_heads=4, n_kv_heads=2,
+                   d_head=16, d_ff=112, max_positions=64, position={"kind": "rotary", "base": 5e5, "interleaved": True},
+                   norm="rmsnorm", norm_eps=1e-5, activation="swiglu", bias=False, tie_embeddings=False,
+                   mlp=LLAMA4_MOE, kinds=LLAMA4_KINDS,
+                   layers={"pattern": ["rope-dense", "rope-moe", "nope-dense", "rope-moe-full"]})  # fmt: skip
 # gpt-oss: sinks, biases everywhere, a window on even layers, experts with biases; a clamp that bites at toy scale
 GPT_OSS_ATTENTION = {"kind": "standard", "sinks": True, "sliding_window": 8, "sliding_layers": "even"}
 GPT_OSS = ModelSpec(name="gpt-oss-toy", vocab_size=99, d_model=64, decoder_layers=2, n_heads=4, n_kv_heads=2,
@@ -176,6 +191,14 @@ CASES = {
         "no-window": {"kinds": {**GEMMA3_KINDS, "local": {"position": {"base": 1e4}}}},
         "one-rotary-base": {"kinds": {**GEMMA3_KINDS, "local": {"attention": {"sliding_window": 8}}}},
         "global-first": {"layers": {"pattern": ["global", "local", "local"]}},
+    }),
+    "llama4_text": Case(LLAMA4, "Llama 4", "decoder.layers.3.mlp.experts.up.weight", {
+        "weighted-output": {"mlp": {**LLAMA4_MOE, "weight_input": False}},
+        "half-split-rotary": {"position": {"kind": "rotary", "base": 5e5}},
+        "no-chunks": {"kinds": {**LLAMA4_KINDS, "rope-dense": {"attention": {"qk_norm": "l2"}, "mlp": "dense"},
+                                "rope-moe": {"attention": {"qk_norm": "l2"}}}},
+        "no-l2-qk-norm": {"kinds": {**LLAMA4_KINDS, "rope-moe-full": {}}},
+        "rotary-everywhere": {"kinds": {**LLAMA4_KINDS, "nope-dense": {"mlp": "dense"}}},
     }),
     "gpt_oss": Case(GPT_OSS, "gpt-oss", "decoder.layers.1.attention.sinks", {
         "no-clamp": {"swiglu_limit": 7.0},
@@ -454,12 +477,18 @@ def test_weight_map_refuses_a_fused_tensor_of_another_width(hf_models):
         (GEMMA3.replace(kinds={**GEMMA3_KINDS, "global": {"d_ff": 96}}), "gemma3_text", "layer 2: differs"),
         (GEMMA3.replace(kinds={**GEMMA3_KINDS, "global": {"attention": {"sliding_window": 4}}}), "gemma3_text",
          "layer 2: attention or position differs from layer 0's"),
+        (LLAMA4.replace(mlp={**LLAMA4_MOE, "weight_input": False}), "llama4_text", "layer 1: mlp (needs one sigmoid"),
+        (LLAMA4.replace(position={"kind": "rotary", "base": 5e5}), "llama4_text", "position.interleaved=false"),
+        (LLAMA4.replace(kinds={**LLAMA4_KINDS, "rope-moe": {"attention": {"chunk": 4, "qk_norm": "l2"}}}),
+         "llama4_text", "attention.chunk: [4, 8]"),
+        (LLAMA4.replace(kinds={**LLAMA4_KINDS, "rope-moe-full": {}}), "llama4_text", "layer 3: attention"),
     ],
     ids=["mixtral-shared-expert", "mixtral-window-pattern", "qwen2-qk-norm", "qwen2-out-bias", "gemma2-scale",
          "gemma2-pre-norm", "neox-interleaved", "neox-shared-norm", "opt-offset", "opt-eps", "t5-two-tables",
          "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral", "olmo2-sandwich", "olmo2-qk-norm-per-head",
          "gpt_oss-no-sinks", "gpt_oss-no-router-bias", "gemma3-no-qk-norm", "gemma3-global-d_ff",
-         "gemma3-two-windows"],
+         "gemma3-two-windows", "llama4-weighted-output", "llama4-half-split-rotary", "llama4-two-chunks",
+         "llama4-qk-norm-on-some-rotary-layers"],
 )  # fmt: skip
 def test_what_a_family_cannot_represent_is_refused_by_field(spec, name, field):
     with pytest.raises(ValueError, match=f"cannot represent this spec: .*{re.escape(field)}"):
@@ -522,8 +551,10 @@ def test_loaders_check_that_every_parameter_was_written():
         ("gpt_oss", {"bias": {"qkv": True, "out": True, "mlp": False}}, r"\.experts\.(gate_up|down)_proj_bias"),
         ("gemma3_text", {"attention": {**GEMMA3_ATTENTION, "qk_norm": False}}, r"\.self_attn\.[qk]_norm\."),
         ("gemma3_text", {"norm_position": "pre"}, r"\.post_(attention|feedforward)_layernorm\."),
+        ("llama4_text", {"mlp": {**LLAMA4_MOE, "d_shared": 0}}, r"\.feed_forward\.shared_expert\."),
     ],
-    ids=["gpt_oss-no-sinks", "gpt_oss-no-expert-biases", "gemma3_text-no-qk-norm", "gemma3_text-no-sandwich"],
+    ids=["gpt_oss-no-sinks", "gpt_oss-no-expert-biases", "gemma3_text-no-qk-norm", "gemma3_text-no-sandwich",
+         "llama4_text-no-shared-expert"],
 )  # fmt: skip
 def test_parity_depends_on_each_feature_that_has_tensors(key, change, dropped, hf_models):
     case = CASES[key]
