@@ -10,9 +10,13 @@ own computation shows: Mixtral routes tokens, Qwen2 has biases on q/k/v only, OL
 sub-layer only and q/k over all heads at once, Gemma 2 has sandwich
 norms stored as (1 + w), soft-caps, a score scale of its own and a window on alternate layers, GPT-NeoX
 rotates a quarter of each head and fuses q/k/v per head, OPT reads its positions 2 rows in, T5 buckets
-relative positions and does not scale scores. Every transformers parameter is drawn anew before the
-comparison (biases and norm weights too, which transformers initialises to constants), so a tensor
-loaded into the wrong place cannot pass. The weights travel by the families' weight maps (tables).
+relative positions and does not scale scores; gpt-oss has sinks, biases on its experts (stored interleaved,
+(E, in, out)) and the clamped SwiGLU; Gemma 3 gives its sliding and global layers their own rotary bases
+and a (1 + w) QK-norm; Llama 4 chunks its rotary layers, leaves a NoPE layer unrotated, L2-normalises q
+and k and scales each expert's input (not its output) by its routing weight. Every transformers parameter
+is drawn anew before the comparison (biases and norm weights too, which transformers initialises to
+constants), so a tensor loaded into the wrong place cannot pass. The weights travel by the families'
+weight maps (tables).
 """
 
 import re
