@@ -307,6 +307,7 @@ class MoEMLP(_Member):
     routed_scale: float = Field(
         1.0, gt=0, strict=False, description="routed experts' output multiplied by this (DeepSeek-V3: 2.5)"
     )
+    weight_input: bool = Field(False, description="routing weights scale each expert's input, not its output (Llama 4)")
 
 
 class NoMLP(_Member):

@@ -140,6 +140,69 @@ def window_on_every_layer(s: ModelSpec) -> str | None:
     return None if ok else f"attention.sliding_layers={att.sliding_layers!r} (needs 'all': one window for every layer)"
 
 
+def _layer_specs(s: ModelSpec) -> list[ModelSpec]:
+    return [k for _, k in layer_kinds(s, s.decoder_layers)]
+
+
+def gemma3_layers(s: ModelSpec) -> str | None:
+    """Gemma 3: the layers differ only in their window and rotary base, one window and one base for the
+    sliding layers, one base for the global ones (rope_parameters per layer type)."""
+    first: dict[bool, int] = {}
+    layers = _layer_specs(s)
+    unwindowed = s.attention.model_copy(update={"sliding_window": None})
+    for i, k in enumerate(layers):
+        sliding = k.attention.kind == "standard" and k.attention.sliding_window is not None
+        f = layers[first.setdefault(sliding, i)]
+        if k.attention != f.attention or k.position != f.position:
+            kind = "sliding" if sliding else "global"
+            return f"layer {i}: attention or position differs from layer {first[sliding]}'s (one per {kind} type)"
+        widths = (k.d_ff, k.d_head, k.n_heads, k.n_kv_heads) == (s.d_ff, s.d_head, s.n_heads, s.n_kv_heads)
+        if not widths or k.mlp != s.mlp or k.attention.model_copy(update={"sliding_window": None}) != unwindowed:
+            return f"layer {i}: differs from the model in more than its window and rotary base"
+    return None
+
+
+def llama4_layers(s: ModelSpec) -> str | None:
+    """Llama 4: rotary layers (with the L2 QK-norm where any has it) and NoPE layers (without), chunked or
+    full attention, one chunk; a dense MLP of one width or one MoE: sigmoid scores scaling the experts'
+    inputs, not renormalised, a shared expert as wide as an expert."""
+    layers = _layer_specs(s)
+    l2 = any(k.attention.qk_norm == "l2" for k in layers)
+    chunks = {k.attention.chunk for k in layers} - {None}
+    if len(chunks) > 1:
+        return f"attention.chunk: {sorted(chunks)} (one attention_chunk_size)"
+    for i, k in enumerate(layers):
+        a, m, rotary = k.attention, k.mlp, k.position.kind == "rotary"
+        bare = a.model_copy(update={"chunk": None, "qk_norm": False}) if a.kind == "standard" else None
+        plain = bare == StandardAttention.model_construct()
+        if not plain or a.qk_norm not in (False, "l2") or (a.qk_norm == "l2") != (l2 and rotary):
+            return f"layer {i}: attention (needs plain attention, the L2 QK-norm on every rotary layer or none)"
+        if k.position.kind not in ("rotary", "none") or (rotary and k.position != s.position):
+            return f"layer {i}: position (needs the model's rotary or none)"
+        if m.kind == "moe" and (m != _moe(s) or m.normalize or not m.weight_input or m.scoring != "sigmoid"
+                                or m.d_shared != m.d_expert or m.shared_gate or m.router_bias or m.correction_bias
+                                or m.routed_scale != 1 or m.dense_layers):  # fmt: skip
+            return f"layer {i}: mlp (needs one sigmoid MoE weighting the experts' inputs, a shared expert of d_expert)"
+        if m.kind == "none" or (m.kind == "dense" and k.d_ff != (_dense_kind(s) or s).d_ff):
+            return f"layer {i}: mlp (needs experts or a dense MLP of one d_ff)"
+        if (k.d_head, k.n_heads, k.n_kv_heads) != (s.d_head, s.n_heads, s.n_kv_heads):
+            return f"layer {i}: heads differ from the model's"
+    return None
+
+
+def _any_window(s: ModelSpec) -> int | None:
+    """The window of the sliding layers (one for all of them), or None where no layer has one."""
+    return next(filter(None, (sliding_window(s, i) for i in range(s.decoder_layers))), None)
+
+
+def _kind_base(s: ModelSpec, sliding: bool) -> float:
+    """The rotary base of Gemma 3's sliding (or global) layers; the model's where it has none."""
+    for k in _layer_specs(s):
+        if (k.attention.kind == "standard" and k.attention.sliding_window is not None) == sliding:
+            return k.position.base
+    return s.position.base
+
+
 def final_norm_with_pre(s: ModelSpec) -> str | None:
     ok = s.final_norm == (s.norm_position == "pre")
     return None if ok else f"final_norm={s.final_norm} (needs a final norm with pre-norm, none with post-norm)"
@@ -278,6 +341,46 @@ OLMO2_WEIGHTS = WeightMap("OLMo 2", strip=("model.",), rows=(
     row("layers.{}.post_attention_layernorm.weight", DEC + "attention_post_norm.weight"),
     *LLAMA_MLP,
     row("layers.{}.post_feedforward_layernorm.weight", DEC + "mlp_post_norm.weight"),
+    row("norm.weight", "decoder.final_norm.weight"),
+    row("lm_head.weight", "head.weight"),
+))  # fmt: skip
+
+# Gemma 3: Gemma 2's four (1 + w) norms, and a per-head QK-norm stored the same way
+GEMMA3_WEIGHTS = WeightMap("Gemma 3", strip=("model.",), rows=(
+    *GEMMA2_WEIGHTS.rows,
+    row("layers.{}.self_attn.q_norm.weight", DEC + "attention.q_norm.weight", "plus_one"),
+    row("layers.{}.self_attn.k_norm.weight", DEC + "attention.k_norm.weight", "plus_one"),
+))  # fmt: skip
+
+# Llama 4: a dense MLP or experts on each layer (feed_forward); the experts stored as x @ w computes,
+# gate_up_proj (E, d, 2·d_ff) as [gate | up] and down_proj (E, d_ff, d), beside a shared expert
+LLAMA4_WEIGHTS = WeightMap("Llama 4", strip=("model.",), rows=(
+    *LLAMA_ATTENTION,
+    *(row(f"layers.{{}}.feed_forward.{x}_proj.weight", DEC + f"mlp.{x}.weight") for x in ("gate", "up", "down")),
+    row("layers.{}.feed_forward.router.weight", DEC + "mlp.router.weight"),
+    row("layers.{}.feed_forward.experts.gate_up_proj", (DEC + "mlp.experts.gate.weight",
+                                                        DEC + "mlp.experts.up.weight"), "split_io"),
+    row("layers.{}.feed_forward.experts.down_proj", DEC + "mlp.experts.down.weight", "io"),
+    *(row(f"layers.{{}}.feed_forward.shared_expert.{x}_proj.weight", DEC + f"mlp.shared.{x}.weight")
+      for x in ("gate", "up", "down")),
+))  # fmt: skip
+
+# gpt-oss: attention with biases and one sink logit per head; every MLP a mixture of experts with biases,
+# stored as x @ w computes: gate_up_proj (E, d, 2·d_ff) with gate and up interleaved, down_proj (E, d_ff, d)
+GPT_OSS_WEIGHTS = WeightMap("gpt-oss", strip=("model.",), rows=(
+    row("embed_tokens.weight", "embed.weight"),
+    row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight"),
+    row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
+    row("layers.{}.self_attn.o_proj.{w}", DEC + "attention.out.{w}"),
+    row("layers.{}.self_attn.sinks", DEC + "attention.sinks"),
+    row("layers.{}.post_attention_layernorm.weight", DEC + "mlp_norm.weight"),
+    row("layers.{}.mlp.router.{w}", DEC + "mlp.router.{w}"),
+    row("layers.{}.mlp.experts.gate_up_proj", (DEC + "mlp.experts.gate.weight", DEC + "mlp.experts.up.weight"),
+        "interleaved"),
+    row("layers.{}.mlp.experts.gate_up_proj_bias", (DEC + "mlp.experts.gate.bias", DEC + "mlp.experts.up.bias"),
+        "interleaved"),
+    row("layers.{}.mlp.experts.down_proj", DEC + "mlp.experts.down.weight", "io"),
+    row("layers.{}.mlp.experts.down_proj_bias", DEC + "mlp.experts.down.bias"),
     row("norm.weight", "decoder.final_norm.weight"),
     row("lm_head.weight", "head.weight"),
 ))  # fmt: skip
@@ -741,12 +844,84 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
         (GEMMA2_WEIGHTS,),
     ),
     Family(
+        "Gemma 3", "gemma3_text", "Gemma3ForCausalLM", "Gemma3TextConfig",
+        _needs({**LLAMA_LIKE, "norm_position": ("sandwich",), "embedding_scale": ("sqrt_d_model",),
+                "bias.mlp": (False,), "attention.qk_norm": ("head", True), "attention.softcap": None,
+                "attention.sliding_window": None, "head.softcap": None},
+               gemma3_layers, one_attention_bias, integer_query_scalar, d_value_is_d_head, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "rope_theta": None,
+            "rope_parameters": lambda s: {
+                "full_attention": {"rope_type": "default", "rope_theta": _kind_base(s, False)},
+                "sliding_attention": {"rope_type": "default", "rope_theta": _kind_base(s, True)},
+            },
+            "hidden_activation": lambda s: ACT[s.activation],  # Gemma's own default is gelu_pytorch_tanh
+            "hidden_act": None,
+            "attention_bias": lambda s: s.biases.qkv,
+            "query_pre_attn_scalar": query_pre_attn_scalar,
+            "attn_logit_softcapping": lambda s: s.attention.softcap,
+            "final_logit_softcapping": lambda s: s.head.softcap,
+            "sliding_window": _any_window,
+            "layer_types": _layer_types,
+        },
+        (GEMMA3_WEIGHTS,),
+    ),
+    Family(
         "OLMo 2", "olmo2", "Olmo2ForCausalLM", "Olmo2Config",
         _needs({**LLAMA_LIKE, "norm_position": ("post_sublayer",), "attention.qk_norm": ("full",),
                 "bias.mlp": (False,)},
                one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),
         {**LLAMA_CONFIG, "attention_bias": lambda s: s.biases.qkv},
         (OLMO2_WEIGHTS,),
+    ),
+    Family(
+        "Llama 4", "llama4_text", "Llama4ForCausalLM", "Llama4TextConfig",
+        _needs({**LLAMA_LIKE, **NO_BIASES, "activation": ("swiglu",), "position.interleaved": (True,),
+                "attention.qk_norm": None, "mlp.kind": None},
+               llama4_layers, d_value_is_d_head, default_scale, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "rope_theta": None,
+            "rope_parameters": lambda s: {"rope_type": "default", "rope_theta": s.position.base},  # not llama3's
+            "intermediate_size": lambda s: _moe(s).d_expert if _moe(s) else 1,
+            "intermediate_size_mlp": lambda s: (_dense_kind(s) or s).d_ff,
+            "num_local_experts": lambda s: _moe(s).experts if _moe(s) else 1,
+            "num_experts_per_tok": lambda s: _moe(s).top_k if _moe(s) else 1,
+            "moe_layers": lambda s: [i for i, k in enumerate(_layer_specs(s)) if k.mlp.kind == "moe"],
+            "no_rope_layers": lambda s: [int(k.position.kind == "rotary") for k in _layer_specs(s)],
+            "use_qk_norm": lambda s: any(k.attention.qk_norm == "l2" for k in _layer_specs(s)),
+            "attention_chunk_size": lambda s: next((k.attention.chunk for k in _layer_specs(s) if k.attention.chunk),
+                                                   None),
+            "layer_types": lambda s: ["chunked_attention" if k.attention.chunk else "full_attention"
+                                      for k in _layer_specs(s)],
+            "attention_bias": lambda s: s.biases.qkv,
+            "router_jitter_noise": lambda s: 0.0,
+        },
+        (LLAMA4_WEIGHTS,),
+    ),
+    Family(
+        "gpt-oss", "gpt_oss", "GptOssForCausalLM", "GptOssConfig",
+        _needs({**LLAMA_LIKE, "activation": ("clamped_swiglu",), "bias.mlp": (True,), "attention.sinks": (True,),
+                "attention.sliding_window": None, "mlp.kind": ("moe",), "mlp.d_shared": (0,),
+                "mlp.shared_gate": (False,), "mlp.router_bias": (True,), "mlp.normalize": (True,),
+                "mlp.dense_layers": (0,), "mlp.scoring": ("softmax",), "mlp.correction_bias": (False,),
+                "mlp.routed_scale": (1.0,)},
+               one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),
+        {
+            **LLAMA_CONFIG,
+            "rope_theta": None,
+            "rope_parameters": lambda s: {"rope_type": "default", "rope_theta": s.position.base},  # not its yarn
+            "hidden_act": None,
+            "intermediate_size": lambda s: s.mlp.d_expert,  # every layer is a mixture of experts
+            "num_local_experts": lambda s: s.mlp.experts,
+            "num_experts_per_tok": lambda s: s.mlp.top_k,
+            "swiglu_limit": lambda s: s.swiglu_limit,
+            "attention_bias": lambda s: s.biases.qkv,
+            "sliding_window": _window,
+            "layer_types": _layer_types,
+        },
+        (GPT_OSS_WEIGHTS,),
     ),
     Family(
         "GPT-NeoX", "gpt_neox", "GPTNeoXForCausalLM", "GPTNeoXConfig",

@@ -125,7 +125,8 @@ class MoE(nn.Module):
     (`router_correction`, ERNIE 4.5); the weights are the chosen scores without the correction,
     renormalised over the top k when `normalize`, times `routed_scale` (transformers'
     DeepseekV3TopkRouter, without its expert groups). The experts' outputs are summed with those
-    weights, beside the shared expert (gated by sigmoid(shared_gate(x)) where there is one)."""
+    weights (with `weight_input`, Llama 4's: each weight scales the expert's input instead, and the
+    outputs are summed as they are), beside the shared expert (gated by sigmoid(shared_gate(x)) where there is one)."""
 
     # the MoE's own parameter (the correction) is the router's
     parameter_components = {"router_correction": "router"}
@@ -135,7 +136,7 @@ class MoE(nn.Module):
         super().__init__()
         moe, d = spec.mlp, spec.d_model
         self.top_k, self.normalize, self.scoring = moe.top_k, moe.normalize, moe.scoring
-        self.routed_scale = moe.routed_scale
+        self.routed_scale, self.weight_input = moe.routed_scale, moe.weight_input
         self.router = Router(d, moe.experts, bias=moe.router_bias)
         self.router_correction = nn.Parameter(torch.empty(moe.experts)) if moe.correction_bias else None
         self.experts = Experts(spec)
@@ -163,7 +164,8 @@ class MoE(nn.Module):
         for e in range(self.router.out_features):  # each expert on the tokens routed to it
             rows, slot = (chosen == e).nonzero(as_tuple=True)
             if rows.numel():
-                y = self.experts(flat[rows], e) * weights[rows, slot, None].to(flat.dtype)
+                w = weights[rows, slot, None].to(flat.dtype)
+                y = self.experts(flat[rows] * w, e) if self.weight_input else self.experts(flat[rows], e) * w
                 out = out.index_add(0, rows, y)
         if self.shared is not None:
             shared = self.shared(flat)

@@ -13,7 +13,11 @@ Transforms (``TRANSFORMS``): ``copy``; ``transpose`` (GPT-2's Conv1D stores (in,
 widths); ``heads`` (GPT-NeoX's fused projection holds q, k, v per head: regrouped into all q, all
 k, all v); ``q_gate`` (Qwen3-Next's q_proj interleaves q and the output gate per head: with
 k_proj and v_proj into [q | gate | k | v]); ``plus_one`` (Gemma's RMSNorm stores w and computes
-with 1 + w); ``stack`` (per-expert matrices into one stacked tensor); ``tied`` (another name of a
+with 1 + w); ``stack`` (per-expert matrices into one stacked tensor); ``io`` (stacked experts stored
+(E, in, out), as ``x @ w`` computes: gpt-oss's and Llama 4's down_proj); ``interleaved`` (gpt-oss's
+gate_up_proj (E, d, 2·d_ff) and its bias hold gate and up alternating along the last dimension:
+[gate0, up0, gate1, up1, …]); ``split_io`` (Llama 4's gate_up_proj (E, d, 2·d_ff): [gate | up] along
+the last dimension); ``tied`` (another name of a
 tensor an earlier row writes: it may be absent, and where present it must be equal).
 
 Loading checks both ways: every source tensor is used (but the keys a table declares ``ignore``:
@@ -52,6 +56,12 @@ def _q_gate(sources: list[torch.Tensor], spec: ModelSpec) -> list[torch.Tensor]:
     return [torch.cat([q.flatten(0, 1), gate.flatten(0, 1), *kv])]
 
 
+def _io(x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Stacked experts stored (E, in, out), as x @ w computes, into the reference's (E, out, in); a
+    bias (E, out) as it is."""
+    return x if x.dim() < 3 else x.transpose(-1, -2)
+
+
 Transform = Callable[[list[torch.Tensor], list[torch.Tensor], ModelSpec], list[torch.Tensor]]
 TRANSFORMS: dict[str, Transform] = {
     "copy": lambda src, tgt, spec: src,
@@ -65,6 +75,9 @@ TRANSFORMS: dict[str, Transform] = {
     "q_gate": lambda src, tgt, spec: _q_gate(src, spec),
     "plus_one": lambda src, tgt, spec: [s + 1 for s in src],
     "stack": lambda src, tgt, spec: [torch.stack(src)],
+    "io": lambda src, tgt, spec: [_io(s, t) for s, t in zip(src, tgt, strict=True)],
+    "interleaved": lambda src, tgt, spec: [_io(src[0][..., i::2], t) for i, t in enumerate(tgt)],
+    "split_io": lambda src, tgt, spec: [_io(x, t) for x, t in zip(src[0].chunk(len(tgt), dim=-1), tgt, strict=True)],
 }
 
 

@@ -57,6 +57,9 @@ FEATURES = {
     "moe-softmax": dict(**LLAMA, mlp=MOE),
     "moe-sigmoid-correction-shared-gate": dict(**LLAMA, mlp={**MOE, "scoring": "sigmoid", "correction_bias": True,
                                                              "routed_scale": 2.5, "d_shared": 12, "shared_gate": True}),
+    # Llama 4's routing: the weights scale each expert's input (the product keeps the rows, not the outputs)
+    "moe-weight-input": dict(**LLAMA, mlp={**MOE, "scoring": "sigmoid", "normalize": False, "weight_input": True,
+                                           "d_shared": 8}),
     "moe-unnormalized-relu2": dict(activation="relu2", mlp={**MOE, "normalize": False, "top_k": 1, "d_shared": 12}),
     "relu2": dict(activation="relu2"),
     "clamped-swiglu": dict(activation="clamped_swiglu", swiglu_limit=7.0),

@@ -395,6 +395,12 @@ SET_REFUSED = [
 ]
 
 
+def test_a_bad_moe_weight_input_is_one_line_naming_the_field():
+    moe = ["--set", "mlp.kind=moe", "--set", "mlp.experts=4", "--set", "mlp.top_k=1", "--set", "mlp.d_expert=64"]
+    message = "mlp.weight_input: Input should be a valid boolean"
+    refused("params", "gpt2", *moe, "--set", "mlp.weight_input=maybe", message=message)
+
+
 @pytest.mark.parametrize("item, message", SET_REFUSED, ids=[i[:30] for i, _ in SET_REFUSED])
 def test_a_bad_set_value_is_one_line_naming_the_field(item, message):
     refused("params", "gpt2", "--set", item, message=message)

@@ -10,9 +10,13 @@ own computation shows: Mixtral routes tokens, Qwen2 has biases on q/k/v only, OL
 sub-layer only and q/k over all heads at once, Gemma 2 has sandwich
 norms stored as (1 + w), soft-caps, a score scale of its own and a window on alternate layers, GPT-NeoX
 rotates a quarter of each head and fuses q/k/v per head, OPT reads its positions 2 rows in, T5 buckets
-relative positions and does not scale scores. Every transformers parameter is drawn anew before the
-comparison (biases and norm weights too, which transformers initialises to constants), so a tensor
-loaded into the wrong place cannot pass. The weights travel by the families' weight maps (tables).
+relative positions and does not scale scores; gpt-oss has sinks, biases on its experts (stored interleaved,
+(E, in, out)) and the clamped SwiGLU; Gemma 3 gives its sliding and global layers their own rotary bases
+and a (1 + w) QK-norm; Llama 4 chunks its rotary layers, leaves a NoPE layer unrotated, L2-normalises q
+and k and scales each expert's input (not its output) by its routing weight. Every transformers parameter
+is drawn anew before the comparison (biases and norm weights too, which transformers initialises to
+constants), so a tensor loaded into the wrong place cannot pass. The weights travel by the families'
+weight maps (tables).
 """
 
 import re
@@ -78,6 +82,37 @@ OLMO2 = ModelSpec(name="olmo2-toy", vocab_size=95, d_model=64, decoder_layers=2,
                   norm_position="post_sublayer", norm_eps=1e-6, activation="swiglu",
                   attention={"kind": "standard", "qk_norm": "full"}, bias={"qkv": True, "out": True, "mlp": False},
                   tie_embeddings=False)  # fmt: skip
+# Gemma 3: two sliding layers (window 8, rotary base 10k) then a global one (base 1M), sandwich (1 + w) norms, a
+# per-head (1 + w) QK-norm, its own score scale, embeddings times sqrt(d_model)
+GEMMA3_ATTENTION = {"kind": "standard", "qk_norm": "head", "scale": 20**-0.5}
+GEMMA3_KINDS = {"local": {"attention": {"sliding_window": 8}, "position": {"base": 1e4}}, "global": {}}
+GEMMA3 = ModelSpec(name="gemma3-toy", vocab_size=97, d_model=64, decoder_layers=3, n_heads=4, n_kv_heads=2, d_head=24,
+                   d_ff=128, max_positions=64, position={"kind": "rotary", "base": 1e6}, norm="rmsnorm",
+                   norm_eps=1e-6, norm_position="sandwich", activation="geglu", bias=False,
+                   embedding_scale="sqrt_d_model", attention=GEMMA3_ATTENTION, kinds=GEMMA3_KINDS,
+                   layers={"pattern": ["local", "local", "global"]})  # fmt: skip
+# Llama 4: interleaved rotary with the L2 QK-norm and chunks of 8 on rotary layers, a NoPE layer, experts (sigmoid
+# scores scaling each expert's input) beside a shared expert on odd layers, a dense MLP on even ones
+LLAMA4_MOE = {"kind": "moe", "experts": 4, "top_k": 1, "d_expert": 48, "d_shared": 48, "normalize": False,
+              "scoring": "sigmoid", "weight_input": True}  # fmt: skip
+LLAMA4_KINDS = {
+    "rope-dense": {"attention": {"chunk": 8, "qk_norm": "l2"}, "mlp": "dense"},
+    "rope-moe": {"attention": {"chunk": 8, "qk_norm": "l2"}},
+    "nope-dense": {"position": "none", "mlp": "dense"},
+    "rope-moe-full": {"attention": {"qk_norm": "l2"}},
+}
+LLAMA4 = ModelSpec(name="llama4-toy", vocab_size=101, d_model=64, decoder_layers=4, n_heads=4, n_kv_heads=2,
+                   d_head=16, d_ff=112, max_positions=64, position={"kind": "rotary", "base": 5e5, "interleaved": True},
+                   norm="rmsnorm", norm_eps=1e-5, activation="swiglu", bias=False, tie_embeddings=False,
+                   mlp=LLAMA4_MOE, kinds=LLAMA4_KINDS,
+                   layers={"pattern": ["rope-dense", "rope-moe", "nope-dense", "rope-moe-full"]})  # fmt: skip
+# gpt-oss: sinks, biases everywhere, a window on even layers, experts with biases; a clamp that bites at toy scale
+GPT_OSS_ATTENTION = {"kind": "standard", "sinks": True, "sliding_window": 8, "sliding_layers": "even"}
+GPT_OSS = ModelSpec(name="gpt-oss-toy", vocab_size=99, d_model=64, decoder_layers=2, n_heads=4, n_kv_heads=2,
+                    d_head=16, max_positions=64, position={"kind": "rotary", "base": 1.5e5}, norm="rmsnorm",
+                    activation="clamped_swiglu", swiglu_limit=0.1, bias=True, tie_embeddings=False,
+                    attention=GPT_OSS_ATTENTION,
+                    mlp={"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 48, "router_bias": True})  # fmt: skip
 OPT = ModelSpec(name="opt-toy", vocab_size=91, d_model=64, decoder_layers=2, n_heads=4, d_ff=128, max_positions=40,
                 position={"kind": "learned", "offset": 2}, activation="relu")  # fmt: skip
 T5_RELATIVE = {"kind": "relative", "buckets": 8, "max_distance": 20}  # sequences longer than max_distance
@@ -154,6 +189,27 @@ CASES = {
     }),
     "olmo2-tied-no-bias": Case(OLMO2.replace(tie_embeddings=True, bias=False, n_kv_heads=4), "OLMo 2",
                                "decoder.layers.0.mlp_post_norm.weight", {"geglu": {"activation": "geglu"}}),
+    "gemma3_text": Case(GEMMA3, "Gemma 3", "decoder.layers.2.attention.q_norm.weight", {
+        "default-scale": {"attention": {**GEMMA3_ATTENTION, "scale": None}},
+        "unscaled-embeddings": {"embedding_scale": "none"},
+        "no-window": {"kinds": {**GEMMA3_KINDS, "local": {"position": {"base": 1e4}}}},
+        "one-rotary-base": {"kinds": {**GEMMA3_KINDS, "local": {"attention": {"sliding_window": 8}}}},
+        "global-first": {"layers": {"pattern": ["global", "local", "local"]}},
+    }),
+    "llama4_text": Case(LLAMA4, "Llama 4", "decoder.layers.3.mlp.experts.up.weight", {
+        "weighted-output": {"mlp": {**LLAMA4_MOE, "weight_input": False}},
+        "half-split-rotary": {"position": {"kind": "rotary", "base": 5e5}},
+        "no-chunks": {"kinds": {**LLAMA4_KINDS, "rope-dense": {"attention": {"qk_norm": "l2"}, "mlp": "dense"},
+                                "rope-moe": {"attention": {"qk_norm": "l2"}}}},
+        "no-l2-qk-norm": {"kinds": {**LLAMA4_KINDS, "rope-moe-full": {}}},
+        "rotary-everywhere": {"kinds": {**LLAMA4_KINDS, "nope-dense": {"mlp": "dense"}}},
+    }),
+    "gpt_oss": Case(GPT_OSS, "gpt-oss", "decoder.layers.1.attention.sinks", {
+        "no-clamp": {"swiglu_limit": 7.0},
+        "no-window": {"attention": {**GPT_OSS_ATTENTION, "sliding_window": None}},
+        "window-on-odd-layers": {"attention": {**GPT_OSS_ATTENTION, "sliding_layers": "odd"}},
+        "top-1": {"mlp": {**GPT_OSS.mlp.model_dump(), "top_k": 1}},
+    }),
     "opt": Case(OPT, "OPT", "decoder.position.weight", {"gelu": {"activation": "gelu"}}),
     "opt-post-norm-untied": Case(OPT.replace(norm_position="post", tie_embeddings=False), "OPT",
                                  "decoder.layers.1.mlp_norm.weight", {"gelu": {"activation": "gelu"}}),
@@ -419,10 +475,24 @@ def test_weight_map_refuses_a_fused_tensor_of_another_width(hf_models):
         (QWEN2, "mixtral", "mlp='dense'"),
         (OLMO2.replace(norm_position="sandwich"), "olmo2", "norm_position='sandwich'"),
         (OLMO2.replace(attention={"kind": "standard", "qk_norm": "head"}), "olmo2", 'attention.qk_norm="head"'),
+        (GPT_OSS.replace(attention={**GPT_OSS_ATTENTION, "sinks": False}), "gpt_oss", "attention.sinks=false"),
+        (GPT_OSS.replace(mlp={**GPT_OSS.mlp.model_dump(), "router_bias": False}), "gpt_oss", "mlp.router_bias=false"),
+        (GEMMA3.replace(attention={**GEMMA3_ATTENTION, "qk_norm": False}), "gemma3_text", "attention.qk_norm=false"),
+        (GEMMA3.replace(kinds={**GEMMA3_KINDS, "global": {"d_ff": 96}}), "gemma3_text", "layer 2: differs"),
+        (GEMMA3.replace(kinds={**GEMMA3_KINDS, "global": {"attention": {"sliding_window": 4}}}), "gemma3_text",
+         "layer 2: attention or position differs from layer 0's"),
+        (LLAMA4.replace(mlp={**LLAMA4_MOE, "weight_input": False}), "llama4_text", "layer 1: mlp (needs one sigmoid"),
+        (LLAMA4.replace(position={"kind": "rotary", "base": 5e5}), "llama4_text", "position.interleaved=false"),
+        (LLAMA4.replace(kinds={**LLAMA4_KINDS, "rope-moe": {"attention": {"chunk": 4, "qk_norm": "l2"}}}),
+         "llama4_text", "attention.chunk: [4, 8]"),
+        (LLAMA4.replace(kinds={**LLAMA4_KINDS, "rope-moe-full": {}}), "llama4_text", "layer 3: attention"),
     ],
     ids=["mixtral-shared-expert", "mixtral-window-pattern", "qwen2-qk-norm", "qwen2-out-bias", "gemma2-scale",
          "gemma2-pre-norm", "neox-interleaved", "neox-shared-norm", "opt-offset", "opt-eps", "t5-two-tables",
-         "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral", "olmo2-sandwich", "olmo2-qk-norm-per-head"],
+         "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral", "olmo2-sandwich", "olmo2-qk-norm-per-head",
+         "gpt_oss-no-sinks", "gpt_oss-no-router-bias", "gemma3-no-qk-norm", "gemma3-global-d_ff",
+         "gemma3-two-windows", "llama4-weighted-output", "llama4-half-split-rotary", "llama4-two-chunks",
+         "llama4-qk-norm-on-some-rotary-layers"],
 )  # fmt: skip
 def test_what_a_family_cannot_represent_is_refused_by_field(spec, name, field):
     with pytest.raises(ValueError, match=f"cannot represent this spec: .*{re.escape(field)}"):
@@ -475,3 +545,26 @@ def test_loaders_check_that_every_parameter_was_written():
     model.head.weight = torch.nn.Parameter(torch.zeros_like(model.head.weight))  # untie behind the loader's back
     with pytest.raises(ValueError, match="parameters were not written, e.g. \\['head.weight'\\]"):
         load_llama(model, hf.state_dict())
+
+
+# features that own tensors: the spec without the feature, loaded with the other implementation's weights but those
+@pytest.mark.parametrize(
+    "key, change, dropped",
+    [
+        ("gpt_oss", {"attention": {**GPT_OSS_ATTENTION, "sinks": False}}, r"\.self_attn\.sinks"),
+        ("gpt_oss", {"bias": {"qkv": True, "out": True, "mlp": False}}, r"\.experts\.(gate_up|down)_proj_bias"),
+        ("gemma3_text", {"attention": {**GEMMA3_ATTENTION, "qk_norm": False}}, r"\.self_attn\.[qk]_norm\."),
+        ("gemma3_text", {"norm_position": "pre"}, r"\.post_(attention|feedforward)_layernorm\."),
+        ("llama4_text", {"mlp": {**LLAMA4_MOE, "d_shared": 0}}, r"\.feed_forward\.shared_expert\."),
+    ],
+    ids=["gpt_oss-no-sinks", "gpt_oss-no-expert-biases", "gemma3_text-no-qk-norm", "gemma3_text-no-sandwich",
+         "llama4_text-no-shared-expert"],
+)  # fmt: skip
+def test_parity_depends_on_each_feature_that_has_tensors(key, change, dropped, hf_models):
+    case = CASES[key]
+    other, inputs, expected = hf_models(key)
+    sd = {k: v for k, v in other.state_dict().items() if not re.search(dropped, k)}
+    assert len(sd) < len(other.state_dict())
+    model = reference_model(case, sd, case.spec.replace(**change))
+    with torch.no_grad():
+        assert max_diff(run_reference(case, model, inputs), expected) > 10 * ATOL

@@ -78,15 +78,16 @@ def _llama4_layers(cfg: Config, where: str) -> list[tuple[str, dict[str, Any]]]:
 
 def _llama4(cfg: Config, where: str) -> dict[str, Any]:
     """Experts of intermediate_size beside a shared expert of the same width, a sigmoid of each chosen
-    expert's logit as its weight (not renormalised), a router without bias."""
+    expert's logit as its weight (not renormalised) scaling the expert's input, a router without bias;
+    rotary on interleaved pairs (Llama 4 rotates (x0, x1), (x2, x3), ... as complex numbers)."""
     data: dict[str, Any] = {
-        "position": rope(cfg, default_theta=500000.0),
+        "position": rope(cfg, default_theta=500000.0, interleaved=True),
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
         "d_ff": cfg["intermediate_size_mlp"],
         "attention": {"kind": "standard"},
         "mlp": {"kind": "moe", "experts": cfg["num_local_experts"], "top_k": cfg["num_experts_per_tok"],
                 "d_expert": cfg["intermediate_size"], "d_shared": cfg["intermediate_size"], "scoring": "sigmoid",
-                "normalize": False},
+                "normalize": False, "weight_input": True},
     }  # fmt: skip
     return data | place(data, _llama4_layers(cfg, where))
 
