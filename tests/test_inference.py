@@ -250,3 +250,29 @@ def test_bad_layouts_and_formats_are_refused_by_name(run_cli, argv, message):
 def test_a_layout_needs_an_interconnect_figure(run_cli):
     code, _, err = run_cli("inference", "llama-2-7b", "--gpu", "tpu-v4", "--tp", "2", "-p", "8", "-g", "8")
     assert code == 2 and "tpu-v4 has no interconnect bandwidth" in err
+
+
+def test_decode_cpu_benchmark_counts_the_reference_models_parameters_and_cache():
+    """benchmarks/decode_cpu.py's roofline bytes (archspec) against the reference model's own: the
+    bytes of its parameters and the mean of cache_bytes before each decode step (no timing)."""
+    import sys
+    from fractions import Fraction
+    from pathlib import Path
+
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from decode_cpu import Decoder, decode_bytes
+
+    from archspec import ModelSpec
+    from archspec.reference import build, count_total
+
+    spec = ModelSpec(name="toy", vocab_size=61, d_model=32, n_heads=4, max_positions=24, decoder_layers=2)
+    model = build(spec, device="cpu", dtype=torch.float32).eval()
+    prompt, steps = 5, 7
+    step = Decoder(model, spec, prompt)
+    for _ in range(steps):
+        step()
+    weights, kv = decode_bytes(spec, prompt, steps)
+    assert weights == count_total(model) * 4 == sum(p.numel() * p.element_size() for p in model.parameters())
+    assert kv == Fraction(sum(step.seen), steps)  # exact: the mean over the steps
+    assert step.seen[0] == 2 * 2 * prompt * 32 * 4  # 2 layers, K and V, prompt tokens, d wide, fp32
