@@ -52,6 +52,9 @@ class Parser(argparse.ArgumentParser):
             option = next((a.split("=", 1)[0] for a in extra if a.startswith("-")), None)
             if option:  # an option another command has, or none has: named, not ignored
                 message = f"`{prog}` has no option {option}"
+        elif message.startswith("ambiguous option: "):  # --lora on fit: a prefix of two of its options
+            option, _, matches = message.split(": ", 1)[1].partition(" could match ")
+            message = f"`{prog}` has no option {option.split('=', 1)[0]} (a prefix of {matches})"
         sys.stderr.write(f"archspec: error: {one_line(message)} (see `{prog} --help`)\n")
         sys.exit(EXIT_BAD_INPUT)
 
@@ -1458,10 +1461,11 @@ def cmd_hardware(args) -> int:
 
 def _fit_args(p: argparse.ArgumentParser) -> None:
     from archspec.compare import DEFAULT_SEQ_LEN
-    from archspec.fit import TASKS
+    from archspec.fit import LORA_RANK, LORA_TARGETS, TASKS
 
     p.add_argument("--task", default="inference", choices=TASKS,
-                   help="inference (weights + KV cache; default) or training (weights, gradients, AdamW states, "
+                   help="inference (weights + KV cache; default), training (weights, gradients, AdamW states, "
+                   "activations) or lora (a frozen base, adapters with their gradients and AdamW states, "
                    "activations)")  # fmt: skip
     p.add_argument(
         "--seq-len",
@@ -1474,6 +1478,11 @@ def _fit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", "-b", type=positive_int, default=1,
                    help="sequences: served together (inference) or per micro-batch on each device (training); "
                    "default 1")  # fmt: skip
+    p.add_argument("--lora-rank", type=positive_int, metavar="RANK", default=LORA_RANK,
+                   help=f"with --task lora: the adapters' rank (default {LORA_RANK})")  # fmt: skip
+    p.add_argument("--lora-targets", metavar="LIST", default=LORA_TARGETS,
+                   help=f"with --task lora: attention, mlp, all (default {LORA_TARGETS}) or projections "
+                   "q,k,v,o,gate,up,down, comma-separated")  # fmt: skip
     _gpu_option(p, "only these accelerators")
 
 
@@ -1483,21 +1492,25 @@ def cmd_fit(args) -> int:
     from archspec.render import GREEN, RED, human_bytes, paint, table
 
     accs = _accelerators(args.gpu)
+    lora = dict(lora_rank=args.lora_rank, lora_targets=args.lora_targets) if args.task == "lora" else {}
     objects, blocks = [], []
     for spec in _specs(args):
         seq_len, clamped = context_seq_len(spec, args.seq_len)
         rows, memo = [], {}
         for acc in accs:
             for dtype in DTYPES[args.task]:
-                f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo)
+                f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo, **lora)
                 objects.append({**f.to_dict(), "seq_len_clamped": clamped})
                 used = "" if f.per_device_bytes is None else (
                     f"{human_bytes(f.per_device_bytes)} of {acc.memory_gib:g} GiB")  # fmt: skip
                 devices = paint(f"{f.devices:,}", GREEN if f.devices == 1 else "") if f.devices else paint("-", RED)
                 rows.append([acc.name, dtype, devices, f.layout, used])
-        what = ("weights + KV cache" if args.task == "inference"
-                else "weights, gradients, AdamW states (mixed precision: 16 bytes per parameter for bf16) and "
-                "activations (flash attention, no recomputation)")  # fmt: skip
+        what = {"inference": "weights + KV cache",
+                "training": "weights, gradients, AdamW states (mixed precision: 16 bytes per parameter for bf16) "
+                "and activations (flash attention, no recomputation)",
+                "lora": f"the frozen base in the dtype, rank-{args.lora_rank} adapters on {args.lora_targets} with "
+                "their gradients and AdamW states (bf16 mixed precision) and activations (flash attention, no "
+                "recomputation)"}[args.task]  # fmt: skip
         at = f"{seq_len:,}" + (f" (its context; {args.seq_len:,} asked)" if clamped else "")
         head = f"{spec.name}: {args.task}, batch {args.batch} x {at} tokens; {what} per device"
         align = ("left", "left", "right", "left", "right")
@@ -1512,6 +1525,7 @@ def cmd_fit(args) -> int:
         f"devices: the fewest that hold it ({layouts}), as `archspec memory` plans each layout; - : not on "
         f"{MAX_DEVICES:,}."
         + (" int8/int4 are weight-only (the KV cache stays bf16 for int4)." if args.task == "inference" else "")
+        + (" bf16, int8 and nf4 (QLoRA) store the frozen base; the adapters train in bf16." if lora else "")
         + " Workspace, fragmentation and framework overhead are not counted. GiB = 2^30 bytes."
     )
     _render(args, objects, lambda: "\n\n".join(blocks) + "\n\n" + note)
@@ -1640,6 +1654,10 @@ UNUSED_UNLESS: list[tuple[str, str, Callable[[argparse.Namespace], bool], str]] 
     ("import", "format", lambda a: not a.output and a.format == "json",
      "--format changes nothing here: `archspec import` prints TOML, or JSON with --format json; "
      "with -o FILE the suffix of FILE chooses"),
+    ("fit", "lora_rank", lambda a: a.task == "lora",
+     "--lora-rank changes nothing without --task lora (it is the rank of the adapters a LoRA fine-tune trains)"),
+    ("fit", "lora_targets", lambda a: a.task == "lora",
+     "--lora-targets changes nothing without --task lora (they are the projections a LoRA fine-tune adapts)"),
     ("plot", "format", lambda a: a.format != "markdown",
      "--format markdown changes nothing for `archspec plot` (it prints one line; json or csv give the numbers drawn)"),
 ]  # fmt: skip
@@ -1841,8 +1859,10 @@ register(
     "fit",
     cmd_fit,
     "which accelerators, and how many of each, hold each MODEL: one row per accelerator and weight dtype, "
-    "with the fewest devices and the layout (tensor parallel degree for inference, ZeRO stage for training)",
+    "with the fewest devices and the layout (tensor parallel degree for inference, ZeRO stage for training "
+    "and LoRA)",
     "archspec fit llama-3-70b\n  archspec fit gpt3-175b --task training --gpu h100 --gpu b200\n"
+    "  archspec fit llama-2-7b --task lora --lora-rank 64 --lora-targets attention --gpu rtx4090\n"
     "  archspec fit mixtral-8x7b --seq-len 32768 --batch 8 --format json",
     add_args=_fit_args,
 )

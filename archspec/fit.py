@@ -12,6 +12,9 @@ bytes itself.
   in mixed precision (bf16, 16 bytes per parameter) or fp32; ZeRO stage 0 to 3 over data-parallel
   replicas, with tensor parallelism 1 to 8 when the activations or the unsharded states need it. The
   fewest devices win; among equals, the lowest ZeRO stage, then the least tensor parallelism.
+- lora: a LoRA fine-tune (``estimate_memory(..., lora_rank=, lora_targets=)``): the frozen base stored
+  in `dtype` (bf16, int8, or nf4 for QLoRA), rank-`lora_rank` adapters on `lora_targets` in mixed
+  precision with gradients and AdamW states for the adapters alone, activations; laid out as training.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ from archspec.errors import SpecError, shown
 from archspec.hardware import Accelerator
 from archspec.spec import ModelSpec
 
-TASKS = ("inference", "training")
-DTYPES = {"inference": ("bf16", "fp8", "int8", "int4"), "training": ("bf16", "fp32")}
+TASKS = ("inference", "training", "lora")
+# lora: the frozen base's storage format (archspec.memory.STORAGE); the adapters train in bf16
+DTYPES = {"inference": ("bf16", "fp8", "int8", "int4"), "training": ("bf16", "fp32"), "lora": ("bf16", "int8", "nf4")}
+LORA_RANK = 16  # the default rank of `archspec fit --task lora` (peft's examples and the QLoRA paper use 8 to 64)
+LORA_TARGETS = "all"  # as `archspec memory --lora` adapts by default
 TENSOR_PARALLEL = (1, 2, 4, 8)  # one node's NVLink domain, as serving engines and Megatron-LM use it
 MAX_DEVICES = 65_536  # beyond this many, a model is reported as not fitting
 
@@ -47,6 +53,8 @@ class Fit:
     zero_stage: int | None
     per_device_bytes: int | None
     capacity_bytes: int
+    lora_rank: int | None = None
+    lora_targets: str | None = None
 
     @property
     def layout(self) -> str:
@@ -79,6 +87,8 @@ class Fit:
             "zero_stage": self.zero_stage,
             "per_device_bytes": self.per_device_bytes,
             "capacity_bytes": self.capacity_bytes,
+            "lora_rank": self.lora_rank,
+            "lora_targets": self.lora_targets,
         }
 
 
@@ -109,19 +119,31 @@ def _smallest(lo: int, hi: int, ok) -> int | None:
 
 
 def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
-        seq_len: int | None = None, memo: dict | None = None) -> Fit:  # fmt: skip
+        seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
+        lora_targets: str | None = None) -> Fit:  # fmt: skip
     """The fewest devices of `acc` that hold `spec` for `task` with weights in `dtype`. `memo` (a dict
     kept by the caller for one spec, batch and sequence length) remembers the plans of each layout
-    across accelerators."""
+    across accelerators. `lora_rank` (default LORA_RANK) and `lora_targets` (default LORA_TARGETS)
+    are the adapters of task 'lora', and refused for the other tasks."""
     memo = {} if memo is None else memo
-    from archspec.memory import canonical_dtype, estimate_memory, fits, parallel_layout
+    from archspec.memory import canonical_dtype, canonical_format, estimate_memory, fits, lora_params, parallel_layout
 
     if task not in TASKS:
         raise SpecError(f"unknown task {shown(task)}; use one of {', '.join(TASKS)}")
-    key = canonical_dtype(dtype)
+    key = canonical_format(dtype, "weight") if task == "lora" else canonical_dtype(dtype)
     if key not in DTYPES[task]:
         raise SpecError(f"{task} plans weights in {', '.join(DTYPES[task])}, not {key}")
+    lora: dict[str, Any] = {}
+    if task == "lora":
+        lora = dict(lora_rank=LORA_RANK if lora_rank is None else lora_rank,
+                    lora_targets=LORA_TARGETS if lora_targets is None else lora_targets)  # fmt: skip
+        lora_params(spec, lora["lora_rank"], lora["lora_targets"])  # a bad rank or target: refused before any plan
+    elif lora_rank is not None or lora_targets is not None:
+        raise SpecError(f"lora_rank and lora_targets are the adapters of task lora, not {task}")
     cap = acc.memory_bytes
+    # the plan of one layout: training's, or LoRA's over a frozen base stored in `key` (computed in bf16)
+    plan = dict(dtype="bf16", weights=key, **lora) if lora else dict(dtype=key)
+    tag = (task, key, *lora.values())
     best: tuple | None = None  # (devices, tie-breakers..., tp, pp, dp, zero, bytes)
 
     if task == "inference":
@@ -144,12 +166,12 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
     else:
 
         def per_device(tp: int, dp: int, zero: int):
-            if (key, tp, dp, zero) not in memo:
+            if (*tag, tp, dp, zero) not in memo:
                 lay = parallel_layout(spec, tp * dp, tp, 1, zero)
-                memo[key, tp, dp, zero] = estimate_memory(spec, batch, seq_len, key, zero_stage=lay.zero_stage,
-                                                          data_parallel=lay.data_parallel,
-                                                          tensor_parallel=lay.tensor_parallel)  # fmt: skip
-            return memo[key, tp, dp, zero]
+                memo[(*tag, tp, dp, zero)] = estimate_memory(spec, batch, seq_len, zero_stage=lay.zero_stage,
+                                                           data_parallel=lay.data_parallel,
+                                                           tensor_parallel=lay.tensor_parallel, **plan)  # fmt: skip
+            return memo[(*tag, tp, dp, zero)]
 
         for tp in _valid_tp(spec):
             for zero in (0, 1, 2, 3):
@@ -162,7 +184,7 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
                 cand = (tp * dp, z, tp, 1, dp, z, m.training_total_bytes, m.seq_len)
                 best = cand if best is None or cand[:3] < best[:3] else best
     if best is None:
-        m = estimate_memory(spec, batch, seq_len, key)
-        return Fit(spec.name, acc.name, task, key, batch, m.seq_len, None, None, None, None, None, None, cap)
+        m = estimate_memory(spec, batch, seq_len, **plan)
+        return Fit(spec.name, acc.name, task, key, batch, m.seq_len, None, None, None, None, None, None, cap, **lora)
     devices, _, tp, pp, dp, zero, used, T = best
-    return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, cap)
+    return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, cap, **lora)

@@ -128,10 +128,71 @@ def test_fit_cli_rows_are_accelerator_by_dtype(run_json):
     assert all(r["devices"] == 1 and r["seq_len"] == 1024 and r["seq_len_clamped"] for r in rows)
 
 
+def _lora_plan(spec, batch, seq_len, base, tp, dp, zero):
+    return estimate_memory(spec, batch, seq_len, "bf16", weights=base, lora_rank=16, lora_targets="all",
+                           zero_stage=zero, data_parallel=dp, tensor_parallel=tp)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "model, gpu, base",
+    [
+        ("llama-3-70b", "rtx4090", "bf16"),
+        ("llama-3-70b", "rtx4090", "nf4"),
+        ("llama-2-7b", "rtx4090", "bf16"),
+        ("llama-3-70b", "h100", "int8"),
+    ],
+)
+def test_fit_lora_is_what_memory_says_fits_and_one_fewer_device_does_not(model, gpu, base):
+    spec, acc = archspec.preset(model), ACCELERATORS[gpu]
+    f = fit(spec, acc, base, "lora", 1, 2048)
+    assert (f.task, f.dtype, f.lora_rank, f.lora_targets, f.pipeline_parallel) == ("lora", base, 16, "all", 1)
+    m = _lora_plan(spec, 1, 2048, base, f.tensor_parallel, f.data_parallel, f.zero_stage)
+    assert m.lora["base_bytes"] > 0 and m.weights_format == base  # the frozen base, stored as asked
+    assert m.training_total_bytes == f.per_device_bytes <= acc.memory_bytes
+    assert f.devices == f.tensor_parallel * f.data_parallel > 1
+    n = f.devices - 1  # every layout of one fewer device that memory accepts holds more than the device
+    tried = 0
+    for tp in (1, 2, 4, 8):
+        if n % tp:
+            continue
+        for zero in (0, 1, 2, 3):
+            try:
+                less = _lora_plan(spec, 1, 2048, base, tp, n // tp, zero)
+            except archspec.SpecError:
+                continue
+            tried += 1
+            assert less.training_total_bytes > acc.memory_bytes, (tp, n // tp, zero)
+    assert tried
+
+
+def test_fit_lora_qlora_base_and_rank_reach_the_plan(run_json):
+    spec, a100 = archspec.preset("llama-2-7b"), ACCELERATORS["a100"]
+    q = fit(spec, a100, "nf4", "lora", 4, 2048, lora_rank=64, lora_targets="attention")
+    m = estimate_memory(spec, 4, 2048, "bf16", weights="nf4", lora_rank=64, lora_targets="attention")
+    assert q.devices == 1 and q.layout == "one device" and q.per_device_bytes == m.training_total_bytes
+    bf16, nf4 = (fit(spec, a100, d, "lora", 4, 2048).per_device_bytes for d in ("bf16", "nf4"))
+    assert bf16 > nf4  # the frozen base in bf16 holds more than in nf4
+    rows = run_json("fit", "llama-2-7b", "--task", "lora", "--gpu", "a100", "--batch", "4", "--seq-len", "2048",
+                    "--lora-rank", "64", "--lora-targets", "attention")  # fmt: skip
+    assert [r["dtype"] for r in rows] == ["bf16", "int8", "nf4"]
+    assert rows[2]["per_device_bytes"] == m.training_total_bytes and rows[2]["lora_rank"] == 64
+    assert rows[2]["lora_targets"] == "attention"
+    with pytest.raises(archspec.SpecError, match="adapters of task lora, not training"):
+        fit(spec, a100, "bf16", "training", lora_rank=8)
+    with pytest.raises(archspec.SpecError, match="lora plans weights in bf16, int8, nf4, not fp8"):
+        fit(spec, a100, "fp8", "lora")
+
+
 @pytest.mark.parametrize(
     "argv, words",
     [
         (["--task", "pretrain"], "invalid choice: 'pretrain'"),
+        (["--lora-rank", "8"], "--lora-rank changes nothing without --task lora"),
+        (["--task", "training", "--lora-targets", "mlp"], "--lora-targets changes nothing without --task lora"),
+        (["--task", "lora", "--lora-rank", "0"], "must be greater than 0"),
+        (["--task", "lora", "--lora-rank", "x"], "--lora-rank"),
+        (["--task", "lora", "--lora-targets", "bogus"], "unknown LoRA target 'bogus'"),
+        (["--task", "lora", "--lora-targets", ""], "unknown LoRA target ''"),
         (["--gpu", "h900"], "unknown accelerator 'h900'"),
         (["--seq-len", "0"], "must be greater than 0"),
         (["--batch", "x"], "is not a number"),

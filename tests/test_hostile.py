@@ -1391,7 +1391,9 @@ OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[st
     "fit": (["gpt2", "--gpu", "h100"], {
         "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
         "gpu": [(["--gpu", "rtx4090"], [])], "task": [(["--task", "training"], [])],
-        "seq_len": [(["--seq-len", "64"], [])], "batch": [(["--batch", "64"], ["--task", "training"])]}),
+        "seq_len": [(["--seq-len", "64"], [])], "batch": [(["--batch", "64"], ["--task", "training"])],
+        "lora_rank": [(["--lora-rank", "1024"], ["--task", "lora", "--seq-len", "64"])],
+        "lora_targets": [(["--lora-targets", "attention"], ["--task", "lora"])]}),
     "hardware": ([], {"format": [(["--format", "csv"], [])], "gpu": [(["--gpu", "h100"], [])]}),
     "import": (["{hf}/bert-base-uncased.json"], {
         "format": [(["--format", "json"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
@@ -1460,6 +1462,8 @@ REFUSED_ALONE = [
     (["import", "{hf}/bert-base-uncased.json", "--format", "csv"], "invalid choice: 'csv' (choose from 'json')"),
     (["import", "{hf}/bert-base-uncased.json", "--format", "json", "-o", "{tmp}/x.yaml"], "the suffix of FILE"),
     (["plot", "breakdown", "gpt2", "-o", "{tmp}/b.svg", "--format", "markdown"], "--format markdown changes nothing"),
+    (["fit", "gpt2", "--lora-rank", "8"], "--lora-rank changes nothing without --task lora"),
+    (["fit", "gpt2", "--task", "inference", "--lora-targets", "q,v"], "--lora-targets changes nothing without --task"),
 ]
 
 
