@@ -167,13 +167,15 @@ def llama4_layers(s: ModelSpec) -> str | None:
     full attention, one chunk; a dense MLP of one width or one MoE: sigmoid scores scaling the experts'
     inputs, not renormalised, a shared expert as wide as an expert."""
     layers = _layer_specs(s)
+    if any(k.attention.kind != "standard" for k in layers):
+        return "attention.kind (needs standard attention on every layer)"
     l2 = any(k.attention.qk_norm == "l2" for k in layers)
     chunks = {k.attention.chunk for k in layers} - {None}
     if len(chunks) > 1:
         return f"attention.chunk: {sorted(chunks)} (one attention_chunk_size)"
     for i, k in enumerate(layers):
         a, m, rotary = k.attention, k.mlp, k.position.kind == "rotary"
-        bare = a.model_copy(update={"chunk": None, "qk_norm": False}) if a.kind == "standard" else None
+        bare = a.model_copy(update={"chunk": None, "qk_norm": False})
         plain = bare == StandardAttention.model_construct()
         if not plain or a.qk_norm not in (False, "l2") or (a.qk_norm == "l2") != (l2 and rotary):
             return f"layer {i}: attention (needs plain attention, the L2 QK-norm on every rotary layer or none)"
@@ -890,7 +892,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
             "num_experts_per_tok": lambda s: _moe(s).top_k if _moe(s) else 1,
             "moe_layers": lambda s: [i for i, k in enumerate(_layer_specs(s)) if k.mlp.kind == "moe"],
             "no_rope_layers": lambda s: [int(k.position.kind == "rotary") for k in _layer_specs(s)],
-            "use_qk_norm": lambda s: any(k.attention.qk_norm == "l2" for k in _layer_specs(s)),
+            "use_qk_norm": lambda s: any(getattr(k.attention, "qk_norm", False) == "l2" for k in _layer_specs(s)),
             "attention_chunk_size": lambda s: next((k.attention.chunk for k in _layer_specs(s) if k.attention.chunk),
                                                    None),
             "layer_types": lambda s: ["chunked_attention" if k.attention.chunk else "full_attention"
