@@ -13,7 +13,12 @@ Conventions (shared with archspec.entries):
 - the cache holds, per sequence and whatever the length, the conv state (the last d_conv inputs of
   the conv, conv channels x d_conv, in the cache's dtype) and the recurrent state in fp32, as
   transformers' ``LinearAttentionLayer`` holds them after a forward (its conv state keeps d_conv
-  columns, one more than the conv needs; the state is the fp32 result of the scan).
+  columns, one more than the conv needs; the state is the fp32 result of the scan);
+- activations are what autograd keeps in one training step of the reference model, storage by
+  storage (held equal in tests/test_activations_kinds.py): the reference runs each scan under
+  ``torch.utils.checkpoint``, as fused SSM kernels keep no per-step state, so the group
+  ``mixer_scan`` is the scan's inputs (fp32) and the group ``mixer`` the projections' inputs, the
+  conv's input and output, the gates' and the norms' tensors.
 """
 
 from __future__ import annotations
@@ -33,11 +38,14 @@ def _part(spec: ModelSpec, stack: StackShape, layer: str, entries: tuple[Entry, 
 
 
 def _scan_saved(per_token: int, state: int) -> tuple[Saved, Saved]:
-    """What autograd keeps of the reference model's sequential scan (measured by storage in
-    tests/test_mixers.py): `per_token` fp32 states per token and the initial state per sequence.
-    The rest of a mixer's saved tensors (projection inputs and outputs, the conv, the norms) is an
-    estimate not yet held equal to a measurement."""
+    """What autograd would keep of a sequential scan left unchecked: `per_token` fp32 states per
+    token and the initial state per sequence (an estimate, for the mixers not yet held equal)."""
     return Saved("mixer_scan", per_token * state, dtype="fp32"), Saved("mixer_scan", state, rows="first", dtype="fp32")
+
+
+def _conv_saved(channels: int, K: int) -> tuple[Saved, Saved]:
+    """The conv's output before it is cut to the sequence (the silu's input): T + K - 1 columns."""
+    return Saved("mixer", channels), Saved("mixer", channels * (K - 1), rows="first")
 
 
 def mamba_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
@@ -96,8 +104,18 @@ def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Linear("out_proj", I, d, m.bias),
     )
     cached = (Cached(conv * K, rows="state"), Cached(H * P * N, rows="state", dtype="fp32"))
-    # the scan keeps h per token (its decay is a scalar per head), and the zero state it starts from
-    saved = (Saved("mixer", d), Saved("mixer", I + conv + H), Saved("mixer", conv), *_scan_saved(1, H * P * N))
+    scan = (Saved("mixer_scan", conv, dtype="fp32_self"), Saved("mixer_scan", I, dtype="fp32_copy"),  # x
+            Saved("mixer_scan", H + 2 * H * N, dtype="fp32"),  # dt; B and C repeated to every head
+            Saved("mixer_scan", H, rows="first", dtype="fp32", per_batch=False),  # A
+            Saved("mixer_scan", H * P * N, rows="first", dtype="fp32"))  # the zero state  # fmt: skip
+    saved = (Saved("mixer", d), Saved("mixer", I + conv + H),  # the projections' input and output
+             *_conv_saved(conv, K),
+             Saved("mixer", 2 * H),  # softplus's and the clamp's inputs
+             Saved("mixer", H, rows="first", dtype="fp32", per_batch=False),  # exp(A_log)
+             *scan,
+             # the gated norm in fp32: y, silu(z) and z's fp32 copy, the gated y, 1/rms per group, the normalised y
+             Saved("mixer", 4 * I, dtype="fp32"), Saved("mixer", I, dtype="fp32_copy"), Saved("mixer", G, dtype="fp32"),
+             Saved("mixer", I))  # out_proj's input  # fmt: skip
     return _part(spec, stack, layer, entries, cached, saved)
 
 

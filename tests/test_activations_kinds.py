@@ -72,6 +72,12 @@ FEATURES = {
     # BERT's masked-LM head (dense, GELU, LayerNorm, the tied table); ALBERT's over a factorised table
     "mlm-head": dict(**BERT),
     "mlm-head-factorised-relu": dict(**BERT, activation="relu", embedding={"d_embed": 16}),
+    # the recurrent mixers (the toy widths of tests/test_mixers.py), their scans checkpointed in training
+    "mamba2-groups": dict(**LLAMA, attention={"kind": "mamba2", "heads": 4, "head_dim": 8, "d_state": 4, "groups": 2,
+                                              "d_conv": 4}),
+    "mamba2-one-group-bias": dict(**LLAMA, attention={"kind": "mamba2", "heads": 4, "head_dim": 6, "d_state": 4,
+                                                      "groups": 1, "d_conv": 3, "conv_bias": False, "bias": True,
+                                                      "dt_min": 0.7}),
     "no-mlp": dict(mlp="none"),
     "no-mixer": dict(attention="none"),
 }  # fmt: skip
