@@ -152,9 +152,25 @@ def gated_deltanet_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Linear("out_proj", vd, d, False),
     )
     cached = (Cached(conv * K, rows="state"), Cached(Hv * dk * dv, rows="state", dtype="fp32"))
-    # the scan keeps per token the decayed state and the updated one, and the zero state it starts from
-    saved = (Saved("mixer", d), Saved("mixer", 2 * kd + 2 * vd + 2 * Hv), Saved("mixer", conv),
-             *_scan_saved(2, Hv * dk * dv))  # fmt: skip
+    per_model = dict(rows="first", dtype="fp32", per_batch=False)
+    # z in fp32: a copy, but in fp32 with one value head per key head a view of in_proj_qkvz's output
+    z_fp32 = (Saved("mixer", vd, dtype="fp32"),)
+    if m.projections == "fused" and Hv == Hk:
+        z_fp32 = (Saved("mixer", 2 * kd + 2 * vd, dtype="fp32_self"), Saved("mixer", vd, dtype="fp32_copy"))
+    scan = (Saved("mixer_scan", 2 * Hv * dk + Hv, dtype="fp32"),  # q and k normalised, the decay g
+            Saved("mixer_scan", conv, dtype="fp32_self"), Saved("mixer_scan", vd, dtype="fp32_copy"),  # v
+            Saved("mixer_scan", Hv, dtype="fp32_copy"),  # beta in fp32
+            Saved("mixer_scan", Hv * dk * dv, rows="first", dtype="fp32"))  # the zero state  # fmt: skip
+    saved = (Saved("mixer", d), Saved("mixer", conv),  # the projections' input, the conv's
+             *_conv_saved(conv, K),
+             Saved("mixer", 2 * Hv * dk + 2 * Hv, dtype="fp32"),  # q and k repeated, 1/|q| and 1/|k|
+             Saved("mixer", Hv),  # beta (the sigmoid's output)
+             Saved("mixer", Hv, **per_model), Saved("mixer", Hv, **per_model),  # exp(A_log), -exp(A_log)
+             Saved("mixer", 2 * Hv, dtype="fp32"),  # softplus's input and output
+             *scan,
+             # the norm per value head in fp32, then the gate: o, 1/rms, silu(z), and z in fp32
+             Saved("mixer", 2 * vd + Hv, dtype="fp32"), *z_fp32,
+             Saved("mixer", 3 * vd))  # the normalised o, times the weight, out_proj's input  # fmt: skip
     return _part(spec, stack, layer, entries, cached, saved)
 
 

@@ -78,6 +78,13 @@ FEATURES = {
     "mamba2-one-group-bias": dict(**LLAMA, attention={"kind": "mamba2", "heads": 4, "head_dim": 6, "d_state": 4,
                                                       "groups": 1, "d_conv": 3, "conv_bias": False, "bias": True,
                                                       "dt_min": 0.7}),
+    "gated-deltanet-fused": dict(**LLAMA, attention={"kind": "gated_deltanet", "key_heads": 2, "value_heads": 4,
+                                                     "d_key": 4, "d_value_head": 6, "d_conv": 4}),
+    "gated-deltanet-fused-one-value-head-per-key": dict(**LLAMA, attention={
+        "kind": "gated_deltanet", "key_heads": 2, "value_heads": 2, "d_key": 4, "d_value_head": 6, "d_conv": 3}),
+    "gated-deltanet-split": dict(**LLAMA, attention={"kind": "gated_deltanet", "key_heads": 1, "value_heads": 3,
+                                                     "d_key": 8, "d_value_head": 4, "d_conv": 2,
+                                                     "projections": "split"}),
     "no-mlp": dict(mlp="none"),
     "no-mixer": dict(attention="none"),
 }  # fmt: skip
