@@ -37,12 +37,6 @@ def _part(spec: ModelSpec, stack: StackShape, layer: str, entries: tuple[Entry, 
     return Part(f"{layer}.mixer", "mixer", "dense", entries, stack=stack, saved=saved, cached=cached)
 
 
-def _scan_saved(per_token: int, state: int) -> tuple[Saved, Saved]:
-    """What autograd would keep of a sequential scan left unchecked: `per_token` fp32 states per
-    token and the initial state per sequence (an estimate, for the mixers not yet held equal)."""
-    return Saved("mixer_scan", per_token * state, dtype="fp32"), Saved("mixer_scan", state, rows="first", dtype="fp32")
-
-
 def _conv_saved(channels: int, K: int) -> tuple[Saved, Saved]:
     """The conv's output before it is cut to the sequence (the silu's input): T + K - 1 columns."""
     return Saved("mixer", channels), Saved("mixer", channels * (K - 1), rows="first")
@@ -75,8 +69,24 @@ def mamba_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Linear("out_proj", I, d, m.bias),
     )
     cached = (Cached(I * K, rows="state"), Cached(I * N, rows="state", dtype="fp32"))
-    # the scan keeps per token exp(dt A), dt B and h (three states), and the zero state it starts from
-    saved = (Saved("mixer", d), Saved("mixer", 2 * I), Saved("mixer", I), *_scan_saved(3, I * N))
+    per_model = dict(rows="first", dtype="fp32", per_batch=False)
+    if m.dt_norms:  # each norm: its input in fp32, 1/rms, the normalised input; then dt_proj's input
+        norms_saved: tuple[Saved, ...] = (
+            Saved("mixer", R + 2 * N, dtype="fp32_self"), Saved("mixer", R + 2 * N, dtype="fp32_copy"),
+            Saved("mixer", 3, dtype="fp32"), Saved("mixer", R + 2 * N), Saved("mixer", R))  # fmt: skip
+        bc = Saved("mixer_scan", 2 * N, dtype="fp32")
+    else:  # dt_proj's input is a view of x_proj's output; B and C in fp32 are views of it too
+        norms_saved, bc = (Saved("mixer", R + 2 * N),), Saved("mixer_scan", 2 * N, dtype="fp32_copy")
+    scan = (Saved("mixer_scan", I, dtype="fp32_copy"), Saved("mixer_scan", I, dtype="fp32"),  # u in fp32, dt
+            Saved("mixer_scan", I * N, **per_model), bc,  # A, B and C
+            Saved("mixer_scan", I * N, rows="first", dtype="fp32"))  # the zero state  # fmt: skip
+    saved = (Saved("mixer", d), Saved("mixer", 2 * I),  # the projections' input and output
+             *_conv_saved(I, K),
+             Saved("mixer", 2 * I),  # u (the silu's output) and x_proj's input (its contiguous copy)
+             *norms_saved,
+             Saved("mixer", I, dtype="fp32"), Saved("mixer", I * N, **per_model),  # softplus's input, exp(A_log)
+             *scan,
+             Saved("mixer", I, dtype="fp32"), Saved("mixer", 2 * I))  # y + D u; silu(z), out_proj's input  # fmt: skip
     return _part(spec, stack, layer, entries, cached, saved)
 
 
