@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from archspec.spec import ModelSpec
 
@@ -63,6 +64,15 @@ def causal_conv(conv: nn.Conv1d, x: torch.Tensor, cache: dict | None) -> torch.T
 
 
 # ---------------------------------------------------------------- the scans (element-wise only)
+
+
+def run_scan(scan, cache: dict | None, *inputs: torch.Tensor):
+    """The scan, checkpointed when autograd records a training pass (no cache): autograd then keeps
+    the scan's inputs only and recomputes its steps in backward, as fused SSM kernels do; the output
+    is the same. With a cache, or without grad, the scan runs as it is."""
+    if cache is None and torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        return checkpoint(scan, *inputs, use_reentrant=False)
+    return scan(*inputs)
 
 
 def mamba_scan(u, dt, A, B, C, h):
@@ -142,7 +152,7 @@ class Mamba(nn.Module):
         h = cache.get("state") if cache is not None else None
         if h is None:
             h = x.new_zeros(b, self.inner, self.state, dtype=torch.float32)
-        y, h = mamba_scan(u.float(), dt, A, B.float(), C.float(), h)  # (B, T, I)
+        y, h = run_scan(mamba_scan, cache, u.float(), dt, A, B.float(), C.float(), h)  # (B, T, I)
         if cache is not None:
             cache["state"] = h
         y = (y + u * self.D) * F.silu(z.transpose(1, 2))
@@ -185,7 +195,7 @@ class Mamba2(nn.Module):
         h = cache.get("state") if cache is not None else None
         if h is None:
             h = x.new_zeros(b, H, P, N, dtype=torch.float32)
-        y, h = mamba2_scan(xs, dt.float(), A, B, C, h)  # (B, T, H, P)
+        y, h = run_scan(mamba2_scan, cache, xs, dt.float(), A, B, C, h)  # (B, T, H, P)
         if cache is not None:
             cache["state"] = h
         y = (y + self.D[:, None] * xs).reshape(b, T, self.inner)
@@ -256,7 +266,7 @@ class GatedDeltaNet(nn.Module):
         S = cache.get("state") if cache is not None else None
         if S is None:
             S = x.new_zeros(b, self.vh, self.dk, self.dv, dtype=torch.float32)
-        o, S = deltanet_scan(q, k, v, g, beta, S)  # (B, T, Hv, dv)
+        o, S = run_scan(deltanet_scan, cache, q, k, v, g, beta, S)  # (B, T, Hv, dv)
         if cache is not None:
             cache["state"] = S
         o = self.norm(o.to(x.dtype), z)  # (B, T, Hv, dv)

@@ -75,6 +75,23 @@ FEATURES = {
     # BERT's masked-LM head (dense, GELU, LayerNorm, the tied table); ALBERT's over a factorised table
     "mlm-head": dict(**BERT),
     "mlm-head-factorised-relu": dict(**BERT, activation="relu", embedding={"d_embed": 16}),
+    # the recurrent mixers (the toy widths of tests/test_mixers.py), their scans checkpointed in training
+    "mamba2-groups": dict(**LLAMA, attention={"kind": "mamba2", "heads": 4, "head_dim": 8, "d_state": 4, "groups": 2,
+                                              "d_conv": 4}),
+    "mamba2-one-group-bias": dict(**LLAMA, attention={"kind": "mamba2", "heads": 4, "head_dim": 6, "d_state": 4,
+                                                      "groups": 1, "d_conv": 3, "conv_bias": False, "bias": True,
+                                                      "dt_min": 0.7}),
+    "gated-deltanet-fused": dict(**LLAMA, attention={"kind": "gated_deltanet", "key_heads": 2, "value_heads": 4,
+                                                     "d_key": 4, "d_value_head": 6, "d_conv": 4}),
+    "gated-deltanet-fused-one-value-head-per-key": dict(**LLAMA, attention={
+        "kind": "gated_deltanet", "key_heads": 2, "value_heads": 2, "d_key": 4, "d_value_head": 6, "d_conv": 3}),
+    "gated-deltanet-split": dict(**LLAMA, attention={"kind": "gated_deltanet", "key_heads": 1, "value_heads": 3,
+                                                     "d_key": 8, "d_value_head": 4, "d_conv": 2,
+                                                     "projections": "split"}),
+    "mamba-bias": dict(**LLAMA, attention={"kind": "mamba", "d_inner": 64, "d_state": 4, "d_conv": 4, "dt_rank": 3,
+                                           "conv_bias": True, "bias": True}),
+    "mamba-dt-norms": dict(**LLAMA, attention={"kind": "mamba", "d_inner": 32, "d_state": 4, "d_conv": 4,
+                                               "dt_rank": 3, "conv_bias": False, "dt_norms": True}),
     "no-mlp": dict(mlp="none"),
     "no-mixer": dict(attention="none"),
 }  # fmt: skip
@@ -107,6 +124,16 @@ MIXED = {
                                    kinds={"att": {"mlp": "none"}, "ffn": {"attention": "none"},
                                           "moe": {"attention": "none", "mlp": MOE}},
                                    layers={"pattern": ["att", "ffn", "att", "moe"]}),
+    # a hybrid of the three recurrent mixers and attention, MoE on the attention layer
+    "recurrent-hybrid": dict(**LLAMA, decoder_layers=4,
+                             kinds={"m2": {"attention": {"kind": "mamba2", "heads": 4, "head_dim": 8, "d_state": 4,
+                                                         "groups": 2}},
+                                    "gdn": {"attention": {"kind": "gated_deltanet", "key_heads": 2, "value_heads": 4,
+                                                          "d_key": 4, "d_value_head": 6}},
+                                    "m1": {"attention": {"kind": "mamba", "d_inner": 64, "dt_rank": 4, "d_state": 4,
+                                                         "dt_norms": True}},
+                                    "att": {"mlp": MOE}},
+                             layers={"pattern": ["m2", "gdn", "m1", "att"]}),
 }  # fmt: skip
 
 SPECS = {name: ModelSpec(name=name, **{**BASE, **changes}) for name, changes in {**FEATURES, **MIXED}.items()}
