@@ -745,7 +745,9 @@ def moe_parts(spec: ModelSpec, stack: StackShape, layer: str) -> list[Part]:
     per-channel scale (`router_scale`) and d_model^-0.5, a scale per expert on the routing weights
     (`expert_scale`); a dense MLP beside the experts (`dense`, component 'mlp') with a norm after it
     (`dense_post_norm`) and the experts' own norms before and after them (`experts_norm`,
-    `experts_post_norm`), the block's mlp_norm and mlp_post_norm around the sum."""
+    `experts_post_norm`), the block's mlp_norm and mlp_post_norm around the sum. What these options
+    keep for backward is measured in fp32 only (the 16-bit rows of the router's and the experts'
+    norm inputs are not)."""
     moe, d = spec.mlp, spec.d_model
     path = f"{layer}.mlp"
     expert = MLPShape.of(spec, moe.d_expert)
@@ -763,9 +765,15 @@ def moe_parts(spec: ModelSpec, stack: StackShape, layer: str) -> list[Part]:
         router += (Param("expert_scale", (moe.experts,)), Pointwise("expert_scale", "scale", k, "softmax"))
     # the router keeps its input, the fp32 scores, the chosen experts (int64) and, renormalising,
     # the chosen scores and their sum (fp32)
-    routed = (Saved("router", d), Saved("router", moe.experts, dtype="fp32"), Saved("router", k, dtype="int64"))
+    # (beside a dense MLP, its input is the block's input, which the block's norm keeps already)
+    routed = (() if moe.d_dense else (Saved("router", d),)) + (Saved("router", moe.experts, dtype="fp32"),
+                                                               Saved("router", k, dtype="int64"))  # fmt: skip
     if moe.normalize:
         routed += (Saved("router", k + 1, dtype="fp32"),)
+    if moe.router_norm:  # 1/rms per row (fp32), the normalised input and the scaled one the router reads
+        routed += (Saved("router", 1, dtype="fp32"), Saved("router", 2 * d))
+    if moe.expert_scales:  # the weights and the chosen experts' scales they are multiplied by
+        routed += (Saved("router", 2 * k, dtype="fp32"),)
     # per routed row (N·k rows in all, however the router spreads them: every tensor an expert keeps
     # has one row per routed row): the expert's input and hidden tensors, the row and slot indices
     # (int64), the routing weight, the expert's output and the weighted output added back
@@ -787,7 +795,8 @@ def moe_parts(spec: ModelSpec, stack: StackShape, layer: str) -> list[Part]:
     if moe.d_dense:
         dense = MLPShape.of(spec, moe.d_dense)
         parts += [Part(path, "mlp", "dense", _mlp_entries(dense, "dense."), stack=stack, saved=_mlp_saved(dense)),
-                  norm_part(spec, f"{path}.dense_post_norm", stack), norm_part(spec, f"{path}.experts_norm", stack),
+                  norm_part(spec, f"{path}.dense_post_norm", stack),
+                  norm_part(spec, f"{path}.experts_norm", stack, shared_input=True),  # the input mlp_norm keeps
                   norm_part(spec, f"{path}.experts_post_norm", stack)]  # fmt: skip
     return parts
 

@@ -169,6 +169,16 @@ def test_gemma4_moe_block_verifies_and_runs_on_the_cpu():
     assert torch.isfinite(model(x)).all()
 
 
+@pytest.mark.parametrize("off", [{}, {"d_dense": 0, "router_norm": False}, {"d_dense": 0, "expert_scales": False},
+                                 {"router_norm": False, "expert_scales": False}],
+                         ids=["all", "expert_scales", "router_norm", "d_dense"])  # fmt: skip
+def test_gemma4_moe_options_keep_what_autograd_measures_in_fp32(off):
+    from archspec.reference import verify_memory
+
+    spec = GEMMA4_MOE.replace(mlp={**GEMMA4_MOE.mlp.model_dump(), **off})
+    assert verify_memory(spec).ok, verify_memory(spec).mismatches()
+
+
 def test_gemma4_moe_layer_computes_its_two_branches_from_the_same_residual():
     model = build(GEMMA4_MOE, seed=0).eval()
     layer = model.decoder.layers[1]
