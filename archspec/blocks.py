@@ -741,21 +741,39 @@ def mlp_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
 def moe_parts(spec: ModelSpec, stack: StackShape, layer: str) -> list[Part]:
     """A mixture of experts: the router d_model -> experts (with a score-correction bias where it is
     a parameter), the routed experts (stacked, each token through top_k of them) and the shared
-    expert with its optional gate."""
+    expert with its optional gate. Gemma 4's options: the router's weightless RMSNorm with its
+    per-channel scale (`router_scale`) and d_model^-0.5, a scale per expert on the routing weights
+    (`expert_scale`); a dense MLP beside the experts (`dense`, component 'mlp') with a norm after it
+    (`dense_post_norm`) and the experts' own norms before and after them (`experts_norm`,
+    `experts_post_norm`), the block's mlp_norm and mlp_post_norm around the sum. What these options
+    keep for backward is measured in fp32 only (the 16-bit rows of the router's and the experts'
+    norm inputs are not)."""
     moe, d = spec.mlp, spec.d_model
     path = f"{layer}.mlp"
     expert = MLPShape.of(spec, moe.d_expert)
-    router: tuple[Entry, ...] = (Linear("router", d, moe.experts, moe.router_bias),)
+    router: tuple[Entry, ...] = ()
+    if moe.router_norm:
+        router += (Norm("router_norm", d, "rmsnorm", affine="none"), Param("router_scale", (d,)),
+                   Pointwise("router_scale", "scale", 2 * d, "norms"))  # fmt: skip
+    router += (Linear("router", d, moe.experts, moe.router_bias),)
     if moe.correction_bias:
         router += (Param("router_correction", (moe.experts,)),)
     router += (Pointwise("router_scores", "sigmoid" if moe.scoring == "sigmoid" else "softmax", moe.experts,
                          "softmax"),)  # fmt: skip
     k = moe.top_k
+    if moe.expert_scales:
+        router += (Param("expert_scale", (moe.experts,)), Pointwise("expert_scale", "scale", k, "softmax"))
     # the router keeps its input, the fp32 scores, the chosen experts (int64) and, renormalising,
     # the chosen scores and their sum (fp32)
-    routed = (Saved("router", d), Saved("router", moe.experts, dtype="fp32"), Saved("router", k, dtype="int64"))
+    # (beside a dense MLP, its input is the block's input, which the block's norm keeps already)
+    routed = (() if moe.d_dense else (Saved("router", d),)) + (Saved("router", moe.experts, dtype="fp32"),
+                                                               Saved("router", k, dtype="int64"))  # fmt: skip
     if moe.normalize:
         routed += (Saved("router", k + 1, dtype="fp32"),)
+    if moe.router_norm:  # 1/rms per row (fp32), the normalised input and the scaled one the router reads
+        routed += (Saved("router", 1, dtype="fp32"), Saved("router", 2 * d))
+    if moe.expert_scales:  # the weights and the chosen experts' scales they are multiplied by
+        routed += (Saved("router", 2 * k, dtype="fp32"),)
     # per routed row (N·k rows in all, however the router spreads them: every tensor an expert keeps
     # has one row per routed row): the expert's input and hidden tensors, the row and slot indices
     # (int64), the routing weight, the expert's output and the weighted output added back
@@ -774,6 +792,12 @@ def moe_parts(spec: ModelSpec, stack: StackShape, layer: str) -> list[Part]:
             shared += (Linear("shared_gate", d, 1, False),)
             kept += (Saved("shared_experts", 1), Saved("shared_experts", d))
         parts.append(Part(path, "shared_experts", "shared_expert", shared, stack=stack, saved=kept))
+    if moe.d_dense:
+        dense = MLPShape.of(spec, moe.d_dense)
+        parts += [Part(path, "mlp", "dense", _mlp_entries(dense, "dense."), stack=stack, saved=_mlp_saved(dense)),
+                  norm_part(spec, f"{path}.dense_post_norm", stack),
+                  norm_part(spec, f"{path}.experts_norm", stack, shared_input=True),  # the input mlp_norm keeps
+                  norm_part(spec, f"{path}.experts_post_norm", stack)]  # fmt: skip
     return parts
 
 

@@ -287,7 +287,13 @@ class DenseMLP(_Member):
 
 class MoEMLP(_Member):
     """A mixture of experts: a router picks top_k of `experts` MLPs (each d_expert wide) per token,
-    beside an optional shared-expert MLP d_shared wide; the first dense_layers layers stay dense."""
+    beside an optional shared-expert MLP d_shared wide; the first dense_layers layers stay dense.
+
+    Gemma 4's block (d_dense): a dense MLP d_dense wide and the experts both read the sub-layer's
+    input x, out = x + N(N1(mlp(N0(x))) + N2(experts(N3(x)))), the router reading x itself; with
+    router_norm the router normalises its input (no weight), times a learned scale per channel and
+    d_model^-0.5; with expert_scales the routing weights are multiplied by a learned scale of the
+    chosen expert."""
 
     kind: Literal["moe"] = "moe"
     experts: int = Field(ge=1, description="routed experts per layer")
@@ -308,6 +314,13 @@ class MoEMLP(_Member):
         1.0, gt=0, strict=False, description="routed experts' output multiplied by this (DeepSeek-V3: 2.5)"
     )
     weight_input: bool = Field(False, description="routing weights scale each expert's input, not its output (Llama 4)")
+    d_dense: int = Field(
+        0, ge=0, description="a dense MLP this wide beside the experts, each with its own norms (Gemma 4; 0: none)"
+    )
+    router_norm: bool = Field(
+        False, description="a weightless RMSNorm and a learned per-channel scale before the router (Gemma 4)"
+    )
+    expert_scales: bool = Field(False, description="a learned scale per expert on the routing weights (Gemma 4)")
 
 
 class NoMLP(_Member):
@@ -654,6 +667,11 @@ class ModelSpec(BaseModel):
                 raise ValueError(f"mlp.dense_layers={m.dense_layers} is more than the stack has layers")
             if m.shared_gate and not m.d_shared:
                 raise ValueError("mlp.shared_gate=true needs a shared expert (mlp.d_shared > 0)")
+            if m.d_dense and self.norm_position != "sandwich":
+                raise ValueError(
+                    f"mlp.d_dense (Gemma 4's dense MLP beside the experts) needs norm_position='sandwich', "
+                    f"not {self.norm_position!r}"
+                )
         if self.embedding.d_embed not in (None, self.d_model):
             if self.encoder_layers and self.decoder_layers:
                 raise ValueError(

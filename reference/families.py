@@ -490,6 +490,15 @@ def _dense_kind(s: ModelSpec) -> ModelSpec | None:
     return next((k for k in _kinds(s) if k.mlp.kind == "dense"), None)
 
 
+def gemma4_moe(s: ModelSpec) -> str | None:
+    """Gemma 4's MoE options, which no family here builds: refused by every one."""
+    for k in _kinds(s):
+        m = k.mlp
+        if m.kind == "moe" and (m.d_dense or m.router_norm or m.expert_scales):
+            return "mlp.d_dense, mlp.router_norm, mlp.expert_scales (Gemma 4's MoE: no family here builds them)"
+    return None
+
+
 def _moe(s: ModelSpec):
     return next((k.mlp for k in _kinds(s) if k.mlp.kind == "moe"), None)
 
@@ -745,7 +754,7 @@ class Family:
     def unsupported(self, spec: ModelSpec) -> list[str]:
         """Why this family cannot represent `spec`: one phrase per field (empty: it can)."""
         out = []
-        for need in self.needs:
+        for need in (*self.needs, gemma4_moe):
             why = need.problem(spec) if isinstance(need, Need) else need(spec)
             if why:
                 out.append(why)

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archspec.reference.norms import make_norm
 from archspec.spec import ModelSpec
 
 
@@ -126,11 +127,17 @@ class MoE(nn.Module):
     renormalised over the top k when `normalize`, times `routed_scale` (transformers'
     DeepseekV3TopkRouter, without its expert groups). The experts' outputs are summed with those
     weights (with `weight_input`, Llama 4's: each weight scales the expert's input instead, and the
-    outputs are summed as they are), beside the shared expert (gated by sigmoid(shared_gate(x)) where there is one)."""
+    outputs are summed as they are), beside the shared expert (gated by sigmoid(shared_gate(x)) where there is one).
 
-    # the MoE's own parameter (the correction) is the router's
-    parameter_components = {"router_correction": "router"}
-    parameter_roles = {"router_correction": "router"}
+    Gemma 4's options (transformers' Gemma4TextRouter and Gemma4TextDecoderLayer): `router_norm`,
+    the router reads rms_norm(x) (no weight) · router_scale · d_model^-0.5; `expert_scales`, each
+    routing weight times expert_scale of its expert; `d_dense`, a dense MLP (`dense`) on the
+    block's normalised input beside the experts, which read experts_norm(residual), the router the
+    residual itself: dense_post_norm(dense(x)) + experts_post_norm(experts(...))."""
+
+    # the MoE's own parameters (the correction, Gemma 4's scales) are the router's
+    parameter_components = {"router_correction": "router", "router_scale": "router", "expert_scale": "router"}
+    parameter_roles = {"router_correction": "router", "router_scale": "router", "expert_scale": "router"}
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
@@ -142,24 +149,49 @@ class MoE(nn.Module):
         self.experts = Experts(spec)
         self.shared = SharedExpert(spec, moe.d_shared) if moe.d_shared else None
         self.shared_gate = SharedGate(d, 1, bias=False) if moe.shared_gate else None
+        self.eps = spec.norm_eps
+        self.router_scale = nn.Parameter(torch.empty(d)) if moe.router_norm else None
+        self.expert_scale = nn.Parameter(torch.empty(moe.experts)) if moe.expert_scales else None
+        self.dense = MLP(spec, moe.d_dense) if moe.d_dense else None
+        self.dense_post_norm = make_norm(spec) if moe.d_dense else None
+        self.experts_norm = make_norm(spec) if moe.d_dense else None
+        self.experts_post_norm = make_norm(spec) if moe.d_dense else None
+
+    def router_input(self, flat):
+        """What the router reads: rms_norm(x) · router_scale · d_model^-0.5 with router_norm, else x."""
+        if self.router_scale is None:
+            return flat
+        d = flat.shape[-1]
+        return F.rms_norm(flat, (d,), eps=self.eps) * self.router_scale * d**-0.5
 
     def route(self, flat):
-        """(N, d) -> the routing weights (N, k) and the chosen experts (N, k)."""
-        logits = self.router(flat).float()  # (N, E)
+        """(N, d), what the router reads -> the routing weights (N, k) and the chosen experts (N, k)."""
+        logits = self.router(self.router_input(flat)).float()  # (N, E)
         scores = logits.sigmoid() if self.scoring == "sigmoid" else logits.softmax(dim=-1)
         choice = scores + self.router_correction.float() if self.router_correction is not None else scores
         chosen = choice.topk(self.top_k, dim=-1).indices  # (N, k)
         weights = scores.gather(1, chosen)
         if self.normalize:
             weights = weights / (weights.sum(dim=-1, keepdim=True) + (1e-20 if self.scoring == "sigmoid" else 0))
+        if self.expert_scale is not None:
+            weights = weights * self.expert_scale.float()[chosen]
         return weights * self.routed_scale if self.routed_scale != 1 else weights, chosen
 
-    def forward(self, x):
+    def forward(self, x, residual=None):
+        """x (B, T, d): the block's normalised input; `residual`, the block's input, which with a
+        dense MLP beside the experts (d_dense) the router and the experts' norm read."""
+        if self.dense is None:
+            return self._experts_forward(x)
+        routed = self.experts_post_norm(self._experts_forward(self.experts_norm(residual), residual))
+        return self.dense_post_norm(self.dense(x)) + routed
+
+    def _experts_forward(self, x, router_x=None):
+        """The router (on `router_x`, or x), the routed and the shared experts on x."""
         B, T, d = x.shape
         flat = x.reshape(B * T, d)  # (N, d)
         if flat.is_meta:  # shapes only: no values to route by, so spread the N·k routed rows evenly
             return self._meta_forward(flat).view(B, T, d)
-        weights, chosen = self.route(flat)
+        weights, chosen = self.route(flat if router_x is None else router_x.reshape(B * T, d))
         out = torch.zeros_like(flat)
         for e in range(self.router.out_features):  # each expert on the tokens routed to it
             rows, slot = (chosen == e).nonzero(as_tuple=True)
@@ -179,7 +211,7 @@ class MoE(nn.Module):
         which is what the FLOPs depend on), expert e taking N·k // E of them (one more for the first
         N·k mod E experts)."""
         E, routed = self.router.out_features, flat.shape[0] * self.top_k
-        self.router(flat)
+        self.router(self.router_input(flat))
         out = torch.zeros_like(flat)
         q, extra = divmod(routed, E)
         for rows, experts in ((q + 1, slice(0, extra)), (q, slice(extra, E))):

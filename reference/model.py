@@ -154,7 +154,11 @@ class Block(nn.Module):
             x = self.residual(x, self.mixer_name, lambda h: self.mix(h, self_cache, bias))
         if self.cross_attention is not None:
             x = self.residual(x, "cross_attention", lambda h: self.cross_attention(h, memory, cross_cache))
-        return self.residual(x, "mlp", self.mlp) if self.mlp is not None else x
+        if self.mlp is None:
+            return x
+        if getattr(self.mlp, "dense", None) is not None:  # Gemma 4: the router and experts read x itself
+            return self.residual(x, "mlp", lambda h: self.mlp(h, x))
+        return self.residual(x, "mlp", self.mlp)
 
 
 class Stack(nn.Module):

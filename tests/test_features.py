@@ -75,8 +75,11 @@ def modern_specs(draw) -> ModelSpec:
                        "router_bias": draw(st.booleans()),
                        "scoring": draw(st.sampled_from(["softmax", "sigmoid"])),
                        "correction_bias": draw(st.booleans()),
-                       "dense_layers": draw(st.integers(0, layers - 1))}  # fmt: skip
+                       "dense_layers": draw(st.integers(0, layers - 1)),
+                       "router_norm": draw(st.booleans()), "expert_scales": draw(st.booleans())}  # fmt: skip
         data["mlp"]["shared_gate"] = bool(data["mlp"]["d_shared"]) and draw(st.booleans())
+        if data["norm_position"] == "sandwich":
+            data["mlp"]["d_dense"] = draw(st.sampled_from([0, 12]))
     elif enc and not dec and draw(st.booleans()):  # ALBERT: factorised embeddings, one shared block
         data.update(embedding={"d_embed": 16}, share_layers=draw(st.booleans()), type_vocab_size=2,
                     embedding_norm=True, head=draw(st.sampled_from(["mlm", "none"])), tie_embeddings=True)  # fmt: skip
@@ -143,6 +146,55 @@ def test_moe_flops_on_the_cpu_with_real_routing_equal_the_analytic_count(seed):
     total, by_component = measure_flops(model, (x,))
     f = count_flops(MOE, 3, 7)
     assert total == f.forward and by_component["experts"] == f.components["experts"] > 0
+
+
+# Gemma 4's MoE block (transformers' Gemma4TextDecoderLayer): a dense MLP beside the experts, the
+# router's weightless norm and per-channel scale, a scale per expert
+GEMMA4_MOE = MOE.replace(norm_position="sandwich", activation="geglu",
+                         mlp={**MOE.mlp.model_dump(), "d_shared": 0, "shared_gate": False, "d_dense": 20,
+                              "router_norm": True, "expert_scales": True})  # fmt: skip
+
+
+def test_gemma4_moe_block_verifies_and_runs_on_the_cpu():
+    assert archspec.reference.verify(GEMMA4_MOE).ok
+    pc = count_params(GEMMA4_MOE)
+    # per MoE layer: router 32x4 + router_scale 32 + expert_scale 4; the dense MLP 3x32x20 (the first,
+    # dense layer has its own d_ff MLP); three norms of 32 more per MoE layer
+    assert pc.components["router"] == 2 * (32 * 4 + 32 + 4)
+    assert pc.components["mlp"] == 3 * 32 * MOE.d_ff + 2 * 3 * 32 * 20
+    model = build(GEMMA4_MOE, seed=0)
+    x = torch.randint(0, 53, (2, 6), generator=torch.Generator().manual_seed(0))
+    total, _ = measure_flops(model, (x,))
+    assert total == count_flops(GEMMA4_MOE, 2, 6).forward
+    assert torch.isfinite(model(x)).all()
+
+
+@pytest.mark.parametrize("off", [{}, {"d_dense": 0, "router_norm": False}, {"d_dense": 0, "expert_scales": False},
+                                 {"router_norm": False, "expert_scales": False}],
+                         ids=["all", "expert_scales", "router_norm", "d_dense"])  # fmt: skip
+def test_gemma4_moe_options_keep_what_autograd_measures_in_fp32(off):
+    from archspec.reference import verify_memory
+
+    spec = GEMMA4_MOE.replace(mlp={**GEMMA4_MOE.mlp.model_dump(), **off})
+    assert verify_memory(spec).ok, verify_memory(spec).mismatches()
+
+
+def test_gemma4_moe_layer_computes_its_two_branches_from_the_same_residual():
+    model = build(GEMMA4_MOE, seed=0).eval()
+    layer = model.decoder.layers[1]
+    moe, x = layer.mlp, torch.randn(1, 5, 32)
+    with torch.no_grad():
+        moe.expert_scale.copy_(torch.tensor([0.5, 1.0, 2.0, 3.0]))
+        flat = x.reshape(5, 32)
+        r = flat * torch.rsqrt(flat.pow(2).mean(-1, keepdim=True) + GEMMA4_MOE.norm_eps) * moe.router_scale / 32**0.5
+        w, idx = moe.router(r).softmax(-1).topk(2, dim=-1)
+        w = w / w.sum(-1, keepdim=True) * moe.expert_scale[idx]
+        h = moe.experts_norm(x).reshape(5, 32)
+        routed = torch.stack([sum(w[n, j] * moe.experts(h[n : n + 1], int(idx[n, j]))[0] for j in range(2))
+                              for n in range(5)]).reshape(1, 5, 32)  # fmt: skip
+        h1 = moe.dense_post_norm(moe.dense(layer.mlp_norm(x)))
+        expected = x + layer.mlp_post_norm(h1 + moe.experts_post_norm(routed))
+        torch.testing.assert_close(layer.residual(x, "mlp", lambda h: moe(h, x)), expected)
 
 
 def test_moe_routes_each_token_to_its_top_k_experts():

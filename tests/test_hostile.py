@@ -401,6 +401,17 @@ def test_a_bad_moe_weight_input_is_one_line_naming_the_field():
     refused("params", "gpt2", *moe, "--set", "mlp.weight_input=maybe", message=message)
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--set", "mlp.d_dense=64"], "mlp.d_dense (Gemma 4's dense MLP beside the experts) needs norm_position"),
+    (["--set", "mlp.d_dense=-1"], "mlp.d_dense: Input should be greater than or equal to 0"),
+    (["--set", "mlp.router_norm=maybe"], "mlp.router_norm: Input should be a valid boolean"),
+    (["--set", "mlp.expert_scales=maybe"], "mlp.expert_scales: Input should be a valid boolean"),
+], ids=["d_dense-pre", "d_dense-negative", "router_norm", "expert_scales"])  # fmt: skip
+def test_a_bad_gemma4_moe_field_is_one_line_naming_the_field(extra, message):
+    moe = ["--set", "mlp.kind=moe", "--set", "mlp.experts=4", "--set", "mlp.top_k=1", "--set", "mlp.d_expert=64"]
+    refused("params", "gpt2", *moe, *extra, message=message)
+
+
 @pytest.mark.parametrize("item, message", SET_REFUSED, ids=[i[:30] for i, _ in SET_REFUSED])
 def test_a_bad_set_value_is_one_line_naming_the_field(item, message):
     refused("params", "gpt2", "--set", item, message=message)

@@ -486,13 +486,15 @@ def test_weight_map_refuses_a_fused_tensor_of_another_width(hf_models):
         (LLAMA4.replace(kinds={**LLAMA4_KINDS, "rope-moe": {"attention": {"chunk": 4, "qk_norm": "l2"}}}),
          "llama4_text", "attention.chunk: [4, 8]"),
         (LLAMA4.replace(kinds={**LLAMA4_KINDS, "rope-moe-full": {}}), "llama4_text", "layer 3: attention"),
+        (GPT_OSS.replace(mlp={**GPT_OSS.mlp.model_dump(), "expert_scales": True}), "gpt_oss", "Gemma 4's MoE"),
+        (LLAMA4.replace(mlp={**LLAMA4_MOE, "router_norm": True}), "llama4_text", "Gemma 4's MoE"),
     ],
     ids=["mixtral-shared-expert", "mixtral-window-pattern", "qwen2-qk-norm", "qwen2-out-bias", "gemma2-scale",
          "gemma2-pre-norm", "neox-interleaved", "neox-shared-norm", "opt-offset", "opt-eps", "t5-two-tables",
          "t5-head-scale", "t5-scaled-scores", "dense-as-mixtral", "olmo2-sandwich", "olmo2-qk-norm-per-head",
          "gpt_oss-no-sinks", "gpt_oss-no-router-bias", "gemma3-no-qk-norm", "gemma3-global-d_ff",
          "gemma3-two-windows", "llama4-weighted-output", "llama4-half-split-rotary", "llama4-two-chunks",
-         "llama4-qk-norm-on-some-rotary-layers"],
+         "llama4-qk-norm-on-some-rotary-layers", "gpt_oss-expert-scales", "llama4-router-norm"],
 )  # fmt: skip
 def test_what_a_family_cannot_represent_is_refused_by_field(spec, name, field):
     with pytest.raises(ValueError, match=f"cannot represent this spec: .*{re.escape(field)}"):
