@@ -499,6 +499,13 @@ def gemma4_moe(s: ModelSpec) -> str | None:
     return None
 
 
+def input_weighting(s: ModelSpec) -> str | None:
+    """Llama 4's routing weights on the experts' inputs: only the Llama 4 family builds them."""
+    if any(k.mlp.kind == "moe" and k.mlp.weight_input for k in _kinds(s)):
+        return "mlp.weight_input=true (routing weights on the experts' inputs: Llama 4's family only)"
+    return None
+
+
 def _moe(s: ModelSpec):
     return next((k.mlp for k in _kinds(s) if k.mlp.kind == "moe"), None)
 
@@ -754,7 +761,8 @@ class Family:
     def unsupported(self, spec: ModelSpec) -> list[str]:
         """Why this family cannot represent `spec`: one phrase per field (empty: it can)."""
         out = []
-        for need in (*self.needs, gemma4_moe):
+        shared = (gemma4_moe,) if self.model_type == "llama4_text" else (gemma4_moe, input_weighting)
+        for need in (*self.needs, *shared):
             why = need.problem(spec) if isinstance(need, Need) else need(spec)
             if why:
                 out.append(why)

@@ -570,3 +570,14 @@ def test_parity_depends_on_each_feature_that_has_tensors(key, change, dropped, h
     model = reference_model(case, sd, case.spec.replace(**change))
     with torch.no_grad():
         assert max_diff(run_reference(case, model, inputs), expected) > 10 * ATOL
+
+
+def test_only_the_llama4_family_builds_routing_weights_on_the_experts_inputs():
+    """mlp.weight_input changes the computation (Llama 4): every other family refuses it by name."""
+    import archspec
+    from archspec.reference.families import FAMILIES
+
+    spec = archspec.preset("mixtral-8x7b").replace(**{"mlp.weight_input": True})
+    refusals = {f.model_type: f.unsupported(spec) for f in FAMILIES.values()}
+    assert any("mlp.weight_input=true" in why for why in refusals["mixtral"])
+    assert not any("mlp.weight_input" in why for why in refusals["llama4_text"])
