@@ -333,8 +333,9 @@ def mtp_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
     if m.kind is not None:
         kind, kind_spec = m.kind, spec.kind_spec(m.kind)
     else:  # the last layer's kind
-        last = layer_groups(spec, stack.layers)
-        kind, kind_spec = max(((g.kind, g.spec, max(g.indices())) for g in last), key=lambda t: t[2])[:2]
+        groups = layer_groups(spec, stack.layers)
+        kind = groups[0].placement.kind_at(stack.layers - 1)
+        kind_spec = next(g.spec for g in groups if g.kind == kind)
     group = LayerGroup(kind, kind_spec, Placement((), (kind,), m.modules))
     at = "mtp.{i}"
     norm = Norm("", d, spec.norm, affine=spec.norm_affine)

@@ -383,28 +383,6 @@ def _cached_bytes(c: Cached, per: Fraction) -> Fraction:
     return DTYPE_BYTES["fp32"] if c.dtype == "fp32" else per
 
 
-def kv_cache_by_kind(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16",
-                     src_len: int | None = None) -> dict[str, dict[str, int]]:  # fmt: skip
-    """The cache by layer kind: {'{stack}.{kind}': {'layers': n, 'bytes_per_layer': b, 'bytes': n * b}}
-    (a windowed kind holds its window, a recurrent kind its constant state)."""
-    check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
-    lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
-    per = dtype_bytes(kv_cache_dtype(dtype))
-    out: dict[str, dict[str, int]] = {}
-    for part in describe(spec):
-        if not part.cached:
-            continue
-        row = out.setdefault(f"{part.stack.name}.{part.kind}", {"layers": part.repeat, "bytes_per_layer": 0})
-        row["bytes_per_layer"] += batch * sum(
-            c.values(lengths, part.stack) * _cached_bytes(c, per) for c in part.cached
-        )
-    for row in out.values():
-        per_layer = row["bytes_per_layer"]
-        row["bytes_per_layer"] = nbytes(per_layer, 1)
-        row["bytes"] = nbytes(row["layers"] * per_layer, 1)
-    return out
-
-
 def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16") -> int:
     """Cache per (target) token of one sequence, one source token per target token for an encoder-decoder."""
     return kv_cache_bytes(spec, 1, 1, dtype, 1 if spec.kind == "encoder-decoder" else None)

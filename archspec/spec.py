@@ -686,11 +686,11 @@ class ModelSpec(BaseModel):
             raise ValueError("head kind 'mlm' decodes with the token table: it needs tie_embeddings=true")
         if self.share_layers and self.mlp.kind == "moe" and self.mlp.dense_layers:
             raise ValueError("share_layers=true needs every layer alike; mlp.dense_layers makes them differ")
-        self._check_features(given)
+        self._check_features()
         self._check_kinds()
         return self
 
-    def _check_features(self, given: set[str]) -> None:
+    def _check_features(self) -> None:
         """The block features of 2025-2026 models, each against the fields it needs."""
         if self.norm == "rmsnorm" and self.norm_affine == "weight_bias":
             raise ValueError("norm_affine='weight_bias' needs norm='layernorm'; RMSNorm has no bias")
