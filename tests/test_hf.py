@@ -496,6 +496,24 @@ VARIANTS = {
     "jamba-one-expert": {"model_type": "jamba", "architectures": ["JambaForCausalLM"], **SMALL_DECODER,
                          "num_hidden_layers": 3, "num_key_value_heads": 2, "num_experts": 1, "attn_layer_period": 3,
                          "attn_layer_offset": 0, "mamba_dt_rank": 5, "mamba_conv_bias": False},
+    "mbart-scaled-relu": {"model_type": "mbart", "architectures": ["MBartForConditionalGeneration"],
+                                  "vocab_size": 100, "d_model": 64, "encoder_layers": 2, "decoder_layers": 1,
+                                  "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 96,
+                                  "decoder_ffn_dim": 96, "max_position_embeddings": 32, "scale_embedding": True,
+                                  "activation_function": "relu"},
+    "mbart-model": {"model_type": "mbart", "architectures": ["MBartModel"], "vocab_size": 100, "d_model": 64,
+                    "encoder_layers": 1, "decoder_layers": 2, "encoder_attention_heads": 4,
+                    "decoder_attention_heads": 4, "encoder_ffn_dim": 96, "decoder_ffn_dim": 96,
+                    "max_position_embeddings": 32},
+    "mamba2-groups-untied": {"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"], "vocab_size": 100,
+                             "hidden_size": 64, "num_heads": 8, "head_dim": 16, "state_size": 16, "n_groups": 2,
+                             "num_hidden_layers": 2, "expand": 2},
+    "mamba2-biases-tied-dt-limit": {"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"], "vocab_size": 100,
+                                    "hidden_size": 48, "num_heads": 6, "head_dim": 24, "state_size": 8, "n_groups": 3,
+                                    "num_hidden_layers": 3, "expand": 3, "use_bias": True, "use_conv_bias": False,
+                                    "conv_kernel": 3, "tie_word_embeddings": True, "time_step_limit": [0.001, 100.0]},
+    "mamba2-model": {"model_type": "mamba2", "architectures": ["Mamba2Model"], "vocab_size": 100, "hidden_size": 64,
+                     "num_heads": 4, "head_dim": 32, "state_size": 16, "n_groups": 1, "num_hidden_layers": 2},
     "distilbert-sinusoidal": {"model_type": "distilbert", "architectures": ["DistilBertForMaskedLM"],
                               "vocab_size": 100, "dim": 64, "hidden_dim": 96, "n_layers": 2, "n_heads": 4,
                               "max_position_embeddings": 32, "sinusoidal_pos_embds": True},
@@ -597,6 +615,35 @@ def test_zoo_toy_specs_build_in_the_reference_model_tensor_by_tensor(name):
 
     report = verify(archspec.ModelSpec.model_validate(hf.from_mapping(ZOO_TOYS[name], name).data), seq_len=16)
     assert report.ok and not report.tensor_mismatches
+
+
+@pytest.mark.parametrize("variant", ["mbart-scaled-relu", "mbart-model"])
+def test_mbart_toy_forward_flops_equal_flop_counter_and_build_in_the_reference(variant):
+    """mBART's pre-norm stacks with their embedding and final norms: forward FLOPs (source and target 16 tokens)
+    equal FlopCounterMode on transformers' model, and archspec's reference model has every tensor the
+    description has."""
+    from archspec.reference import verify
+
+    raw = VARIANTS[variant]
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
+    assert spec.norm_position == "pre" and spec.final_norm and spec.embedding_norm
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(build_transformers(raw), spec.kind)
+    report = verify(spec, seq_len=16)
+    assert report.ok and not report.tensor_mismatches
+
+
+@pytest.mark.parametrize("variant", ["mamba2-groups-untied", "mamba2-biases-tied-dt-limit"])
+def test_mamba2_toy_specs_build_in_the_reference_model_tensor_by_tensor(variant):
+    """A pure Mamba-2 stack (no MLP, no positions, a final norm): archspec's reference model has every tensor the
+    description has, as many parameters as transformers' model (the whole model's FLOPs are exempt: a scan)."""
+    from archspec.reference import verify
+
+    raw = VARIANTS[variant]
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
+    assert spec.attention.kind == "mamba2" and spec.mlp.kind == "none" and spec.position.kind == "none"
+    report = verify(spec, seq_len=16)
+    assert report.ok and not report.tensor_mismatches
+    assert report.params.measured == sum(p.numel() for p in build_transformers(raw).parameters())
 
 
 # 2-layer variants of the hybrids without a recurrent layer (attention, dense or no MLP): their forward FLOPs
@@ -852,6 +899,12 @@ def _write(tmp_path, obj, name="config.json") -> str:
             "dbrx key ffn_config.moe_normalize_expert_weights=2 is not supported",
         ),
         ({"model_type": "gpt_bigcode", "add_cross_attention": True}, "gpt_bigcode key add_cross_attention=True"),
+        ({"model_type": "mbart", "tie_word_embeddings": False}, "mbart key tie_word_embeddings=False is not supported"),
+        ({"model_type": "mbart", "decoder_attention_heads": 8}, "mbart key decoder_attention_heads=8 is not supported"),
+        ({"model_type": "mamba2", "expand": 3}, "mamba2 key expand=3 is not supported"),
+        ({"model_type": "mamba2", "hidden_act": "gelu"}, "mamba2 key hidden_act='gelu' is not supported"),
+        ({"model_type": "mamba2", "time_step_limit": [0.1]}, "mamba2 key time_step_limit=[0.1] is not supported"),
+        ({"model_type": "mamba2", "rms_norm": False}, "mamba2 key rms_norm=False is not supported"),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -862,7 +915,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "gemma3-bidirectional alias-no-class non-finite-shape gpt-oss-layer-types classes-not-a-list "
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
-        "mpt-qk-ln dbrx-normalize bigcode-cross"
+        "mpt-qk-ln dbrx-normalize bigcode-cross mbart-untied mbart-heads mamba2-expand mamba2-act mamba2-dt-limit "
+        "mamba2-layernorm"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -898,7 +952,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
-    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe",
+    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "mbart", "mamba2",
 }  # fmt: skip
 
 

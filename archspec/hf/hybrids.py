@@ -11,6 +11,8 @@ among attention layers, each config's per-layer key (``layer_types``, ``hybrid_o
 - Nemotron-H (``nemotron_h``): every layer is one sub-layer, named by ``hybrid_override_pattern``:
   ``M`` a Mamba-2 mixer, ``*`` attention (no positions), ``-`` a squared-ReLU MLP, ``E`` a mixture
   of squared-ReLU experts (Nemotron 3).
+- Mamba-2 (``mamba2``): a stack of Mamba-2 mixers alone (Mamba-Codestral), each behind an RMSNorm, a final
+  RMSNorm (norm_f), no positions.
 """
 
 from __future__ import annotations
@@ -271,6 +273,36 @@ def _jamba(cfg: Config, where: str) -> dict[str, Any]:
     return layered(names, kinds, base)
 
 
+# ---------------------------------------------------------------- Mamba-2
+
+
+def _time_step_limit(cfg: Config) -> tuple[float, float] | None:
+    limit = cfg.get("time_step_limit")
+    ok = isinstance(limit, (list, tuple)) and len(limit) == 2 and all(isinstance(v, (int, float)) for v in limit)
+    return (float(limit[0]), float(limit[1])) if ok and 0 <= limit[0] < limit[1] else None
+
+
+def _mamba2(cfg: Config, where: str) -> dict[str, Any]:
+    """Mamba-2: every layer x + mixer(RMSNorm(x)), no MLP, no positions; transformers' mixer clamps dt, after
+    its softplus, to time_step_limit (Infinity: no upper limit). The config names no attention, so n_heads
+    and d_head restate the mixer's heads (no layer reads them)."""
+    low, high = _time_step_limit(cfg)
+    mixer: dict[str, Any] = {
+        "kind": "mamba2",
+        "heads": cfg["num_heads"],
+        "head_dim": cfg["head_dim"],
+        "d_state": cfg["state_size"],
+        "groups": cfg["n_groups"],
+        "d_conv": cfg["conv_kernel"],
+        "conv_bias": bool(cfg["use_conv_bias"]),
+        "bias": bool(cfg["use_bias"]),
+        "dt_min": low,
+    }
+    if high != float("inf"):
+        mixer["dt_max"] = high
+    return {"attention": mixer, "mlp": "none", "n_heads": cfg["num_heads"], "d_head": cfg["head_dim"]}
+
+
 def _nemotron_pattern_ok(cfg: Config) -> bool:
     return _nemotron_layers(cfg) is not None
 
@@ -360,6 +392,30 @@ FAMILIES = [
                     "relu2, relu, gelu or silu"),
         ),
         derive=_nemotron_h,
+    ),
+    Family(
+        "mamba2",
+        "Mamba2",
+        ("ForCausalLM", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "hidden_size", "decoder_layers": "num_hidden_layers",
+         "norm_eps": "layer_norm_epsilon"},
+        {"num_heads": 128, "head_dim": 64, "vocab_size": 32768, "hidden_size": 4096, "state_size": 128,
+         "num_hidden_layers": 64, "layer_norm_epsilon": 1e-5, "expand": 2, "conv_kernel": 4, "n_groups": 8,
+         "use_bias": False, "use_conv_bias": True, "hidden_act": "silu", "time_step_limit": (0.0, float("inf")),
+         "tie_word_embeddings": False},
+        # no position table and no context length in the config: max_positions is only the default sequence
+        # length of archspec's FLOP and memory figures (--seq-len or --set max_positions=... change it)
+        fixed={"norm": "rmsnorm", "norm_position": "pre", "position": "none", "max_positions": 2048},
+        refuse=(
+            Refusal("expand", lambda c: c["expand"] * c["hidden_size"] == c["num_heads"] * c["head_dim"],
+                    "transformers' mixer is expand * hidden_size wide, the spec's heads * head_dim: they must agree"),
+            must_be("hidden_act", "silu", "the Mamba-2 mixer's activation is silu"),
+            Refusal("time_step_limit", lambda c: _time_step_limit(c) is not None,
+                    "a pair [low, high] with 0 <= low < high (high may be Infinity)"),
+            Refusal("rms_norm", lambda c: c.get("rms_norm", True) is not False,
+                    "transformers' Mamba-2 builds RMSNorms only; LayerNorms' biases would not be counted"),
+        ),
+        derive=_mamba2,
     ),
     Family(
         "jamba",
