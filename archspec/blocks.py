@@ -397,11 +397,14 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         out.append(Part(f"{at}.position", "position", "embedding", (*table, Pointwise("add", "position_add", e,
                         "positions")), stack=stack))  # fmt: skip
     elif kind == "relative":  # T5: one bias table per stack, shared by its layers' self-attention
-        table = Table("", spec.position.buckets, spec.n_heads)
-        # the lookup keeps its (T, T) bucket index (int64), once per stack
-        index = (Saved("positions", 1, rows="pairs", dtype="int64", per_batch=False, kept=ALWAYS),
-                 Saved("positions", spec.n_heads, rows="pairs", per_batch=False, kept=recomputed))  # fmt: skip
-        out.append(Part(f"{at}.position", "position", "embedding", (table,), stack=stack, saved=index))
+        # the lookup keeps its (T, T) bucket index (int64), once per stack (every layer's lookup reads the one
+        # index with per_layer tables: their bias_part)
+        index = (Saved("positions", 1, rows="pairs", dtype="int64", per_batch=False, kept=ALWAYS),)
+        table: tuple[Entry, ...] = ()
+        if not spec.position.per_layer:
+            table = (Table("", spec.position.buckets, spec.n_heads),)
+            index += (Saved("positions", spec.n_heads, rows="pairs", per_batch=False, kept=recomputed),)
+        out.append(Part(f"{at}.position", "position", "embedding", table, stack=stack, saved=index))
     if spec.embedding_norm:
         out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=e))
     if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model, which keeps its input
@@ -435,7 +438,9 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
     if mixer in MIXERS:
         sublayers.append(("mixer", [MIXER_PARTS[mixer](spec, stack, layer)]))
     elif mixer != "none":
-        sublayers.append(("attention", [attention_part(spec, stack, cross=False, layer=layer)]))
+        p = spec.position  # umT5: the layer's own relative bias table
+        own = [relative_bias_part(spec, stack, layer)] if p.kind == "relative" and p.per_layer else []
+        sublayers.append(("attention", [attention_part(spec, stack, cross=False, layer=layer), *own]))
     if stack.cross:
         sublayers.append(("cross_attention", [attention_part(spec, stack, cross=True, layer=layer)]))
     if spec.mlp.kind == "moe":
@@ -463,6 +468,15 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
         keep += (Saved("memory", spec.d_model, rows="source", kept=CHECKPOINT, shared=True),)
     out[0] = out[0]._replace(saved=out[0].saved + keep)
     return [p._replace(repeat=group.count, group=group, shared=shared) for p in out]
+
+
+def relative_bias_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
+    """umT5's relative bias of one layer (position.per_layer): its own table of buckets x n_heads, looked up
+    by the stack's one bucket index; the (heads, T, T) bias it gives the scores is an input of the core that
+    selective recomputation keeps (full recomputation runs the lookup again)."""
+    table = Table("", spec.position.buckets, spec.n_heads)
+    saved = (Saved("positions", spec.n_heads, rows="pairs", per_batch=False, kept=SELECTIVE),)
+    return Part(f"{layer}.position", "position", "embedding", (table,), stack=stack, saved=saved)
 
 
 def norm_part(spec: ModelSpec, path: str, stack: StackShape, width: int | None = None,

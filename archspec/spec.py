@@ -117,11 +117,16 @@ class AlibiPosition(_Member):
 
 
 class RelativePosition(_Member):
-    """T5's relative position bias: one table of buckets x n_heads per stack, added to the scores."""
+    """T5's relative position bias: a table of buckets x n_heads added to the self-attention scores, one
+    per stack shared by its layers (T5, mT5), or one in every layer's self-attention (umT5, Chung et al.
+    2023: per_layer)."""
 
     kind: Literal["relative"] = "relative"
     buckets: int = Field(32, ge=2, description="relative position buckets (T5: 32)")
     max_distance: int = Field(128, ge=1, description="distance of the last bucket (T5: 128)")
+    per_layer: bool = Field(
+        False, description="every layer's self-attention has its own table (umT5); false: one per stack (T5)"
+    )
 
 
 class NoPosition(_Member):

@@ -106,6 +106,9 @@ class Block(nn.Module):
         self.mlp_norm = make_norm(spec) if has_mlp and pre and not shared_norm else None
         self.mlp = {"moe": MoE, "dense": MLP, "none": lambda s: None}[spec.mlp.kind](spec)
         self.mlp_post_norm = make_norm(spec) if has_mlp and after else None
+        p = spec.position  # umT5: the layer's own relative bias table, looked up by the stack's bucket index
+        own = p.kind == "relative" and p.per_layer and self.attention is not None
+        self.position = RelativePosition(p.buckets, p.max_distance, spec.n_heads, not causal) if own else None
 
     def residual(self, x, name: str, f):
         norm, post = getattr(self, f"{name}_norm"), getattr(self, f"{name}_post_norm")
@@ -138,6 +141,8 @@ class Block(nn.Module):
         return out
 
     def run(self, x, memory=None, cache: dict | None = None, bias=None):
+        if self.position is not None:  # bias: the (T, S) bucket index -> this layer's (nh, T, S) bias
+            bias = self.position.lookup(bias, x.dtype)
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
         if self.mixer_name is None and cache is not None:
@@ -174,8 +179,10 @@ class Stack(nn.Module):
             "learned": lambda: LearnedPosition(spec.max_positions, p.offset, e),
             "sinusoidal": lambda: SinusoidalPosition(spec.max_positions, e),
             "alibi": lambda: Alibi(spec.n_heads),
-            "relative": lambda: RelativePosition(p.buckets, p.max_distance, spec.n_heads, not causal),
-        }.get(p.kind, lambda: None)()
+            "relative": lambda: None if p.per_layer else RelativePosition(p.buckets, p.max_distance, spec.n_heads,
+                                                                          not causal),
+        }.get(p.kind, lambda: None)()  # fmt: skip
+        self.per_layer_bias = p.kind == "relative" and p.per_layer
         self.embedding_norm = make_norm(spec, e) if spec.embedding_norm else None
         kinds = layer_kinds(spec, 1 if spec.share_layers else layers)
         self.layers = nn.ModuleList(Block(kind, causal, cross) for _, kind in kinds)
@@ -195,6 +202,9 @@ class Stack(nn.Module):
             bias = self.position.bias(T, start + T, x.device, x.dtype)
         elif isinstance(self.position, RelativePosition):
             bias = self.position.bias(T, start + T, start, x.device, x.dtype)
+        elif self.per_layer_bias:  # umT5: the bucket index, which each layer looks up in its own table
+            own = next(layer.position for layer in self.layers if layer.position is not None)
+            bias = own.index(T, start + T, start, x.device)
         for i in range(self.n_layers):
             layer = self.layers[i if len(self.layers) > 1 else 0]
             x = layer(x, memory, cache[i] if cache is not None else None, bias)

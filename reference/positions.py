@@ -127,7 +127,8 @@ class Alibi(nn.Module):
 
 class RelativePosition(nn.Module):
     """T5's relative position bias: a table of buckets x heads, looked up by the bucket of each
-    key-query distance (half the buckets exact, half logarithmic up to max_distance)."""
+    key-query distance (half the buckets exact, half logarithmic up to max_distance). umT5 gives every
+    layer's self-attention a table of its own, all looked up by the stack's one bucket index."""
 
     component = "position"
     role = "embedding"
@@ -155,7 +156,14 @@ class RelativePosition(nn.Module):
         large = torch.clamp(large, max=n - 1)
         return out + torch.where(relative < exact, relative, large)
 
-    def bias(self, T: int, S: int, start: int, device, dtype) -> torch.Tensor:
+    def index(self, T: int, S: int, start: int, device) -> torch.Tensor:
+        """The bucket of each query (positions start .. start + T - 1) and key (0 .. S - 1): (T, S)."""
         q = torch.arange(start, start + T, device=device)[:, None]
         k = torch.arange(S, device=device)[None, :]
-        return self.weight[self.bucket(k - q)].permute(2, 0, 1).to(dtype)  # (nh, T, S)
+        return self.bucket(k - q)
+
+    def lookup(self, index: torch.Tensor, dtype) -> torch.Tensor:
+        return self.weight[index].permute(2, 0, 1).to(dtype)  # (T, S) -> (nh, T, S)
+
+    def bias(self, T: int, S: int, start: int, device, dtype) -> torch.Tensor:
+        return self.lookup(self.index(T, S, start, device), dtype)  # (nh, T, S)

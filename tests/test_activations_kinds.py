@@ -38,6 +38,10 @@ FEATURES = {
     "chunked": dict(**LLAMA, attention=std(chunk=4)),
     "alibi": dict(position="alibi"),
     "t5-relative-bias": dict(position="relative", norm="rmsnorm", activation="relu", bias=False),
+    # umT5: a relative bias table in every layer, looked up by the stack's one bucket index; encoder and decoder
+    "umt5-relative-bias-per-layer": dict(position={"kind": "relative", "per_layer": True}, norm="rmsnorm",
+                                         activation="geglu", bias=False, encoder_layers=2, decoder_layers=3,
+                                         tie_embeddings=False),
     "sinks": dict(**LLAMA, attention=std(sinks=True)),
     "output-gate": dict(**LLAMA, attention=std(gate=True)),
     "shared-kv": dict(**LLAMA, attention=std(shared_kv=True)),

@@ -216,6 +216,7 @@ def test_moe_routes_each_token_to_its_top_k_experts():
         {"attention": {"kind": "latent", "q_rank": 16, "kv_rank": 8, "rope_dims": 4}, "d_head": 12, "d_value": 8},
         {"position": "alibi"},
         {"position": {"kind": "relative", "buckets": 8, "max_distance": 16}},
+        {"position": {"kind": "relative", "buckets": 8, "max_distance": 16, "per_layer": True}},
         {"attention": {"kind": "standard", "sliding_window": 4}},
         {"position": {"kind": "rotary", "fraction": 0.5, "interleaved": True}},
         {"norm_position": "sandwich", "attention": {"kind": "standard", "softcap": 5.0, "qk_norm": True}},
@@ -225,6 +226,7 @@ def test_moe_routes_each_token_to_its_top_k_experts():
         "latent",
         "alibi",
         "relative",
+        "relative-per-layer",
         "sliding",
         "partial-interleaved-rotary",
         "sandwich-softcap-qknorm",
@@ -273,6 +275,30 @@ def test_t5_v1_1_shares_source_and_target_tables_with_an_untied_head():
     assert pc.components["embed"] == 53 * 32 and pc.components["head"] == 53 * 32
     assert pc.components["position"] == 2 * 32 * 4  # one buckets x heads table per stack
     assert count_params(t5.replace(share_embeddings=False)).components["embed"] == 2 * 53 * 32
+
+
+def test_umt5_gives_every_layer_its_own_relative_bias_table():
+    """position.per_layer (umT5): one buckets x heads table in each layer's self-attention, none per stack; the
+    reference model builds them in the layers, and each layer's scores read its own table."""
+    per_stack = ModelSpec(**BASE, encoder_layers=2, decoder_layers=3, position="relative", bias=False,
+                          activation="geglu", attention={"kind": "standard", "scale": 1.0})  # fmt: skip
+    per_layer = per_stack.replace(position={"kind": "relative", "per_layer": True})
+    assert count_params(per_stack).components["position"] == 2 * 32 * 4
+    assert count_params(per_layer).components["position"] == (2 + 3) * 32 * 4
+    assert count_flops(per_layer, 1, 8).forward == count_flops(per_stack, 1, 8).forward  # lookups, no matmul
+    model = build(per_layer, seed=0).eval()
+    assert model.encoder.position is None and model.decoder.position is None
+    tables = [layer.position.weight for stack in (model.encoder, model.decoder) for layer in stack.layers]
+    assert len({t.data_ptr() for t in tables}) == 5
+    src, tgt = torch.randint(0, 53, (1, 6)), torch.randint(0, 53, (1, 5))
+    before = model(src, tgt)
+    with torch.no_grad():
+        model.encoder.layers[1].position.weight.add_(1.0)  # the second encoder layer's table only
+    assert not torch.allclose(model(src, tgt), before)
+    from archspec.reference import verify
+
+    report = verify(per_layer, seq_len=8)
+    assert report.ok and not report.tensor_mismatches
 
 
 def test_learned_offset_adds_rows_not_context():

@@ -98,11 +98,13 @@ def build_transformers(raw: dict, device: str = "meta", experts: str | None = No
 
 
 def as_released(model, raw: dict):
-    """transformers 5 ties the head of T5 and mT5 to the shared embedding whatever the file says
+    """transformers 5 ties the head of T5, mT5 and umT5 to the shared embedding whatever the file says
     (their config classes force tie_word_embeddings = True); a file with tie_word_embeddings: false
     comes with a checkpoint that holds a separate lm_head.weight (vocab_size x d_model). This gives
-    transformers' model that head, untied, so that it counts the checkpoint's tensors."""
-    if raw.get("model_type") in ("t5", "mt5") and raw.get("tie_word_embeddings") is False and hasattr(model, "lm_head"):
+    transformers' model that head, untied, so that it counts the checkpoint's tensors (a file without
+    model_type by the class of its architectures)."""
+    model_type = raw.get("model_type") or hf.CLASSES.get((raw.get("architectures") or [""])[0])
+    if model_type in ("t5", "mt5", "umt5") and raw.get("tie_word_embeddings") is False and hasattr(model, "lm_head"):
         head = model.lm_head
         model.lm_head = torch.nn.Linear(head.in_features, head.out_features, bias=False, device=head.weight.device)
     return model
@@ -324,7 +326,7 @@ def test_adapter_defaults_are_transformers_config_class_defaults(model_type):
     # keys the adapter reads that are not fields of the config class (legacy or Megatron keys): their
     # defaults come from the modelling code or the family's files, named in archspec/hf/
     not_fields = {"gpt_neox": {"rotary_pct", "rotary_emb_base"}, "bloom": {"seq_length"},
-                  "t5": {"n_positions"}, "mt5": {"n_positions"}, "roberta": set(),
+                  "t5": {"n_positions"}, "mt5": {"n_positions"}, "umt5": {"n_positions"}, "roberta": set(),
                   "deepseek_v2": {"rope_interleave"}}  # fmt: skip
     # Qwen3-Next's and Qwen3.5's full_attention_interval is read by __post_init__ (default 4), not a field
     for key, value in family.defaults.items():
@@ -505,6 +507,15 @@ VARIANTS = {
                     "encoder_layers": 1, "decoder_layers": 2, "encoder_attention_heads": 4,
                     "decoder_attention_heads": 4, "encoder_ffn_dim": 96, "decoder_ffn_dim": 96,
                     "max_position_embeddings": 32},
+    "umt5-tied-scaled-head": {"model_type": "umt5", "architectures": ["UMT5ForConditionalGeneration"],
+                              "vocab_size": 100, "d_model": 64, "d_kv": 16, "d_ff": 96, "num_layers": 2,
+                              "num_decoder_layers": 3, "num_heads": 4},
+    "umt5-untied-gated-silu": {"model_type": "umt5", "architectures": ["UMT5ForConditionalGeneration"],
+                               "vocab_size": 100, "d_model": 64, "d_kv": 8, "d_ff": 80, "num_layers": 3,
+                               "num_decoder_layers": 2, "num_heads": 6, "feed_forward_proj": "gated-silu",
+                               "tie_word_embeddings": False, "relative_attention_num_buckets": 16},
+    "umt5-encoder": {"model_type": "umt5", "architectures": ["UMT5EncoderModel"], "vocab_size": 100, "d_model": 64,
+                     "d_kv": 16, "d_ff": 96, "num_layers": 2, "num_heads": 4, "feed_forward_proj": "relu"},
     "mamba2-groups-untied": {"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"], "vocab_size": 100,
                              "hidden_size": 64, "num_heads": 8, "head_dim": 16, "state_size": 16, "n_groups": 2,
                              "num_hidden_layers": 2, "expand": 2},
@@ -523,9 +534,10 @@ VARIANTS = {
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_adapter_variants_count_what_transformers_builds(variant):
     """Each non-default branch of an adapter, at toy size: archspec's components equal those of transformers'
-    model of the same config (DistilBERT's sinusoidal table is a trainable parameter in transformers 5)."""
+    model of the same config (DistilBERT's sinusoidal table is a trainable parameter in transformers 5), with the
+    released checkpoint's untied head where the file says so (as_released)."""
     raw = VARIANTS[variant]
-    model = build_transformers(raw)
+    model = as_released(build_transformers(raw), raw)
     expected: dict[str, int] = {}
     for pname, p in model.named_parameters():
         if p.requires_grad and p.numel():  # GLM-4.5 builds its shared expert 0 wide without shared experts
@@ -617,17 +629,25 @@ def test_zoo_toy_specs_build_in_the_reference_model_tensor_by_tensor(name):
     assert report.ok and not report.tensor_mismatches
 
 
-@pytest.mark.parametrize("variant", ["mbart-scaled-relu", "mbart-model"])
-def test_mbart_toy_forward_flops_equal_flop_counter_and_build_in_the_reference(variant):
-    """mBART's pre-norm stacks with their embedding and final norms: forward FLOPs (source and target 16 tokens)
-    equal FlopCounterMode on transformers' model, and archspec's reference model has every tensor the
-    description has."""
+@pytest.mark.parametrize(
+    "variant", ["mbart-scaled-relu", "mbart-model", "umt5-tied-scaled-head", "umt5-untied-gated-silu", "umt5-encoder"]
+)
+def test_encoder_decoder_toys_flops_equal_flop_counter_and_build_in_the_reference(variant):
+    """mBART's pre-norm stacks with their embedding and final norms, umT5's relative bias table in every layer:
+    forward FLOPs (source and target 16 tokens) equal FlopCounterMode on transformers' model, the released
+    checkpoint's parameters (umT5's untied head, see as_released) equal archspec's, and archspec's reference
+    model has every tensor the description has."""
     from archspec.reference import verify
 
     raw = VARIANTS[variant]
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
-    assert spec.norm_position == "pre" and spec.final_norm and spec.embedding_norm
-    assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(build_transformers(raw), spec.kind)
+    if raw["model_type"] == "mbart":
+        assert spec.norm_position == "pre" and spec.final_norm and spec.embedding_norm
+    else:
+        assert spec.position.per_layer
+    model = build_transformers(raw)
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(model, spec.kind)
+    assert count_params(spec).total == sum(p.numel() for p in as_released(model, raw).parameters())
     report = verify(spec, seq_len=16)
     assert report.ok and not report.tensor_mismatches
 
@@ -901,6 +921,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "gpt_bigcode", "add_cross_attention": True}, "gpt_bigcode key add_cross_attention=True"),
         ({"model_type": "mbart", "tie_word_embeddings": False}, "mbart key tie_word_embeddings=False is not supported"),
         ({"model_type": "mbart", "decoder_attention_heads": 8}, "mbart key decoder_attention_heads=8 is not supported"),
+        ({"model_type": "umt5", "feed_forward_proj": "gated-tanh"}, "feed_forward_proj='gated-tanh' is not supported"),
         ({"model_type": "mamba2", "expand": 3}, "mamba2 key expand=3 is not supported"),
         ({"model_type": "mamba2", "hidden_act": "gelu"}, "mamba2 key hidden_act='gelu' is not supported"),
         ({"model_type": "mamba2", "time_step_limit": [0.1]}, "mamba2 key time_step_limit=[0.1] is not supported"),
@@ -915,8 +936,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "gemma3-bidirectional alias-no-class non-finite-shape gpt-oss-layer-types classes-not-a-list "
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
-        "mpt-qk-ln dbrx-normalize bigcode-cross mbart-untied mbart-heads mamba2-expand mamba2-act mamba2-dt-limit "
-        "mamba2-layernorm"
+        "mpt-qk-ln dbrx-normalize bigcode-cross mbart-untied mbart-heads umt5-activation mamba2-expand mamba2-act "
+        "mamba2-dt-limit mamba2-layernorm"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -952,7 +973,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
-    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "mbart", "mamba2",
+    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "mbart", "mamba2", "umt5",
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""T5 (v1.0 and v1.1, Flan-T5) and mT5."""
+"""T5 (v1.0 and v1.1, Flan-T5), mT5 and umT5."""
 
 from __future__ import annotations
 
@@ -49,6 +49,14 @@ def _t5(cfg: Config, where: str) -> dict[str, Any]:
     out = _stacks(cfg, where)
     if _tied(cfg):  # a tied T5 head reads the decoder output rescaled by d_model**-0.5 (scale_decoder_outputs)
         out["head"] = {"kind": "lm", "scale": cfg["d_model"] ** -0.5}
+    return out
+
+
+def _umt5(cfg: Config, where: str) -> dict[str, Any]:
+    """umT5: mT5's blocks with a relative bias table in every layer's self-attention; as T5, a tied head reads
+    the decoder output rescaled by d_model**-0.5 (transformers' scale_decoder_outputs follows the file)."""
+    out = _t5(cfg, where)
+    out["position"] = {**out["position"], "per_layer": True}
     return out
 
 
@@ -106,6 +114,23 @@ FAMILIES = [
         fixed=_T5_FIXED,
         aliases=_T5_ALIASES,
         derive=_stacks,
+        tie_lm=False,
+        notes=_untied_note,
+    ),
+    Family(
+        # umT5 (Chung et al. 2023, UniMax): mT5's blocks, each self-attention with its own relative bias table
+        "umt5",
+        "UMT5",
+        ("ForConditionalGeneration", "Model", "EncoderModel"),
+        _T5_FIELDS,
+        {"vocab_size": 250112, "d_model": 512, "d_kv": 64, "d_ff": 1024, "num_layers": 8, "num_decoder_layers": None,
+         "num_heads": 6, "relative_attention_num_buckets": 32, "relative_attention_max_distance": 128,
+         "layer_norm_epsilon": 1e-6, "feed_forward_proj": "gated-gelu", "n_positions": 512},
+        # (n_positions: not a key of UMT5Config; no table has that many rows: 512, as for mT5, is only the default
+        # sequence length of archspec's figures)
+        fixed=_T5_FIXED,
+        aliases=_T5_ALIASES,
+        derive=_umt5,
         tie_lm=False,
         notes=_untied_note,
     ),
