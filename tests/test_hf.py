@@ -599,6 +599,104 @@ def test_zoo_toy_specs_build_in_the_reference_model_tensor_by_tensor(name):
     assert report.ok and not report.tensor_mismatches
 
 
+# Granite 4.0's hybrids (granitemoehybrid) at toy size: no released config.json was found verbatim (see
+# NO_RELEASED_CONFIG_YET). Mamba-2 and attention layers by layer_types, experts beside the shared MLP or the shared
+# MLP alone, NoPE or rotary attention, the multipliers, dt clamped to time_step_limit
+GRANITE_HYBRID = {"model_type": "granitemoehybrid", "architectures": ["GraniteMoeHybridForCausalLM"], **TOY,
+                  "num_hidden_layers": 4, "shared_intermediate_size": 48, "mamba_n_heads": 4,
+                  "mamba_d_state": 8}  # fmt: skip
+HYBRID_TOYS = {
+    "granitemoehybrid-moe-nope": {**GRANITE_HYBRID, "num_local_experts": 4, "num_experts_per_tok": 2,
+                                  "layer_types": ["mamba", "attention", "mamba", "mamba"], "embedding_multiplier": 12.0,
+                                  "logits_scaling": 6.0, "residual_multiplier": 0.22,
+                                  "attention_multiplier": 0.0078125, "position_embedding_type": "nope",
+                                  "tie_word_embeddings": True, "time_step_limit": [0.0, float("inf")]},
+    "granitemoehybrid-dense-rope-groups": {**GRANITE_HYBRID, "num_local_experts": 0, "num_experts_per_tok": 0,
+                                           "shared_intermediate_size": 80, "mamba_n_heads": 8, "mamba_d_head": 16,
+                                           "mamba_n_groups": 2, "layer_types": ["attention", "mamba", "attention",
+                                                                                "mamba"],
+                                           "position_embedding_type": "rope", "mamba_proj_bias": True,
+                                           "mamba_conv_bias": False, "attention_bias": True,
+                                           "time_step_limit": [0.001, 100.0]},
+    "granitemoehybrid-all-mamba-default-types": {**GRANITE_HYBRID, "num_local_experts": 4, "num_experts_per_tok": 1,
+                                                 "mamba_d_conv": 3, "mamba_expand": 1},
+}  # fmt: skip
+
+
+def dense_shared_mlp(raw: dict, components: dict) -> dict:
+    """Granite 4.0 without experts: its one MLP is the module transformers names shared_mlp (component 'mlp')."""
+    if raw.get("model_type") == "granitemoehybrid" and not raw.get("num_local_experts", 8):
+        components = {("mlp" if k == "shared_experts" else k): v for k, v in components.items()}
+    return components
+
+
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_configs_count_what_transformers_builds(name):
+    """Components, and active parameters (top-k of the routed experts), against transformers' model."""
+    raw = HYBRID_TOYS[name]
+    expected: dict[str, int] = {}
+    for pname, p in build_transformers(raw).named_parameters():
+        expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
+    expected = dense_shared_mlp(raw, expected)
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
+    counted = count_params(spec)
+    assert {k: v for k, v in counted.components.items() if v} == expected
+    moe = spec.mlp if spec.mlp.kind == "moe" else None
+    routed = expected.get("experts", 0)
+    assert counted.active == sum(expected.values()) - routed + (routed * moe.top_k // moe.experts if moe else 0)
+
+
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_specs_build_and_run_in_the_reference_model(name):
+    """archspec's reference model of each toy spec has every tensor the description has, and runs forward."""
+    from archspec.reference import build, verify
+
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(HYBRID_TOYS[name], name).data)
+    report = verify(spec, seq_len=16)
+    assert report.ok and not report.tensor_mismatches
+    torch.manual_seed(0)
+    with torch.no_grad():
+        logits = build(spec, device="cpu")(torch.randint(0, spec.vocab_size, (2, 9)))
+    assert logits.shape == (2, 9, spec.vocab_size) and torch.isfinite(logits).all()
+
+
+def _cache_tensors(cache) -> list:
+    """Every tensor transformers' cache holds: keys and values of attention layers, conv and recurrent states."""
+    out = []
+    for layer in cache.layers:
+        for value in vars(layer).values():
+            out += [value] if isinstance(value, torch.Tensor) else []
+            out += [v for v in value.values() if isinstance(v, torch.Tensor)] if isinstance(value, dict) else []
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_cache_equals_transformers_cache(name, dtype):
+    """After a forward over T tokens (CPU, the PyTorch paths): archspec.memory.kv_cache_bytes equals the bytes of
+    every tensor in transformers' own cache: keys and values of the attention layers (in the model's dtype), the
+    conv state (the model's dtype) and the fp32 recurrent state of each Mamba-2 layer."""
+    import warnings
+
+    from archspec.memory import kv_cache_bytes
+
+    raw = HYBRID_TOYS[name]
+    torch.manual_seed(0)
+    model = build_transformers(raw, device="cpu").to({"fp32": torch.float32, "bf16": torch.bfloat16}[dtype])
+    B, T = 2, 7
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        # explicit positions and masks (none; the cache does not depend on them): transformers asks an attention layer
+        # of the cache for the length, which an all-Mamba model lacks
+        masks = {"full_attention": None, "linear_attention": None}
+        out = model(input_ids=torch.randint(0, raw["vocab_size"], (B, T)), position_ids=torch.arange(T)[None],
+                    attention_mask=masks, use_cache=True)  # fmt: skip
+    cache = getattr(out, "cache", None) or out.past_key_values
+    held = sum(t.numel() * t.element_size() for t in _cache_tensors(cache))
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
+    assert kv_cache_bytes(spec, B, T, dtype) == held > 0
+
+
 # 2-layer variants of the hybrids without a recurrent layer (attention, dense or no MLP): their forward FLOPs
 # equal FlopCounterMode on transformers' model; with a scan the whole model is exempt (SCAN)
 NO_SCAN = {
@@ -606,6 +704,9 @@ NO_SCAN = {
                                    "layer_types": ["full_attention", "full_attention"], "mlp_only_layers": [0, 1]},
     "nemotron-h-attention-mlp": {**raw_config("nemotron-h-56b-base-8k"), "hybrid_override_pattern": "*-",
                                  "num_hidden_layers": 2},
+    "granitemoehybrid-attention-dense": {**GRANITE_HYBRID, "num_hidden_layers": 2, "num_local_experts": 0,
+                                         "layer_types": ["attention", "attention"], "position_embedding_type": "rope",
+                                         "embedding_multiplier": 12.0, "logits_scaling": 6.0},
 }  # fmt: skip
 
 
@@ -852,6 +953,19 @@ def _write(tmp_path, obj, name="config.json") -> str:
             "dbrx key ffn_config.moe_normalize_expert_weights=2 is not supported",
         ),
         ({"model_type": "gpt_bigcode", "add_cross_attention": True}, "gpt_bigcode key add_cross_attention=True"),
+        (
+            {"model_type": "granitemoehybrid", "num_hidden_layers": 2, "layer_types": ["mamba", "conv"]},
+            "granitemoehybrid key layer_types=['mamba', 'conv'] is not supported",
+        ),
+        (
+            {"model_type": "granitemoehybrid", "position_embedding_type": "alibi"},
+            "granitemoehybrid key position_embedding_type='alibi' is not supported",
+        ),
+        ({"model_type": "granitemoehybrid", "hidden_act": "gelu"}, "granitemoehybrid key hidden_act='gelu'"),
+        (
+            {"model_type": "granitemoehybrid", "time_step_limit": [0.1, 0.01]},
+            "granitemoehybrid key time_step_limit=[0.1, 0.01] is not supported",
+        ),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -862,7 +976,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "gemma3-bidirectional alias-no-class non-finite-shape gpt-oss-layer-types classes-not-a-list "
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
-        "mpt-qk-ln dbrx-normalize bigcode-cross"
+        "mpt-qk-ln dbrx-normalize bigcode-cross granite-hybrid-types granite-hybrid-positions granite-hybrid-act "
+        "granite-hybrid-dt-limit"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -898,7 +1013,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
-    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe",
+    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "granitemoehybrid",
 }  # fmt: skip
 
 
