@@ -605,6 +605,7 @@ def test_zoo_toy_specs_build_in_the_reference_model_tensor_by_tensor(name):
 GRANITE_HYBRID = {"model_type": "granitemoehybrid", "architectures": ["GraniteMoeHybridForCausalLM"], **TOY,
                   "num_hidden_layers": 4, "shared_intermediate_size": 48, "mamba_n_heads": 4,
                   "mamba_d_state": 8}  # fmt: skip
+FALCON_H1 = {"model_type": "falcon_h1", "architectures": ["FalconH1ForCausalLM"], **TOY, "num_key_value_heads": 2}
 HYBRID_TOYS = {
     "granitemoehybrid-moe-nope": {**GRANITE_HYBRID, "num_local_experts": 4, "num_experts_per_tok": 2,
                                   "layer_types": ["mamba", "attention", "mamba", "mamba"], "embedding_multiplier": 12.0,
@@ -620,7 +621,39 @@ HYBRID_TOYS = {
                                            "time_step_limit": [0.001, 100.0]},
     "granitemoehybrid-all-mamba-default-types": {**GRANITE_HYBRID, "num_local_experts": 4, "num_experts_per_tok": 1,
                                                  "mamba_d_conv": 3, "mamba_expand": 1},
+    # Falcon-H1: attention and a Mamba-2 mixer side by side in every layer (attention.ssm)
+    "falcon-h1-no-mamba-norm-head-dim": {**FALCON_H1, "mamba_d_ssm": 96, "mamba_n_heads": 6, "mamba_d_state": 8,
+                                         "head_dim": 8, "attn_layer_indices": None, "mamba_use_mlp": True},
+    "falcon-h1-norm-after-gate-biases-tied": {**FALCON_H1, "mamba_d_ssm": None, "mamba_expand": 1,
+                                              "mamba_n_heads": 4, "mamba_n_groups": 2, "mamba_d_state": 8,
+                                              "mamba_rms_norm": True, "mamba_norm_before_gate": False,
+                                              "projectors_bias": True, "mamba_proj_bias": True,
+                                              "mamba_conv_bias": False, "attention_bias": True, "mlp_bias": True,
+                                              "tie_word_embeddings": True, "key_multiplier": 0.5,
+                                              "embedding_multiplier": 2.0, "lm_head_multiplier": 0.25,
+                                              "time_step_limit": [0.001, 100.0]},
+    "falcon-h1-norm-before-gate-multipliers": {**FALCON_H1, "num_hidden_layers": 3, "mamba_d_ssm": 64,
+                                               "mamba_n_heads": 8, "mamba_d_state": 4, "mamba_rms_norm": True,
+                                               "mamba_norm_before_gate": True, "ssm_multipliers":
+                                               [0.5, 1.0, 1.0, 1.0, 2.0], "mlp_multipliers": [1.5, 0.5],
+                                               "attention_in_multiplier": 0.75, "ssm_out_multiplier": 1.25},
 }  # fmt: skip
+
+
+def test_falcon_h1_says_which_multipliers_it_does_not_represent():
+    """Falcon-H1's muP multipliers inside the layer scale activations only: counted alike, named in a note; the
+    embedding, logit and key multipliers become embedding_scale, head.scale and attention.scale."""
+    plain = hf.from_mapping(HYBRID_TOYS["falcon-h1-no-mamba-norm-head-dim"], "plain")
+    assert plain.notes == ()
+    noted = hf.from_mapping(HYBRID_TOYS["falcon-h1-norm-before-gate-multipliers"], "noted")
+    [note] = noted.notes
+    assert all(k in note for k in ("attention_in_multiplier", "ssm_out_multiplier", "mlp_multipliers",
+                                   "ssm_multipliers")) and "ssm_in_multiplier" not in note  # fmt: skip
+    scaled = archspec.ModelSpec.model_validate(hf.from_mapping(HYBRID_TOYS["falcon-h1-norm-after-gate-biases-tied"],
+                                                               "scaled").data)  # fmt: skip
+    assert (scaled.embedding_scale, scaled.head.scale) == (2.0, 0.25)
+    assert scaled.attention.scale == 0.5 / 4 and scaled.attention.ssm.norm == "gated"  # key_multiplier / sqrt(16)
+    assert scaled.attention.ssm.bias and scaled.attention.ssm.out_bias and not scaled.attention.ssm.conv_bias
 
 
 def dense_shared_mlp(raw: dict, components: dict) -> dict:
@@ -658,6 +691,16 @@ def test_hybrid_toy_specs_build_and_run_in_the_reference_model(name):
     with torch.no_grad():
         logits = build(spec, device="cpu")(torch.randint(0, spec.vocab_size, (2, 9)))
     assert logits.shape == (2, 9, spec.vocab_size) and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_import_writes_a_spec_file_that_loads_the_same(name, run_cli, tmp_path):
+    code, out, err = run_cli("import", _write(tmp_path, HYBRID_TOYS[name]))
+    assert code == 0, err
+    (tmp_path / "toy.toml").write_text(out)
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(HYBRID_TOYS[name], name).data)
+    loaded = archspec.load_spec(tmp_path / "toy.toml")  # named after the folder
+    assert loaded == spec.replace(name=loaded.name) and count_params(loaded).total == count_params(spec).total
 
 
 def _cache_tensors(cache) -> list:
@@ -966,6 +1009,15 @@ def _write(tmp_path, obj, name="config.json") -> str:
             {"model_type": "granitemoehybrid", "time_step_limit": [0.1, 0.01]},
             "granitemoehybrid key time_step_limit=[0.1, 0.01] is not supported",
         ),
+        ({"model_type": "falcon_h1", "hidden_act": "gelu"}, "falcon_h1 key hidden_act='gelu' is not supported"),
+        (
+            {"model_type": "falcon_h1", "mamba_d_ssm": 64, "mamba_n_heads": 4, "mamba_d_head": 8},
+            "falcon_h1 key mamba_d_head=8 is not supported",
+        ),
+        ({"model_type": "falcon_h1", "time_step_limit": [-1.0, 1.0]}, "falcon_h1 key time_step_limit=[-1.0, 1.0]"),
+        ({"model_type": "falcon_h1", "ssm_multipliers": [1.0]}, "falcon_h1 key ssm_multipliers=[1.0] is not"),
+        ({"model_type": "falcon_h1", "attn_layer_indices": [1, 3]}, "falcon_h1 key attn_layer_indices=[1, 3]"),
+        ({"model_type": "falcon_h1", "mamba_use_mlp": False}, "falcon_h1 key mamba_use_mlp=False is not supported"),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -977,7 +1029,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
         "mpt-qk-ln dbrx-normalize bigcode-cross granite-hybrid-types granite-hybrid-positions granite-hybrid-act "
-        "granite-hybrid-dt-limit"
+        "granite-hybrid-dt-limit falcon-h1-act falcon-h1-head-dim falcon-h1-dt-limit falcon-h1-multipliers "
+        "falcon-h1-attention-layers falcon-h1-no-mlp"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -1013,7 +1066,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
-    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "granitemoehybrid",
+    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "granitemoehybrid", "falcon_h1",
 }  # fmt: skip
 
 

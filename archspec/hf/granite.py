@@ -19,7 +19,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from archspec.hf.engine import Config, Family, Refusal, biases, combine, gated_mlp, kv_heads, must_be, rope
+from archspec.hf.engine import (
+    Config,
+    Family,
+    Refusal,
+    biases,
+    combine,
+    gated_mlp,
+    kv_heads,
+    must_be,
+    rope,
+    time_step_limit_ok,
+)
 from archspec.hf.llama import _LLAMA_FIELDS, _LLAMA_FIXED
 
 
@@ -66,14 +77,6 @@ def _hybrid_types_ok(cfg: Config) -> bool:
     types = cfg.get("layer_types")
     return types is None or (isinstance(types, list) and len(types) == cfg["num_hidden_layers"]
                              and all(t in _HYBRID_TYPES for t in types))  # fmt: skip
-
-
-def _limits_ok(cfg: Config) -> bool:
-    limit = cfg.get("time_step_limit")
-    if limit is None:
-        return True
-    pair = isinstance(limit, (list, tuple)) and len(limit) == 2 and all(isinstance(v, (int, float)) for v in limit)
-    return pair and 0 <= limit[0] <= limit[1]
 
 
 def _experts_ok(cfg: Config) -> bool:
@@ -177,7 +180,7 @@ FAMILIES = [
             must_be("hidden_act", "silu", "the Mamba-2 mixer's activation is hidden_act, and the spec's is silu"),
             Refusal("num_local_experts", _experts_ok,
                     "a number of experts >= 0, with num_experts_per_tok >= 1 when there are experts"),
-            Refusal("time_step_limit", _limits_ok, "a pair (min, max) of dt with 0 <= min <= max"),
+            Refusal("time_step_limit", time_step_limit_ok, "a pair (min, max) of dt with 0 <= min <= max"),
         ),
         derive=combine(gated_mlp(), kv_heads, _granitemoehybrid),
     ),
