@@ -703,6 +703,30 @@ def test_hybrid_toy_import_writes_a_spec_file_that_loads_the_same(name, run_cli,
     assert loaded == spec.replace(name=loaded.name) and count_params(loaded).total == count_params(spec).total
 
 
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_forward_flops_equal_flop_counter_less_the_scan(name):
+    """Forward matmul FLOPs of the whole model (1 x SEQ tokens, CPU, experts batched) against FlopCounterMode on
+    transformers' model, less the chunked scan's matmuls (bmm inside each Mamba-2 module, which archspec counts as
+    non-matmul recurrence): what each mamba module runs besides its in_proj, out_proj and depthwise conv."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    raw = HYBRID_TOYS[name]
+    model = build_transformers(raw, device="cpu", experts="batched_mm")
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(input_ids=torch.zeros(1, SEQ, dtype=torch.long), position_ids=torch.arange(SEQ)[None],
+              attention_mask={"full_attention": None, "linear_attention": None})  # fmt: skip
+    counts = counter.get_flop_counts()
+    scan = 0
+    for module, ops in counts.items():
+        if module.endswith(".mamba"):
+            own = sum(sum(counts.get(f"{module}.{p}", {}).values()) for p in ("in_proj", "out_proj"))
+            own += sum(v for op, v in ops.items() if str(op) == "aten.convolution")
+            scan += sum(ops.values()) - own
+    assert scan > 0
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == counter.get_total_flops() - scan
+
+
 def _cache_tensors(cache) -> list:
     """Every tensor transformers' cache holds: keys and values of attention layers, conv and recurrent states."""
     out = []
