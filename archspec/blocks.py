@@ -431,16 +431,22 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
 
     pre/post: one norm per sublayer; sandwich: a norm before and after each sublayer (Gemma 2);
     post_sublayer: a norm after each sublayer only (OLMo 2); parallel: attention and MLP read the same
-    input, through one shared norm or one each."""
+    input, through one shared norm or one each. Attention with a Mamba-2 mixer beside it (attention.ssm,
+    Falcon-H1) is one sub-layer of two parts, the attention and the mixer, on one norm and one residual."""
     layer = layer or f"{stack.name}.layers.{{i}}"
     sublayers: list[tuple[str, list[Part]]] = []
     mixer = spec.attention.kind
     if mixer in MIXERS:
         sublayers.append(("mixer", [MIXER_PARTS[mixer](spec, stack, layer)]))
     elif mixer != "none":
+        parts = [attention_part(spec, stack, cross=False, layer=layer)]
         p = spec.position  # umT5: the layer's own relative bias table
-        own = [relative_bias_part(spec, stack, layer)] if p.kind == "relative" and p.per_layer else []
-        sublayers.append(("attention", [attention_part(spec, stack, cross=False, layer=layer), *own]))
+        if p.kind == "relative" and p.per_layer:
+            parts.append(relative_bias_part(spec, stack, layer))
+        if mixer == "standard" and spec.attention.ssm is not None:  # Falcon-H1: a Mamba-2 mixer beside it
+            ssm = MIXER_PARTS["mamba2"](spec, stack, layer, spec.attention.ssm)
+            parts.append(ssm._replace(saved=ssm.saved[1:]))  # its input: the normalised x the attention keeps
+        sublayers.append(("attention", parts))
     if stack.cross:
         sublayers.append(("cross_attention", [attention_part(spec, stack, cross=True, layer=layer)]))
     if spec.mlp.kind == "moe":

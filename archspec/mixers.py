@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from archspec.blocks import Part
 from archspec.entries import Cached, Conv, Entry, Linear, Norm, Param, Pointwise, Saved, StackShape
-from archspec.spec import ModelSpec
+from archspec.spec import Mamba2Mixer, ModelSpec
 
 
 def _part(spec: ModelSpec, stack: StackShape, layer: str, entries: tuple[Entry, ...], cached: tuple[Cached, ...],
@@ -90,11 +90,12 @@ def mamba_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
     return _part(spec, stack, layer, entries, cached, saved)
 
 
-def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
-    """Mamba-2 (Mamba2Mixer, NemotronHMamba2Mixer): in_proj d -> I + (I + 2 G N) + H (z; x, B, C;
-    dt), conv1d over x, B, C, dt_bias, A_log and D per head, the gated RMSNorm over I in G groups,
-    out_proj I -> d. State: H x P x N per sequence."""
-    m, d = spec.attention, spec.d_model
+def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str, m: Mamba2Mixer | None = None) -> Part:
+    """Mamba-2 (Mamba2Mixer, NemotronHMamba2Mixer, FalconH1Mixer): in_proj d -> I + (I + 2 G N) + H (z;
+    x, B, C; dt), conv1d over x, B, C, dt_bias, A_log and D per head, the gated RMSNorm over I in G
+    groups (or none: y * silu(z)), out_proj I -> d. State: H x P x N per sequence. `m`: the mixer
+    table (default: the layer's attention; Falcon-H1's, beside its attention, attention.ssm)."""
+    m, d = m or spec.attention, spec.d_model
     H, P, N, G, K = m.heads, m.head_dim, m.d_state, m.groups, m.d_conv
     I = H * P
     conv = I + 2 * G * N
@@ -110,8 +111,8 @@ def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Pointwise("skip", "gate", 2 * I, "recurrence"),
         Pointwise("gate", "silu", I, "activations"),
         Pointwise("gate_product", "gate", I, "activations"),
-        Norm("norm", I, "rmsnorm", affine="weight"),  # over I in G groups of I / G
-        Linear("out_proj", I, d, m.bias),
+        *((Norm("norm", I, "rmsnorm", affine="weight"),) if m.norm != "none" else ()),  # over I in G groups of I / G
+        Linear("out_proj", I, d, m.bias if m.out_bias is None else m.out_bias),
     )
     cached = (Cached(conv * K, rows="state"), Cached(H * P * N, rows="state", dtype="fp32"))
     scan = (Saved("mixer_scan", conv, dtype="fp32_self"), Saved("mixer_scan", I, dtype="fp32_copy"),  # x
@@ -123,10 +124,17 @@ def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
              Saved("mixer", 2 * H),  # softplus's and the clamp's inputs
              Saved("mixer", H, rows="first", dtype="fp32", per_batch=False),  # exp(A_log)
              *scan,
-             # the gated norm in fp32: y, silu(z) and z's fp32 copy, the gated y, 1/rms per group, the normalised y
-             Saved("mixer", 4 * I, dtype="fp32"), Saved("mixer", I, dtype="fp32_copy"), Saved("mixer", G, dtype="fp32"),
+             *_mamba2_output_saved(m.norm, I, G),
              Saved("mixer", I))  # out_proj's input  # fmt: skip
     return _part(spec, stack, layer, entries, cached, saved)
+
+
+def _mamba2_output_saved(norm: str, I: int, G: int) -> tuple[Saved, ...]:
+    """What Mamba-2's output gate and norm keep, in fp32: y, silu(z) and z's fp32 copy; with a norm, the
+    gated y (or, norm before the gate, the weighted norm), 1/rms per group and the normalised y."""
+    if norm == "none":
+        return Saved("mixer", 2 * I, dtype="fp32"), Saved("mixer", I, dtype="fp32_copy")
+    return Saved("mixer", 4 * I, dtype="fp32"), Saved("mixer", I, dtype="fp32_copy"), Saved("mixer", G, dtype="fp32")
 
 
 def gated_deltanet_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:

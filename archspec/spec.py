@@ -192,6 +192,11 @@ class StandardAttention(_Member):
     shared_kv: bool = Field(
         False, description="keys serve as values: no value projection (Gemma 4's global layers; needs d_value = d_head)"
     )
+    ssm: Mamba2Mixer | None = Field(
+        None,
+        description="a Mamba-2 mixer beside the attention, reading the same normalised input; the two outputs add "
+        "before the residual (Falcon-H1's parallel hybrid layer)",
+    )
 
 
 class Indexer(_Table):
@@ -255,6 +260,15 @@ class Mamba2Mixer(_Member):
         0.0, ge=0, strict=False, description="dt clamped below at this after the softplus (Nemotron-H: time_step_min)"
     )
     dt_max: float | None = Field(None, gt=0, strict=False, description="dt clamped above at this (absent: no limit)")
+    norm: Literal["gated", "before_gate", "none"] = Field(
+        "gated",
+        description="the output norm: gated, RMSNorm(y * silu(z)) in groups (Mamba-2); before_gate, RMSNorm(y) * "
+        "silu(z) (Falcon-H1's mamba_norm_before_gate); none, y * silu(z) without a norm (Falcon-H1's mamba_rms_norm "
+        "false)",
+    )
+    out_bias: bool | None = Field(
+        None, description="a bias on the out-projection (absent: as `bias`; Falcon-H1's projectors_bias)"
+    )
 
 
 class GatedDeltaNet(_Member):
@@ -443,7 +457,7 @@ class MTP(_Table):
     own_tables: bool = Field(True, description="each module stores its own token table and output head")
 
 
-NESTED: dict[str, type[_Table]] = {"indexer": Indexer}  # tables inside a sub-table member
+NESTED: dict[str, type[_Table]] = {"indexer": Indexer, "ssm": Mamba2Mixer}  # tables inside a sub-table member
 TABLES: dict[str, type[_Table]] = {"bias": Biases, "embedding": Embedding, "layers": Layers, "mtp": MTP}
 
 
@@ -459,6 +473,13 @@ def _merged(base: Any, override: str | dict[str, Any]) -> dict[str, Any]:
     if "kind" in table and table["kind"] != fields.get("kind"):
         return dict(table)
     return {**fields, **table}
+
+
+def _check_mamba2(m: Mamba2Mixer, where: str) -> None:
+    if m.heads % m.groups:
+        raise ValueError(f"{where}.groups={m.groups} does not divide {where}.heads={m.heads}")
+    if m.dt_max is not None and m.dt_max < m.dt_min:
+        raise ValueError(f"{where}.dt_max={m.dt_max} is below {where}.dt_min={m.dt_min}")
 
 
 def _quotient(data: dict[str, Any], num: str, den: str) -> int:
@@ -711,6 +732,14 @@ class ModelSpec(BaseModel):
                 )
             if a.chunk and a.sliding_window:
                 raise ValueError("attention.chunk and attention.sliding_window exclude each other; set one of them")
+            if a.ssm is not None:
+                if self.encoder_layers:
+                    raise ValueError("attention.ssm (a Mamba-2 mixer beside the attention) is for decoder layers; "
+                                     "set encoder_layers=0")  # fmt: skip
+                if self.block.kind == "parallel":
+                    raise ValueError("attention.ssm runs beside the attention in the mixer sub-layer; it needs block "
+                                     "kind 'sequential', not 'parallel'")  # fmt: skip
+                _check_mamba2(a.ssm, "attention.ssm")
         elif a.kind in MIXERS or a.kind == "none":
             if self.encoder_layers:
                 raise ValueError(f"attention kind {a.kind!r} is for decoder layers; set encoder_layers=0")
@@ -719,10 +748,7 @@ class ModelSpec(BaseModel):
                     f"attention.value_heads={a.value_heads} is not a multiple of attention.key_heads={a.key_heads}"
                 )
             if a.kind == "mamba2":
-                if a.heads % a.groups:
-                    raise ValueError(f"attention.groups={a.groups} does not divide attention.heads={a.heads}")
-                if a.dt_max is not None and a.dt_max < a.dt_min:
-                    raise ValueError(f"attention.dt_max={a.dt_max} is below attention.dt_min={a.dt_min}")
+                _check_mamba2(a, "attention")
         if a.kind == "none" and self.mlp.kind == "none":
             raise ValueError("a layer with attention='none' and mlp='none' does nothing; give it one of them")
         if self.mtp is not None and self.kind != "decoder-only":

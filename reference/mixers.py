@@ -162,13 +162,15 @@ class Mamba(nn.Module):
 class Mamba2(nn.Module):
     """Mamba-2's block: one in_proj to (z, x, B, C, dt), a causal depthwise conv over (x, B, C),
     dt = softplus(dt + dt_bias) (clamped to [dt_min, dt_max]), the scan with a scalar decay per
-    head, the D skip, silu(z) times y, then an RMSNorm in `groups` groups, out_proj."""
+    head, the D skip, silu(z) times y, then an RMSNorm in `groups` groups (norm "gated"; "before_gate":
+    the norm first, then silu(z); "none": silu(z) times y alone), out_proj. `m`: the mixer's table (default
+    the layer's attention; Falcon-H1's beside its attention, attention.ssm)."""
 
     component = "mixer"
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, m=None):
         super().__init__()
-        m = spec.attention
+        m = m or spec.attention
         d, self.heads, self.head_dim, self.state, self.groups = spec.d_model, m.heads, m.head_dim, m.d_state, m.groups
         self.inner = m.heads * m.head_dim
         self.conv_dim = self.inner + 2 * m.groups * m.d_state
@@ -179,8 +181,9 @@ class Mamba2(nn.Module):
         self.dt_bias = nn.Parameter(torch.ones(m.heads))
         self.A_log = nn.Parameter(torch.log(torch.arange(1, m.heads + 1, dtype=torch.float32)))
         self.D = nn.Parameter(torch.ones(m.heads))
-        self.norm = GatedRMSNorm(self.inner, m.groups, spec.norm_eps, gate_first=True)
-        self.out_proj = nn.Linear(self.inner, d, bias=m.bias)
+        self.norm = None if m.norm == "none" else GatedRMSNorm(self.inner, m.groups, spec.norm_eps,
+                                                               gate_first=m.norm == "gated")  # fmt: skip
+        self.out_proj = nn.Linear(self.inner, d, bias=m.bias if m.out_bias is None else m.out_bias)
 
     def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
         b, T, _ = x.shape
@@ -199,6 +202,8 @@ class Mamba2(nn.Module):
         if cache is not None:
             cache["state"] = h
         y = (y + self.D[:, None] * xs).reshape(b, T, self.inner)
+        if self.norm is None:  # Falcon-H1 without its norm: y * silu(z)
+            return self.out_proj((y * F.silu(z.float())).to(x.dtype))
         return self.out_proj(self.norm(y, z).to(x.dtype))
 
 

@@ -71,7 +71,8 @@ class Block(nn.Module):
     a recurrent mixer, or none), cross-attention (decoder with an encoder), its MLP (dense, experts,
     or none), each sub-layer with a residual and its norm(s): pre x + f(N(x)), post N(x + f(x)),
     sandwich x + N2(f(N1(x))), post_sublayer x + N2(f(x)) (OLMo 2); or, in a parallel block,
-    x + mixer(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared. Each sub-layer's output is
+    x + mixer(N1(x)) + mlp(N2(x)) with N2 = N1 when the norm is shared. Attention with a Mamba-2 mixer
+    beside it (Falcon-H1): x + attention(N(x)) + mixer(N(x)), then the MLP. Each sub-layer's output is
     multiplied by residual_scale before its add (Granite).
 
     `recompute_all` (full recomputation): the block keeps only its inputs for backward and runs again
@@ -96,6 +97,10 @@ class Block(nn.Module):
                 self.mixer = build_mixer(spec)
             else:
                 self.attention = LatentAttention(spec) if mixer == "latent" else SelfAttention(spec, causal)
+                if mixer == "standard" and spec.attention.ssm is not None:  # Falcon-H1: Mamba-2 beside attention
+                    from archspec.reference import mixers
+
+                    self.mixer = mixers.Mamba2(spec, spec.attention.ssm)
         self.attention_post_norm = make_norm(spec) if after and mixer not in MIXERS and mixer != "none" else None
         self.mixer_post_norm = make_norm(spec) if after and mixer in MIXERS else None
         self.cross_attention_norm = make_norm(spec) if cross and pre else None
@@ -133,7 +138,8 @@ class Block(nn.Module):
     def mix(self, h, cache: dict | None, bias=None):
         """The token mixer on its (normalised) input."""
         if self.attention is not None:
-            return self.attention(h, cache, bias)
+            out = self.attention(h, cache, bias)
+            return out if self.mixer is None else out + self.mixer(h, cache)  # Falcon-H1: the two outputs add
         seen = cache.get("seen", 0) if cache is not None else 0
         out = self.mixer(h, cache)
         if cache is not None:  # positions seen, for a model whose first layers hold no attention cache

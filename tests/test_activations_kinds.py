@@ -96,6 +96,14 @@ FEATURES = {
                                            "conv_bias": True, "bias": True}),
     "mamba-dt-norms": dict(**LLAMA, attention={"kind": "mamba", "d_inner": 32, "d_state": 4, "d_conv": 4,
                                                "dt_rank": 3, "conv_bias": False, "dt_norms": True}),
+    # Falcon-H1's layer: attention and a Mamba-2 mixer side by side on one norm, each norm mode of the mixer
+    "attention-beside-mamba2": dict(**LLAMA, n_kv_heads=2, attention=std(ssm={
+        "kind": "mamba2", "heads": 4, "head_dim": 6, "d_state": 4, "groups": 2, "d_conv": 3})),
+    "attention-beside-mamba2-norm-before-gate-out-bias": dict(**LLAMA, attention=std(ssm={
+        "kind": "mamba2", "heads": 4, "head_dim": 8, "d_state": 4, "groups": 2, "norm": "before_gate",
+        "out_bias": True})),
+    "attention-beside-mamba2-no-norm-learned-positions": dict(norm="rmsnorm", activation="swiglu", attention=std(ssm={
+        "kind": "mamba2", "heads": 2, "head_dim": 8, "d_state": 4, "norm": "none", "bias": True})),
     "no-mlp": dict(mlp="none"),
     "no-mixer": dict(attention="none"),
 }  # fmt: skip

@@ -672,6 +672,171 @@ def test_mamba2_toy_specs_build_in_the_reference_model_tensor_by_tensor(variant)
     assert report.params.measured == sum(p.numel() for p in build_transformers(raw).parameters())
 
 
+# Granite 4.0's hybrids (granitemoehybrid) at toy size: no released config.json was found verbatim (see
+# NO_RELEASED_CONFIG_YET). Mamba-2 and attention layers by layer_types, experts beside the shared MLP or the shared
+# MLP alone, NoPE or rotary attention, the multipliers, dt clamped to time_step_limit
+GRANITE_HYBRID = {"model_type": "granitemoehybrid", "architectures": ["GraniteMoeHybridForCausalLM"], **TOY,
+                  "num_hidden_layers": 4, "shared_intermediate_size": 48, "mamba_n_heads": 4,
+                  "mamba_d_state": 8}  # fmt: skip
+FALCON_H1 = {"model_type": "falcon_h1", "architectures": ["FalconH1ForCausalLM"], **TOY, "num_key_value_heads": 2}
+HYBRID_TOYS = {
+    "granitemoehybrid-moe-nope": {**GRANITE_HYBRID, "num_local_experts": 4, "num_experts_per_tok": 2,
+                                  "layer_types": ["mamba", "attention", "mamba", "mamba"], "embedding_multiplier": 12.0,
+                                  "logits_scaling": 6.0, "residual_multiplier": 0.22,
+                                  "attention_multiplier": 0.0078125, "position_embedding_type": "nope",
+                                  "tie_word_embeddings": True, "time_step_limit": [0.0, float("inf")]},
+    "granitemoehybrid-dense-rope-groups": {**GRANITE_HYBRID, "num_local_experts": 0, "num_experts_per_tok": 0,
+                                           "shared_intermediate_size": 80, "mamba_n_heads": 8, "mamba_d_head": 16,
+                                           "mamba_n_groups": 2, "layer_types": ["attention", "mamba", "attention",
+                                                                                "mamba"],
+                                           "position_embedding_type": "rope", "mamba_proj_bias": True,
+                                           "mamba_conv_bias": False, "attention_bias": True,
+                                           "time_step_limit": [0.001, 100.0]},
+    "granitemoehybrid-all-mamba-default-types": {**GRANITE_HYBRID, "num_local_experts": 4, "num_experts_per_tok": 1,
+                                                 "mamba_d_conv": 3, "mamba_expand": 1},
+    # Falcon-H1: attention and a Mamba-2 mixer side by side in every layer (attention.ssm)
+    "falcon-h1-no-mamba-norm-head-dim": {**FALCON_H1, "mamba_d_ssm": 96, "mamba_n_heads": 6, "mamba_d_state": 8,
+                                         "head_dim": 8, "attn_layer_indices": None, "mamba_use_mlp": True},
+    "falcon-h1-norm-after-gate-biases-tied": {**FALCON_H1, "mamba_d_ssm": None, "mamba_expand": 1,
+                                              "mamba_n_heads": 4, "mamba_n_groups": 2, "mamba_d_state": 8,
+                                              "mamba_rms_norm": True, "mamba_norm_before_gate": False,
+                                              "projectors_bias": True, "mamba_proj_bias": True,
+                                              "mamba_conv_bias": False, "attention_bias": True, "mlp_bias": True,
+                                              "tie_word_embeddings": True, "key_multiplier": 0.5,
+                                              "embedding_multiplier": 2.0, "lm_head_multiplier": 0.25,
+                                              "time_step_limit": [0.001, 100.0]},
+    "falcon-h1-norm-before-gate-multipliers": {**FALCON_H1, "num_hidden_layers": 3, "mamba_d_ssm": 64,
+                                               "mamba_n_heads": 8, "mamba_d_state": 4, "mamba_rms_norm": True,
+                                               "mamba_norm_before_gate": True, "ssm_multipliers":
+                                               [0.5, 1.0, 1.0, 1.0, 2.0], "mlp_multipliers": [1.5, 0.5],
+                                               "attention_in_multiplier": 0.75, "ssm_out_multiplier": 1.25},
+}  # fmt: skip
+
+
+def test_falcon_h1_says_which_multipliers_it_does_not_represent():
+    """Falcon-H1's muP multipliers inside the layer scale activations only: counted alike, named in a note; the
+    embedding, logit and key multipliers become embedding_scale, head.scale and attention.scale."""
+    plain = hf.from_mapping(HYBRID_TOYS["falcon-h1-no-mamba-norm-head-dim"], "plain")
+    assert plain.notes == ()
+    noted = hf.from_mapping(HYBRID_TOYS["falcon-h1-norm-before-gate-multipliers"], "noted")
+    [note] = noted.notes
+    assert all(k in note for k in ("attention_in_multiplier", "ssm_out_multiplier", "mlp_multipliers",
+                                   "ssm_multipliers")) and "ssm_in_multiplier" not in note  # fmt: skip
+    scaled = archspec.ModelSpec.model_validate(hf.from_mapping(HYBRID_TOYS["falcon-h1-norm-after-gate-biases-tied"],
+                                                               "scaled").data)  # fmt: skip
+    assert (scaled.embedding_scale, scaled.head.scale) == (2.0, 0.25)
+    assert scaled.attention.scale == 0.5 / 4 and scaled.attention.ssm.norm == "gated"  # key_multiplier / sqrt(16)
+    assert scaled.attention.ssm.bias and scaled.attention.ssm.out_bias and not scaled.attention.ssm.conv_bias
+
+
+def dense_shared_mlp(raw: dict, components: dict) -> dict:
+    """Granite 4.0 without experts: its one MLP is the module transformers names shared_mlp (component 'mlp')."""
+    if raw.get("model_type") == "granitemoehybrid" and not raw.get("num_local_experts", 8):
+        components = {("mlp" if k == "shared_experts" else k): v for k, v in components.items()}
+    return components
+
+
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_configs_count_what_transformers_builds(name):
+    """Components, and active parameters (top-k of the routed experts), against transformers' model."""
+    raw = HYBRID_TOYS[name]
+    expected: dict[str, int] = {}
+    for pname, p in build_transformers(raw).named_parameters():
+        expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
+    expected = dense_shared_mlp(raw, expected)
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
+    counted = count_params(spec)
+    assert {k: v for k, v in counted.components.items() if v} == expected
+    moe = spec.mlp if spec.mlp.kind == "moe" else None
+    routed = expected.get("experts", 0)
+    assert counted.active == sum(expected.values()) - routed + (routed * moe.top_k // moe.experts if moe else 0)
+
+
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_specs_build_and_run_in_the_reference_model(name):
+    """archspec's reference model of each toy spec has every tensor the description has, and runs forward."""
+    from archspec.reference import build, verify
+
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(HYBRID_TOYS[name], name).data)
+    report = verify(spec, seq_len=16)
+    assert report.ok and not report.tensor_mismatches
+    torch.manual_seed(0)
+    with torch.no_grad():
+        logits = build(spec, device="cpu")(torch.randint(0, spec.vocab_size, (2, 9)))
+    assert logits.shape == (2, 9, spec.vocab_size) and torch.isfinite(logits).all()
+
+
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_import_writes_a_spec_file_that_loads_the_same(name, run_cli, tmp_path):
+    code, out, err = run_cli("import", _write(tmp_path, HYBRID_TOYS[name]))
+    assert code == 0, err
+    (tmp_path / "toy.toml").write_text(out)
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(HYBRID_TOYS[name], name).data)
+    loaded = archspec.load_spec(tmp_path / "toy.toml")  # named after the folder
+    assert loaded == spec.replace(name=loaded.name) and count_params(loaded).total == count_params(spec).total
+
+
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_forward_flops_equal_flop_counter_less_the_scan(name):
+    """Forward matmul FLOPs of the whole model (1 x SEQ tokens, CPU, experts batched) against FlopCounterMode on
+    transformers' model, less the chunked scan's matmuls (bmm inside each Mamba-2 module, which archspec counts as
+    non-matmul recurrence): what each mamba module runs besides its in_proj, out_proj and depthwise conv."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    raw = HYBRID_TOYS[name]
+    model = build_transformers(raw, device="cpu", experts="batched_mm")
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(input_ids=torch.zeros(1, SEQ, dtype=torch.long), position_ids=torch.arange(SEQ)[None],
+              attention_mask={"full_attention": None, "linear_attention": None})  # fmt: skip
+    counts = counter.get_flop_counts()
+    scan = 0
+    for module, ops in counts.items():
+        if module.endswith(".mamba"):
+            own = sum(sum(counts.get(f"{module}.{p}", {}).values()) for p in ("in_proj", "out_proj"))
+            own += sum(v for op, v in ops.items() if str(op) == "aten.convolution")
+            scan += sum(ops.values()) - own
+    assert scan > 0
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == counter.get_total_flops() - scan
+
+
+def _cache_tensors(cache) -> list:
+    """Every tensor transformers' cache holds: keys and values of attention layers, conv and recurrent states."""
+    out = []
+    for layer in cache.layers:
+        for value in vars(layer).values():
+            out += [value] if isinstance(value, torch.Tensor) else []
+            out += [v for v in value.values() if isinstance(v, torch.Tensor)] if isinstance(value, dict) else []
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("name", sorted(HYBRID_TOYS))
+def test_hybrid_toy_cache_equals_transformers_cache(name, dtype):
+    """After a forward over T tokens (CPU, the PyTorch paths): archspec.memory.kv_cache_bytes equals the bytes of
+    every tensor in transformers' own cache: keys and values of the attention layers (in the model's dtype), the
+    conv state (the model's dtype) and the fp32 recurrent state of each Mamba-2 layer."""
+    import warnings
+
+    from archspec.memory import kv_cache_bytes
+
+    raw = HYBRID_TOYS[name]
+    torch.manual_seed(0)
+    model = build_transformers(raw, device="cpu").to({"fp32": torch.float32, "bf16": torch.bfloat16}[dtype])
+    B, T = 2, 7
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        # explicit positions and masks (none; the cache does not depend on them): transformers asks an attention layer
+        # of the cache for the length, which an all-Mamba model lacks
+        masks = {"full_attention": None, "linear_attention": None}
+        out = model(input_ids=torch.randint(0, raw["vocab_size"], (B, T)), position_ids=torch.arange(T)[None],
+                    attention_mask=masks, use_cache=True)  # fmt: skip
+    cache = getattr(out, "cache", None) or out.past_key_values
+    held = sum(t.numel() * t.element_size() for t in _cache_tensors(cache))
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, name).data)
+    assert kv_cache_bytes(spec, B, T, dtype) == held > 0
+
+
 # 2-layer variants of the hybrids without a recurrent layer (attention, dense or no MLP): their forward FLOPs
 # equal FlopCounterMode on transformers' model; with a scan the whole model is exempt (SCAN)
 NO_SCAN = {
@@ -679,6 +844,9 @@ NO_SCAN = {
                                    "layer_types": ["full_attention", "full_attention"], "mlp_only_layers": [0, 1]},
     "nemotron-h-attention-mlp": {**raw_config("nemotron-h-56b-base-8k"), "hybrid_override_pattern": "*-",
                                  "num_hidden_layers": 2},
+    "granitemoehybrid-attention-dense": {**GRANITE_HYBRID, "num_hidden_layers": 2, "num_local_experts": 0,
+                                         "layer_types": ["attention", "attention"], "position_embedding_type": "rope",
+                                         "embedding_multiplier": 12.0, "logits_scaling": 6.0},
 }  # fmt: skip
 
 
@@ -932,6 +1100,28 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "mamba2", "hidden_act": "gelu"}, "mamba2 key hidden_act='gelu' is not supported"),
         ({"model_type": "mamba2", "time_step_limit": [0.1]}, "mamba2 key time_step_limit=[0.1] is not supported"),
         ({"model_type": "mamba2", "rms_norm": False}, "mamba2 key rms_norm=False is not supported"),
+        (
+            {"model_type": "granitemoehybrid", "num_hidden_layers": 2, "layer_types": ["mamba", "conv"]},
+            "granitemoehybrid key layer_types=['mamba', 'conv'] is not supported",
+        ),
+        (
+            {"model_type": "granitemoehybrid", "position_embedding_type": "alibi"},
+            "granitemoehybrid key position_embedding_type='alibi' is not supported",
+        ),
+        ({"model_type": "granitemoehybrid", "hidden_act": "gelu"}, "granitemoehybrid key hidden_act='gelu'"),
+        (
+            {"model_type": "granitemoehybrid", "time_step_limit": [0.1, 0.01]},
+            "granitemoehybrid key time_step_limit=[0.1, 0.01] is not supported",
+        ),
+        ({"model_type": "falcon_h1", "hidden_act": "gelu"}, "falcon_h1 key hidden_act='gelu' is not supported"),
+        (
+            {"model_type": "falcon_h1", "mamba_d_ssm": 64, "mamba_n_heads": 4, "mamba_d_head": 8},
+            "falcon_h1 key mamba_d_head=8 is not supported",
+        ),
+        ({"model_type": "falcon_h1", "time_step_limit": [-1.0, 1.0]}, "falcon_h1 key time_step_limit=[-1.0, 1.0]"),
+        ({"model_type": "falcon_h1", "ssm_multipliers": [1.0]}, "falcon_h1 key ssm_multipliers=[1.0] is not"),
+        ({"model_type": "falcon_h1", "attn_layer_indices": [1, 3]}, "falcon_h1 key attn_layer_indices=[1, 3]"),
+        ({"model_type": "falcon_h1", "mamba_use_mlp": False}, "falcon_h1 key mamba_use_mlp=False is not supported"),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -943,7 +1133,9 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
         "mpt-qk-ln dbrx-normalize bigcode-cross mbart-untied mbart-heads umt5-activation mamba2-expand mamba2-act "
-        "mamba2-dt-limit mamba2-layernorm"
+        "mamba2-dt-limit mamba2-layernorm granite-hybrid-types granite-hybrid-positions granite-hybrid-act "
+        "granite-hybrid-dt-limit falcon-h1-act falcon-h1-head-dim falcon-h1-dt-limit falcon-h1-multipliers "
+        "falcon-h1-attention-layers falcon-h1-no-mlp"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -979,7 +1171,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
-    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "mbart", "mamba2", "umt5",
+    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "mbart", "mamba2", "umt5", "granitemoehybrid", "falcon_h1",
 }  # fmt: skip
 
 

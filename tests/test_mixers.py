@@ -71,6 +71,27 @@ def _nemotron_h():
     return NemotronHMamba2Mixer(cfg, 0), cfg, mixer, 1e-5
 
 
+def _falcon_h1(norm: str):
+    """FalconH1Mixer: mamba_d_ssm wide, its norm optional (mamba_rms_norm) and before or after the gate
+    (mamba_norm_before_gate), out_proj's bias projectors_bias apart from in_proj's mamba_proj_bias. Its muP
+    vector (a buffer FalconH1Model registers) is ones here: the multipliers are not represented."""
+    from transformers import FalconH1Config
+    from transformers.models.falcon_h1.modeling_falcon_h1 import FalconH1Mixer
+
+    proj_bias = norm == "gated"
+    cfg = FalconH1Config(hidden_size=D, num_hidden_layers=1, mamba_d_ssm=24, mamba_n_heads=4, mamba_d_state=4,
+                         mamba_n_groups=1 if norm == "none" else 2, mamba_d_conv=3, mamba_chunk_size=4,
+                         mamba_rms_norm=norm != "none", mamba_norm_before_gate=norm == "before_gate",
+                         mamba_proj_bias=proj_bias, projectors_bias=not proj_bias, vocab_size=32,
+                         num_attention_heads=2, num_key_value_heads=1, intermediate_size=32, rms_norm_eps=1e-5,
+                         time_step_limit=(0.7, 100.0))  # fmt: skip
+    theirs = FalconH1Mixer(cfg, 0)
+    theirs.register_buffer("mup_vector", torch.ones(1, 1, 2 * 24 + 2 * cfg.mamba_n_groups * 4 + 4))
+    mixer = {"kind": "mamba2", "heads": 4, "head_dim": 6, "d_state": 4, "groups": cfg.mamba_n_groups, "d_conv": 3,
+             "bias": proj_bias, "out_bias": not proj_bias, "norm": norm, "dt_min": 0.7, "dt_max": 100.0}  # fmt: skip
+    return theirs, cfg, mixer, 1e-5
+
+
 def _qwen3_next():
     from transformers import Qwen3NextConfig
     from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextGatedDeltaNet
@@ -97,7 +118,9 @@ def _qwen3_5():
 
 
 CASES = {"jamba": lambda: _jamba(False), "jamba-bias": lambda: _jamba(True), "mamba2": _mamba2,
-         "nemotron_h": _nemotron_h, "qwen3_next": _qwen3_next, "qwen3_5": _qwen3_5}  # fmt: skip
+         "nemotron_h": _nemotron_h, "qwen3_next": _qwen3_next, "qwen3_5": _qwen3_5,
+         "falcon_h1": lambda: _falcon_h1("none"), "falcon_h1-norm-before-gate": lambda: _falcon_h1("before_gate"),
+         "falcon_h1-norm-after-gate": lambda: _falcon_h1("gated")}  # fmt: skip
 
 _MAMBA = ["in_proj.weight", "conv1d.weight", "conv1d.bias", "x_proj.weight", "dt_proj.weight", "dt_proj.bias", "A_log",
           "D", "out_proj.weight", "dt_layernorm.weight", "b_layernorm.weight", "c_layernorm.weight"]  # fmt: skip
@@ -109,6 +132,9 @@ WEIGHT_MAPS = {
     "jamba-bias": {n: n for n in _MAMBA + ["in_proj.bias", "out_proj.bias"]},
     "mamba2": {n: n for n in _MAMBA2},
     "nemotron_h": {n: n for n in _MAMBA2 + ["in_proj.bias", "out_proj.bias"] if n != "conv1d.bias"},
+    "falcon_h1": {n: n for n in _MAMBA2 + ["out_proj.bias"] if n != "norm.weight"},
+    "falcon_h1-norm-before-gate": {n: n for n in _MAMBA2 + ["out_proj.bias"]},
+    "falcon_h1-norm-after-gate": {n: n for n in _MAMBA2 + ["in_proj.bias"]},
     "qwen3_next": {n: n for n in _DELTANET + ["in_proj_qkvz.weight", "in_proj_ba.weight"]},
     "qwen3_5": {n: n for n in _DELTANET + ["in_proj_qkv.weight", "in_proj_z.weight", "in_proj_b.weight",
                                            "in_proj_a.weight"]},
@@ -184,6 +210,16 @@ def test_nemotron_h_dt_clamp_is_needed():
     theirs, _, spec, ours = build("nemotron_h")
     x = _x()
     ours.dt_min = 0.0
+    with torch.no_grad():
+        assert (ours(x) - theirs(x)).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("case", ["falcon_h1-norm-before-gate", "falcon_h1-norm-after-gate"])
+def test_falcon_h1_norm_order_is_needed(case):
+    """Remove the feature and parity breaks: the norm before or after the gate (mamba_norm_before_gate)."""
+    theirs, _, _, ours = build(case)
+    x = _x()
+    ours.norm.gate_first = not ours.norm.gate_first
     with torch.no_grad():
         assert (ours(x) - theirs(x)).abs().max() > 1e-3
 
@@ -364,10 +400,20 @@ BAD_MIXERS = [
     (MAMBA2 + ", norm_groups = 2}", "norm_groups"),
     ('attention = {kind = "gated_deltanet", key_heads = 2, value_heads = 4, d_key = 4, d_value_head = 6, '
      'projections = "interleaved"}', "projections"),
+    (MAMBA2 + ', norm = "after_gate"}', "norm"),
+    ('attention = {kind = "standard", ssm = {kind = "mamba2", heads = 3, head_dim = 8, groups = 2}}',
+     "attention.ssm.groups=2 does not divide attention.ssm.heads=3"),
+    ('attention = {kind = "standard", ssm = {kind = "mamba", d_inner = 8, dt_rank = 2}}', "ssm"),
+    ('block = "parallel"\nattention = {kind = "standard", ssm = {kind = "mamba2", heads = 2, head_dim = 8}}',
+     "attention.ssm runs beside the attention in the mixer sub-layer; it needs block kind 'sequential'"),
+    ('encoder_layers = 1\nattention = {kind = "standard", ssm = {kind = "mamba2", heads = 2, head_dim = 8}}',
+     "attention.ssm (a Mamba-2 mixer beside the attention) is for decoder layers"),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("table, message", BAD_MIXERS, ids=["dt_max", "dt_min", "norm_groups", "projections"])
+@pytest.mark.parametrize("table, message", BAD_MIXERS, ids=["dt_max", "dt_min", "norm_groups", "projections", "norm",
+                                                            "ssm-groups", "ssm-not-mamba2", "ssm-parallel-block",
+                                                            "ssm-encoder"])  # fmt: skip
 def test_a_bad_mixer_field_is_one_line(run_cli, tmp_path, table, message):
     path = tmp_path / "toy.toml"
     path.write_text('name = "toy"\nvocab_size = 32\nd_model = 16\ndecoder_layers = 1\nn_heads = 1\n'

@@ -67,6 +67,15 @@ def must_be_falsy(key: str, why: str) -> Refusal:
     return Refusal(key, lambda cfg: not cfg.get(key), why)
 
 
+def time_step_limit_ok(cfg: Config) -> bool:
+    """A Mamba-2 mixer's time_step_limit (the clamp of dt): null, or a pair (min, max) with 0 <= min <= max."""
+    limit = cfg.get("time_step_limit")
+    if limit is None:
+        return True
+    pair = isinstance(limit, (list, tuple)) and len(limit) == 2 and all(isinstance(v, (int, float)) for v in limit)
+    return pair and 0 <= limit[0] <= limit[1]
+
+
 # ---------------------------------------------------------------- heads by class
 
 # suffix of the class name in `architectures` -> what the class puts on top of the stacks

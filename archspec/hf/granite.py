@@ -1,18 +1,36 @@
 """IBM Granite 3: Llama's blocks with muP multipliers; the MoE variants (granitemoe) and their shared expert
-(granitemoeshared).
+(granitemoeshared); Granite 4.0's hybrids (granitemoehybrid): Mamba-2 or attention layers by `layer_types`.
 
 transformers' Granite modelling code applies the four multipliers at these places: the token embeddings
 times `embedding_multiplier` (GraniteModel), every sub-layer's output times `residual_multiplier` before its
 residual add (GraniteDecoderLayer), the attention scores scaled by `attention_multiplier` instead of
 1/sqrt(head_dim) (GraniteAttention.scaling), and the logits divided by `logits_scaling` (GraniteForCausalLM),
 which is the head's input scaled by 1/logits_scaling. None of them changes a shape.
+
+Granite 4.0 (GraniteMoeHybridDecoderLayer): every layer is a mixer sub-layer (a Mamba-2 mixer, Bamba's, on
+layer_types "mamba" / "linear_attention"; attention on "attention" / "full_attention", rotary only when
+position_embedding_type is "rope") and an MLP sub-layer: with num_local_experts > 0 the experts and the shared
+MLP (shared_intermediate_size) summed, without a gate; with none, the shared MLP alone, a dense MLP of
+shared_intermediate_size. The Mamba-2 mixer's dt is clamped to time_step_limit.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from archspec.hf.engine import Config, Family, biases, combine, gated_mlp, kv_heads, rope
+from archspec.hf.engine import (
+    Config,
+    Family,
+    Refusal,
+    biases,
+    combine,
+    gated_mlp,
+    kv_heads,
+    must_be,
+    rope,
+    time_step_limit_ok,
+)
 from archspec.hf.llama import _LLAMA_FIELDS, _LLAMA_FIXED
 
 
@@ -52,6 +70,59 @@ def _granitemoe(cfg: Config, where: str) -> dict[str, Any]:
     }
 
 
+_HYBRID_TYPES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention", "full_attention": "attention"}
+
+
+def _hybrid_types_ok(cfg: Config) -> bool:
+    types = cfg.get("layer_types")
+    return types is None or (isinstance(types, list) and len(types) == cfg["num_hidden_layers"]
+                             and all(t in _HYBRID_TYPES for t in types))  # fmt: skip
+
+
+def _experts_ok(cfg: Config) -> bool:
+    n = cfg["num_local_experts"]
+    return isinstance(n, int) and n >= 0 and (n == 0 or cfg["num_experts_per_tok"] >= 1)
+
+
+def _mamba_head_dim(cfg: Config) -> int:
+    head = cfg["mamba_d_head"]
+    return cfg["mamba_expand"] * cfg["hidden_size"] // cfg["mamba_n_heads"] if head == "auto" else head
+
+
+def _granitemoehybrid(cfg: Config, where: str) -> dict[str, Any]:
+    """Granite 4.0: per-layer Mamba-2 or attention kinds; experts beside the shared MLP, or the shared MLP alone."""
+    from archspec.hf.hybrids import layered
+
+    out = _multipliers(cfg, where)
+    if cfg.get("position_embedding_type") != "rope":
+        out["position"] = "none"
+    out["d_head"] = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    out["bias"] = biases(cfg["attention_bias"], cfg["attention_bias"], False)
+    if cfg["num_local_experts"] > 0:
+        out["mlp"] = {"kind": "moe", "experts": cfg["num_local_experts"], "top_k": cfg["num_experts_per_tok"],
+                      "d_expert": cfg["intermediate_size"], "d_shared": cfg["shared_intermediate_size"]}  # fmt: skip
+    else:
+        out["d_ff"] = cfg["shared_intermediate_size"]
+    low, high = cfg.get("time_step_limit") or (0.0, math.inf)
+    mamba: dict[str, Any] = {
+        "kind": "mamba2",
+        "heads": cfg["mamba_n_heads"],
+        "head_dim": _mamba_head_dim(cfg),
+        "d_state": cfg["mamba_d_state"],
+        "groups": cfg["mamba_n_groups"],
+        "d_conv": cfg["mamba_d_conv"],
+        "conv_bias": bool(cfg["mamba_conv_bias"]),
+        "bias": bool(cfg["mamba_proj_bias"]),
+        "dt_min": float(low),
+    }
+    if math.isfinite(high):
+        mamba["dt_max"] = float(high)
+    types = cfg.get("layer_types") or ["linear_attention"] * cfg["num_hidden_layers"]
+    per_layer = [_HYBRID_TYPES[t] for t in types]
+    kinds = {"mamba": {"attention": mamba}, "attention": {}}
+    return layered(per_layer, {k: v for k, v in kinds.items() if k in per_layer}, out)
+
+
 _GRANITE_DEFAULTS = {
     "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
     "num_attention_heads": 32, "num_key_value_heads": None, "hidden_act": "silu", "max_position_embeddings": 2048,
@@ -60,6 +131,7 @@ _GRANITE_DEFAULTS = {
 }  # fmt: skip
 _MOE_DEFAULTS = {**_GRANITE_DEFAULTS, "num_local_experts": 8, "num_experts_per_tok": 2}
 
+# fmt: off
 FAMILIES = [
     Family(
         "granite",
@@ -90,4 +162,27 @@ FAMILIES = [
         aliases={"num_experts": "num_local_experts"},
         derive=combine(gated_mlp(), kv_heads, _granitemoe),
     ),
+    Family(
+        "granitemoehybrid",
+        "GraniteMoeHybrid",
+        ("ForCausalLM", "Model"),
+        {k: v for k, v in _LLAMA_FIELDS.items() if k != "d_ff"},
+        {**_MOE_DEFAULTS, "shared_intermediate_size": 1024, "position_embedding_type": None, "layer_types": None,
+         "mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_head": "auto", "mamba_d_conv": 4,
+         "mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False, "time_step_limit": (0.0, math.inf)},
+        fixed=_LLAMA_FIXED,
+        aliases={"num_experts": "num_local_experts", "layers_block_type": "layer_types"},
+        refuse=(
+            Refusal("layer_types", _hybrid_types_ok, "a list of mamba / attention (or linear_attention / "
+                    "full_attention), one per layer"),
+            Refusal("position_embedding_type", lambda c: c.get("position_embedding_type") in (None, "nope", "rope"),
+                    "rope, nope or null"),
+            must_be("hidden_act", "silu", "the Mamba-2 mixer's activation is hidden_act, and the spec's is silu"),
+            Refusal("num_local_experts", _experts_ok,
+                    "a number of experts >= 0, with num_experts_per_tok >= 1 when there are experts"),
+            Refusal("time_step_limit", time_step_limit_ok, "a pair (min, max) of dt with 0 <= min <= max"),
+        ),
+        derive=combine(gated_mlp(), kv_heads, _granitemoehybrid),
+    ),
 ]
+# fmt: on

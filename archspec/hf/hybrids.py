@@ -13,6 +13,8 @@ among attention layers, each config's per-layer key (``layer_types``, ``hybrid_o
   of squared-ReLU experts (Nemotron 3).
 - Mamba-2 (``mamba2``): a stack of Mamba-2 mixers alone (Mamba-Codestral), each behind an RMSNorm, a final
   RMSNorm (norm_f), no positions.
+- Falcon-H1 (``falcon_h1``): in every layer attention (rotary) and a Mamba-2 mixer run side by side on
+  the same normalised input and their outputs add (``attention.ssm``), then a SwiGLU MLP.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from archspec.hf.engine import (
     must_be,
     must_be_falsy,
     rope,
+    time_step_limit_ok,
 )
 from archspec.layers import compact
 from archspec.spec import SUBTABLES
@@ -303,6 +306,82 @@ def _mamba2(cfg: Config, where: str) -> dict[str, Any]:
     return {"attention": mixer, "mlp": "none", "n_heads": cfg["num_heads"], "d_head": cfg["head_dim"]}
 
 
+# ---------------------------------------------------------------- Falcon-H1
+
+# muP multipliers that scale activations inside the layer (FalconH1DecoderLayer, FalconH1Mixer, FalconH1MLP): the
+# parameter counts and the matmul FLOPs do not depend on them, and the spec does not represent them
+_FALCON_ACTIVATION_MULTIPLIERS = ("attention_in_multiplier", "attention_out_multiplier", "ssm_in_multiplier",
+                                  "ssm_out_multiplier")  # fmt: skip
+
+
+def _falcon_d_ssm(cfg: Config) -> int:
+    return cfg["mamba_expand"] * cfg["hidden_size"] if cfg["mamba_d_ssm"] is None else cfg["mamba_d_ssm"]
+
+
+def _falcon_head_dim(cfg: Config) -> int:
+    return _falcon_d_ssm(cfg) // cfg["mamba_n_heads"] if cfg["mamba_d_head"] == "auto" else cfg["mamba_d_head"]
+
+
+def _falcon_h1(cfg: Config, where: str) -> dict[str, Any]:
+    """Falcon-H1 (FalconH1DecoderLayer): x + attention(N(x)) + mamba(N(x)), then x + mlp(N2(x)). The attention is
+    Llama's (head_dim, or hidden_size / heads; keys times key_multiplier, which scales the scores as
+    attention.scale does); the Mamba-2 mixer is mamba_d_ssm wide (mamba_expand * hidden_size when null), its
+    in_proj biased by mamba_proj_bias and its out_proj by projectors_bias, its gated RMSNorm optional
+    (mamba_rms_norm) and before or after the gate (mamba_norm_before_gate), dt clamped to time_step_limit. The
+    token embeddings are scaled by embedding_multiplier, the logits by lm_head_multiplier."""
+    d_head = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    low, high = cfg.get("time_step_limit") or (0.0, math.inf)
+    ssm: dict[str, Any] = {
+        "kind": "mamba2",
+        "heads": cfg["mamba_n_heads"],
+        "head_dim": _falcon_head_dim(cfg),
+        "d_state": cfg["mamba_d_state"],
+        "groups": cfg["mamba_n_groups"],
+        "d_conv": cfg["mamba_d_conv"],
+        "conv_bias": bool(cfg["mamba_conv_bias"]),
+        "bias": bool(cfg["mamba_proj_bias"]),
+        "out_bias": bool(cfg["projectors_bias"]),
+        "dt_min": float(low),
+        "norm": ("before_gate" if cfg["mamba_norm_before_gate"] else "gated") if cfg["mamba_rms_norm"] else "none",
+    }
+    if math.isfinite(high):
+        ssm["dt_max"] = float(high)
+    attention: dict[str, Any] = {"kind": "standard", "ssm": ssm}
+    if cfg["key_multiplier"] != 1:
+        attention["scale"] = float(cfg["key_multiplier"]) / math.sqrt(d_head)
+    out: dict[str, Any] = {
+        "activation": activation(cfg, "hidden_act", True, where),
+        "d_head": d_head,
+        "n_kv_heads": cfg["num_key_value_heads"] or cfg["num_attention_heads"],
+        "bias": biases(cfg["attention_bias"], cfg["attention_bias"], cfg["mlp_bias"]),
+        "position": rope(cfg),
+        "attention": attention,
+    }
+    if cfg["embedding_multiplier"] != 1:
+        out["embedding_scale"] = float(cfg["embedding_multiplier"])
+    if cfg["lm_head_multiplier"] != 1:
+        out["head"] = {"kind": "lm", "scale": float(cfg["lm_head_multiplier"])}
+    return out
+
+
+def _falcon_notes(cfg: Config, data: dict[str, Any]) -> list[str]:
+    scaled = [k for k in _FALCON_ACTIVATION_MULTIPLIERS if cfg.get(k, 1.0) != 1]
+    scaled += [k for k in ("mlp_multipliers", "ssm_multipliers") if any(v != 1 for v in cfg.get(k) or ())]
+    if not scaled:
+        return []
+    return [f"Falcon-H1's muP multipliers {', '.join(scaled)} scale activations inside each layer: the counts and "
+            "FLOPs do not depend on them and the spec does not represent them"]  # fmt: skip
+
+
+def _falcon_dims_ok(cfg: Config) -> bool:
+    return _falcon_d_ssm(cfg) == cfg["mamba_n_heads"] * _falcon_head_dim(cfg)
+
+
+def _multipliers_ok(key: str, n: int) -> Refusal:
+    return Refusal(key, lambda c: c.get(key) is None or (isinstance(c[key], list) and len(c[key]) == n),
+                   f"a list of {n} numbers (transformers unpacks it)")  # fmt: skip
+
+
 def _nemotron_pattern_ok(cfg: Config) -> bool:
     return _nemotron_layers(cfg) is not None
 
@@ -416,6 +495,38 @@ FAMILIES = [
                     "transformers' Mamba-2 builds RMSNorms only; LayerNorms' biases would not be counted"),
         ),
         derive=_mamba2,
+    ),
+    Family(
+        "falcon_h1",
+        "FalconH1",
+        ("ForCausalLM", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "hidden_size", "decoder_layers": "num_hidden_layers",
+         "n_heads": "num_attention_heads", "d_ff": "intermediate_size", "max_positions": "max_position_embeddings",
+         "norm_eps": "rms_norm_eps"},
+        {"vocab_size": 128000, "tie_word_embeddings": False, "hidden_size": 4096, "intermediate_size": 14336,
+         "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu",
+         "rms_norm_eps": 1e-5, "max_position_embeddings": 8192, "mamba_d_ssm": 1024, "mamba_n_heads": 128,
+         "mamba_d_head": "auto", "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+         "mamba_conv_bias": True, "mamba_proj_bias": False, "mamba_norm_before_gate": True, "mamba_rms_norm": False,
+         "time_step_limit": (0.0, math.inf), "projectors_bias": False, "lm_head_multiplier": 1.0,
+         "embedding_multiplier": 1.0, "key_multiplier": 1.0, "attention_bias": False, "mlp_bias": False,
+         "mlp_multipliers": None, "ssm_multipliers": None, "attention_in_multiplier": 1.0,
+         "attention_out_multiplier": 1.0, "ssm_in_multiplier": 1.0, "ssm_out_multiplier": 1.0},
+        fixed={"norm": "rmsnorm", "norm_position": "pre"},
+        refuse=(
+            must_be("hidden_act", "silu", "the Mamba-2 mixer's activation is hidden_act, and the spec's is silu"),
+            Refusal("mamba_d_head", _falcon_dims_ok,
+                    "mamba_n_heads x mamba_d_head must be mamba_d_ssm (transformers refuses the config otherwise)"),
+            Refusal("time_step_limit", time_step_limit_ok, "a pair (min, max) of dt with 0 <= min <= max"),
+            _multipliers_ok("mlp_multipliers", 2),
+            _multipliers_ok("ssm_multipliers", 5),
+            # keys of TII's own Falcon-H1 code that transformers does not read (it builds both mixers and the MLP
+            # in every layer): attention on some layers only, or no MLP, would be another model
+            must_be_falsy("attn_layer_indices", "transformers builds attention in every Falcon-H1 layer"),
+            must_be("mamba_use_mlp", True, "transformers builds the MLP in every Falcon-H1 layer"),
+        ),
+        derive=_falcon_h1,
+        notes=_falcon_notes,
     ),
     Family(
         "jamba",
