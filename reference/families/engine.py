@@ -213,7 +213,6 @@ BASE: dict[str, tuple | Callable | None] = {
     "head.scale": (1.0,),
     "head.softcap": (None,),
 }
-LEARNED = {"position.kind": ("learned",), "position.offset": (0,)}
 ROTARY = {"position.kind": ("rotary",), "position.fraction": (1.0,), "position.interleaved": (False,)}
 LLAMA_LIKE = {**BASE, **ROTARY, "activation": GATED}
 # decoders of several mixers: each layer's kind is checked by the family's relation
