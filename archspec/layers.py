@@ -223,11 +223,23 @@ def compact(kinds: list[str]) -> tuple[list[str], list[str]]:
     best: tuple[list[str], list[str]] = ([], list(kinds))
     for start in range(n):
         rest = kinds[start:]
-        for period in range(1, len(rest) + 1):
-            if all(rest[i] == rest[i % period] for i in range(len(rest))):
-                if start + period < len(best[0]) + len(best[1]):
-                    best = (list(kinds[:start]), list(rest[:period]))
-                break
+        period = _period(rest)
+        if start + period < len(best[0]) + len(best[1]):
+            best = (list(kinds[:start]), list(rest[:period]))
         if start >= len(best[0]) + len(best[1]):
             break
     return best
+
+
+def _period(seq: list[str]) -> int:
+    """The smallest p with seq[i] == seq[i % p] for every i: the length less the longest proper prefix that
+    is also a suffix (Knuth-Morris-Pratt's failure function), in one pass."""
+    border = [0] * len(seq)
+    k = 0
+    for i in range(1, len(seq)):
+        while k and seq[i] != seq[k]:
+            k = border[k - 1]
+        if seq[i] == seq[k]:
+            k += 1
+        border[i] = k
+    return len(seq) - (border[-1] if seq else 0)

@@ -94,6 +94,11 @@ def _check_regular(where: str, mode: int) -> None:
 
 def read_mapping(path: str | Path) -> dict[str, Any]:
     """The top-level table of a .toml, .json or .yaml file, or a SpecError naming the problem."""
+    return _read_mapping(path)[0]
+
+
+def _read_mapping(path: str | Path) -> tuple[dict[str, Any], str]:
+    """read_mapping's table, and the file's text."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"expected a path (str or pathlib.Path), got {type(path).__name__} {shown(path)}")
     path = Path(path)
@@ -108,7 +113,7 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     data = parse_text(path, suffix, text)
     if not isinstance(data, dict):
         raise SpecError(f"{_where(path)}: the top level must be a table of spec fields, not {type(data).__name__}")
-    return data
+    return data, text
 
 
 def parse_text(path: Path, suffix: str, text: str) -> Any:
@@ -363,11 +368,12 @@ def load_spec(path: str | Path) -> ModelSpec:
                 "a Hugging Face config.json or a folder holding one"
             )
         return load_config(path)
-    data = read_mapping(path)
+    data, text = _read_mapping(path)
     if Path(path).suffix.lower() == ".json" and is_hf_config(data):
         from archspec import hf
 
-        return build_spec(hf.from_mapping(data, hf.spec_name(Path(path)), _where(path)).data, _where(path))
+        imported = hf.from_mapping(data, hf.spec_name(Path(path)), _where(path))
+        return _kept(_where(path), text, imported, build_spec(imported.data, _where(path)))
     if "models" in data and "name" not in data:
         raise SpecError(
             f"{path}: this looks like a preset family file (it has [models]); "
@@ -402,32 +408,59 @@ def is_hf_config(data: Any) -> bool:
 def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
     """The JSON object of a config.json (or of folder/config.json), and the file's path; read as spec
     files are (regular files of bounded size, strict JSON)."""
+    file, text = _config_text(path)
+    return _config_object(file, text), file
+
+
+def _config_text(path: str | Path) -> tuple[Path, str]:
     path = Path(path)
     if _is_dir(path):
         path = path / "config.json"
         if not path.is_file():
             raise SpecError(f"{clip(str(path.parent), 200)}: no config.json in this folder")
-    data = parse_text(path, ".json", read_text(path))
+    return path, read_text(path)
+
+
+def _config_object(file: Path, text: str) -> dict[str, Any]:
+    data = parse_text(file, ".json", text)
     if not isinstance(data, dict):
-        raise SpecError(f"{clip(str(path), 200)}: a config.json holds a JSON object, not {type(data).__name__}")
-    return data, path
+        raise SpecError(f"{clip(str(file), 200)}: a config.json holds a JSON object, not {type(data).__name__}")
+    return data
 
 
 def load_config(path: str | Path) -> ModelSpec:
     """The ModelSpec of a Hugging Face config.json, or of a folder holding one."""
     from archspec import hf
 
-    raw, file = read_config(path)
+    file, text = _config_text(path)
     where = clip(str(file), 200)
-    return build_spec(hf.from_mapping(raw, hf.spec_name(file), where).data, where)
+    imported = hf.from_mapping(_config_object(file, text), hf.spec_name(file), where)
+    return _kept(where, text, imported, build_spec(imported.data, where))
 
 
 def import_config(path: str | Path):
     """What `archspec import` writes: the spec data of a config.json (an archspec.hf.Imported) with its notes."""
     from archspec import hf
 
-    raw, file = read_config(path)
-    return hf.from_mapping(raw, hf.spec_name(file), clip(str(file), 200))
+    file, text = _config_text(path)
+    where = clip(str(file), 200)
+    kept = _KEPT.pop((where, text), None)
+    if kept is not None:
+        return kept
+    return hf.from_mapping(_config_object(file, text), hf.spec_name(file), where)
+
+
+# A config just counted, for the next import_config of the same file and text (a command that counts
+# files and then says what reading each told: its notes), handed out once: each mapping has one user
+# after the spec built from it. Bounded: a process that only loads keeps the last few hundred.
+_KEPT: dict[tuple[str, str], Any] = {}
+
+
+def _kept(where: str, text: str, imported: Any, spec: ModelSpec) -> ModelSpec:
+    if len(_KEPT) >= 256:
+        _KEPT.clear()
+    _KEPT[(where, text)] = imported
+    return spec
 
 
 _DIGITS = r"[0-9](?:_?[0-9])*"

@@ -5,8 +5,8 @@ checkpoint file works as well as a live module) and fills the model by its famil
 table (archspec.reference.weights; the tables live in archspec.reference.families), checking that
 every source tensor was used and every parameter written. Shapes are checked on the way.
 
-- ``load_transformers(model, state_dict, family=None)``: any family of ``FAMILIES`` (GPT-2, LLaMA,
-  BERT, Mixtral, Qwen2, Gemma 2, GPT-NeoX, OPT, T5), by default the one that represents the spec;
+- ``load_transformers(model, state_dict, family=None)``: any entry of ``CHECKPOINTS`` (GPT-2, LLaMA,
+  BERT, Mixtral, Qwen2, Gemma 2, GPT-NeoX, OPT, T5, ...), by default the one that represents the spec;
 - ``load_gpt2``, ``load_llama``, ``load_bert``: the same for one family each;
 - ``load_torch_transformer``: ``torch.nn.Transformer`` (post-norm, with a final norm per stack).
 
@@ -20,35 +20,35 @@ from collections.abc import Mapping
 
 import torch
 
-from archspec.reference.families import FAMILIES, Family, family
+from archspec.reference.families import CHECKPOINTS, Checkpoint, checkpoint
 from archspec.reference.model import Transformer
 from archspec.reference.weights import WeightMap, load_weights, row
 from archspec.spec import ModelSpec
 
-__all__ = ["FAMILIES", "family_of", "load_bert", "load_gpt2", "load_llama", "load_torch_transformer",
+__all__ = ["CHECKPOINTS", "family_of", "load_bert", "load_gpt2", "load_llama", "load_torch_transformer",
            "load_transformers", "transformers_config", "transformers_model",
            "unsupported"]  # fmt: skip
 
 
 def unsupported(spec: ModelSpec, name: str) -> list[str]:
     """Why the family `name` cannot represent `spec`: one phrase per field that differs (empty: it can)."""
-    return family(name).unsupported(spec)
+    return checkpoint(name).unsupported(spec)
 
 
-def family_of(spec: ModelSpec, name: str | None = None) -> Family:
+def family_of(spec: ModelSpec, name: str | None = None) -> Checkpoint:
     """The family `name` (refusing, by field, a spec it cannot represent) or, without a name, the first
     family that represents `spec` (refusing a spec none does, naming what differs in the closest two)."""
     if name is not None:
-        f = family(name)
+        f = checkpoint(name)
         reasons = f.unsupported(spec)
         if reasons:
             raise ValueError(f"{spec.name}: the {f.name} family cannot represent this spec: {'; '.join(reasons)}")
         return f
-    ranked = sorted(FAMILIES.values(), key=lambda f: len(f.unsupported(spec)))  # stable: registry order on ties
+    ranked = sorted(CHECKPOINTS.values(), key=lambda f: len(f.unsupported(spec)))  # stable: registry order on ties
     if not ranked[0].unsupported(spec):
         return ranked[0]
     closest = "; then ".join(f"{f.name}, which differs in {'; '.join(f.unsupported(spec))}" for f in ranked[:2])
-    raise ValueError(f"{spec.name}: no transformers equivalent ({', '.join(FAMILIES)}); closest is {closest}")
+    raise ValueError(f"{spec.name}: no transformers equivalent ({', '.join(CHECKPOINTS)}); closest is {closest}")
 
 
 def transformers_config(spec: ModelSpec, family: str | None = None):
@@ -58,7 +58,7 @@ def transformers_config(spec: ModelSpec, family: str | None = None):
     import transformers
 
     f = family_of(spec, family)
-    config = getattr(transformers, f.config_class)(**{k: get(spec) for k, get in f.config.items() if get})
+    config = transformers.CONFIG_MAPPING[f.model_type](**f.config_values(spec))
     for key, get in f.after.items():
         setattr(config, key, get(spec))
     return config

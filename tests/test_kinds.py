@@ -127,6 +127,24 @@ def test_compact_finds_the_shortest_prefix_and_unit():
     assert compact(["a", "b", "c"]) == ([], ["a", "b", "c"])
 
 
+def test_compact_is_the_shortest_prefix_and_unit_by_search():
+    """Against the definition, searched by brute force: the shortest prefix + unit whose unit repeated (cut
+    short at the end) gives the rest, the shorter prefix first; every list of up to 9 layers of 2 kinds."""
+    import itertools
+
+    def searched(kinds):
+        for size in range(1, len(kinds) + 1):
+            for start in range(size):
+                rest, unit = kinds[start:], kinds[start:size]
+                if unit and all(rest[i] == unit[i % len(unit)] for i in range(len(rest))):
+                    return kinds[:start], unit
+        return [], []
+
+    for n in range(10):
+        for kinds in itertools.product("ab", repeat=n):
+            assert compact(list(kinds)) == searched(list(kinds)), kinds
+
+
 def test_show_writes_the_compact_pattern_and_it_loads_back(run_cli, tmp_path):
     spec = gemma3_like(62)
     path = tmp_path / "g3.json"

@@ -41,7 +41,7 @@ from archspec.reference.convert import (  # noqa: E402
     transformers_config,
     transformers_model,
 )
-from archspec.reference.families import family  # noqa: E402
+from archspec.reference.families import checkpoint  # noqa: E402
 from archspec.reference.weights import load_weights  # noqa: E402
 
 ATOL = 1e-5
@@ -291,7 +291,7 @@ def reference_model(case: Case, state_dict, spec: ModelSpec | None = None):
         return load_torch_transformer(model, state_dict).eval()
     if spec is None:
         return load_transformers(model, state_dict, case.family).eval()
-    return load_weights(model, state_dict, family(case.family).weights).eval()  # a spec the family may refuse
+    return load_weights(model, state_dict, checkpoint(case.family).weights).eval()  # a spec the family may refuse
 
 
 @pytest.fixture(scope="module")
@@ -353,7 +353,7 @@ def test_spec_builds_its_family_and_counts_what_transformers_builds(key, hf_mode
     case = CASES[key]
     hf, _, _ = hf_models(key)
     assert family_of(case.spec).name == case.family
-    assert type(hf).__name__ == family(case.family).model_class
+    assert type(hf).__name__ == checkpoint(case.family).model_class
     assert count_params(case.spec).total == sum(p.numel() for p in hf.parameters())
 
 
@@ -575,9 +575,9 @@ def test_parity_depends_on_each_feature_that_has_tensors(key, change, dropped, h
 def test_only_the_llama4_family_builds_routing_weights_on_the_experts_inputs():
     """mlp.weight_input changes the computation (Llama 4): every other family refuses it by name."""
     import archspec
-    from archspec.reference.families import FAMILIES
+    from archspec.reference.families import CHECKPOINTS
 
     spec = archspec.preset("mixtral-8x7b").replace(**{"mlp.weight_input": True})
-    refusals = {f.model_type: f.unsupported(spec) for f in FAMILIES.values()}
+    refusals = {f.model_type: f.unsupported(spec) for f in CHECKPOINTS.values()}
     assert any("mlp.weight_input=true" in why for why in refusals["mixtral"])
     assert not any("mlp.weight_input" in why for why in refusals["llama4_text"])

@@ -24,7 +24,7 @@ from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.memory import kv_cache_bytes  # noqa: E402
 from archspec.reference import build  # noqa: E402
 from archspec.reference.convert import family_of, load_transformers, transformers_model  # noqa: E402
-from archspec.reference.families import family  # noqa: E402
+from archspec.reference.families import checkpoint  # noqa: E402
 from archspec.reference.model import cache_bytes  # noqa: E402
 from archspec.reference.weights import WeightMap, load_weights  # noqa: E402
 
@@ -156,7 +156,7 @@ def test_parity_depends_on_each_feature_of_the_hybrid(key, feature, hf_models):
     case = CASES[key]
     hf, tokens, expected = hf_models(key)
     other = case.spec.replace(**case.features[feature])
-    model = load_weights(build(other, seed=1234), hf.state_dict(), family(case.family).weights).eval()
+    model = load_weights(build(other, seed=1234), hf.state_dict(), checkpoint(case.family).weights).eval()
     with torch.no_grad():
         assert max_diff(model(tokens), expected) > 10 * ATOL
 
@@ -167,7 +167,7 @@ def test_parity_depends_on_each_layout_the_weight_map_reads(key, table, hf_model
     gates: the same shapes, another model."""
     case = CASES[key]
     hf, tokens, expected = hf_models(key)
-    [wmap] = family(case.family).weights
+    [wmap] = checkpoint(case.family).weights
     model = load_weights(build(case.spec, seed=1234), hf.state_dict(), case.tables[table](wmap)).eval()
     with torch.no_grad():
         assert max_diff(model(tokens), expected) > 10 * ATOL

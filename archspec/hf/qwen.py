@@ -71,6 +71,12 @@ def _qwen3_attention(cfg: Config, where: str) -> list[tuple[str, dict[str, Any]]
     return out
 
 
+def _qwen2(cfg: Config, where: str) -> dict[str, Any]:
+    """Qwen2: full attention, or a window on the layers layer_types names (Qwen3's rule, _qwen3_attention)."""
+    data: dict[str, Any] = {"position": rope(cfg)}
+    return data | place(data, _qwen3_attention(cfg, where))
+
+
 def _qwen3(cfg: Config, where: str) -> dict[str, Any]:
     data: dict[str, Any] = {
         "position": rope(cfg, default_theta=10000.0),
@@ -110,11 +116,11 @@ FAMILIES = [
         _LLAMA_FIELDS,
         {"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
          "num_attention_heads": 32, "num_key_value_heads": 32, "hidden_act": "silu", "max_position_embeddings": 32768,
-         "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "use_sliding_window": False},
+         "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+         "max_window_layers": 28, "layer_types": None},
         # Qwen2Attention: q, k, v with bias, o_proj without
         fixed={**_LLAMA_FIXED, "bias": {"qkv": True, "out": False, "mlp": False}},
-        refuse=(must_be_falsy("use_sliding_window", "windows after max_window_layers are not represented"),),
-        derive=combine(gated_mlp(), kv_heads, lambda cfg, where: {"position": rope(cfg)}),
+        derive=combine(gated_mlp(), kv_heads, _qwen2),
     ),
     Family(
         "qwen2_moe",

@@ -46,8 +46,14 @@ def _stacks(cfg: Config, where: str) -> dict[str, Any]:
 
 
 def _t5(cfg: Config, where: str) -> dict[str, Any]:
+    """A tied T5 head reads the decoder output rescaled by d_model**-0.5: transformers 5's
+    scale_decoder_outputs, which it derives from the file's tie_word_embeddings and writes into the
+    configs it saves (with tie_word_embeddings forced true); read where a file has it."""
     out = _stacks(cfg, where)
-    if _tied(cfg):  # a tied T5 head reads the decoder output rescaled by d_model**-0.5 (scale_decoder_outputs)
+    scaled = cfg.get("scale_decoder_outputs")
+    if scaled is None:
+        scaled = _tied(cfg)
+    if scaled:
         out["head"] = {"kind": "lm", "scale": cfg["d_model"] ** -0.5}
     return out
 
