@@ -162,3 +162,19 @@ def test_released_config_is_a_fixed_point(path, model_type):
     once = back(entry, spec)
     assert view(once) == view(spec)
     assert back(entry, once) == once
+
+
+def test_features_no_checkpoint_builds_are_refused_by_every_one():
+    """umT5's per-layer relative bias and Falcon-H1's Mamba-2 beside attention have no checkpoint entry: every
+    entry refuses them by name (on any layer kind), and the same specs without them are accepted."""
+    t5 = archspec.preset("t5-base")
+    assert not checkpoint("t5").unsupported(t5)
+    per_layer = t5.replace(position={"kind": "relative", "per_layer": True})
+    assert any("position.per_layer=true" in why for why in checkpoint("t5").unsupported(per_layer))
+    llama = archspec.preset("llama-3.2-1b")
+    ssm = {"kind": "mamba2", "heads": 32, "head_dim": 64, "d_state": 16}
+    assert not checkpoint("llama").unsupported(llama)
+    for beside in (llama.replace(attention={"kind": "standard", "ssm": ssm}),
+                   llama.replace(kinds={"h": {"attention": {"kind": "standard", "ssm": ssm}}, "plain": {}},
+                                 layers={"prefix": ["h"], "pattern": ["plain"]})):  # fmt: skip
+        assert all(any("attention.ssm" in why for why in c.unsupported(beside)) for c in CHECKPOINTS.values())

@@ -53,6 +53,8 @@ def _show(name: str, value) -> str:
     """A flat field or a member's kind as Python writes it; a sub-table's field as the spec file does."""
     if "." not in name or name.endswith(".kind"):
         return repr(value)
+    if hasattr(value, "model_dump"):  # a member that is itself a sub-table (attention.ssm)
+        value = value.model_dump(exclude_defaults=True) | {"kind": value.kind}
     return "absent" if value is None else json.dumps(value)
 
 
@@ -191,6 +193,17 @@ def input_weighting(s: ModelSpec) -> str | None:
     return None
 
 
+def unbuilt_features(s: ModelSpec) -> str | None:
+    """Features of the newer adapters that no family here builds (no checkpoint of theirs is checked):
+    refused by every one, on any layer kind."""
+    for k in layer_specs(s):
+        if k.attention.kind == "standard" and k.attention.ssm is not None:
+            return "attention.ssm (a Mamba-2 mixer beside attention, Falcon-H1's: no family here builds it)"
+        if k.position.kind == "relative" and k.position.per_layer:
+            return "position.per_layer=true (a relative bias table in every layer, umT5's: no family here builds it)"
+    return None
+
+
 # A transformers decoder-only language model; each family changes what it has (where its adapter fixes a
 # value, the adapter's value stands)
 BASE: dict[str, tuple | Callable | None] = {
@@ -276,7 +289,7 @@ class Checkpoint:
         for name, allowed in fixed_needs(self.adapter.fixed).items():
             if name not in merged or merged[name] is not None:
                 merged[name] = allowed
-        shared = (gemma4_moe,) if self.input_weighting else (gemma4_moe, input_weighting)
+        shared = (gemma4_moe, unbuilt_features) + (() if self.input_weighting else (input_weighting,))
         return (*(Need(k, v) for k, v in merged.items() if v is not None), *self.relations, *shared)
 
     def unsupported(self, spec: ModelSpec) -> list[str]:
