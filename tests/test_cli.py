@@ -146,7 +146,7 @@ def test_verify_of_many_models_across_processes_equals_one_by_one():
     session's reports instead): the same reports, in the order given."""
     pytest.importorskip("torch")
     import archspec.reference as reference
-    from archspec.cli import _verify_all
+    from archspec.cli.verify import _verify_all
 
     specs = [archspec.ModelSpec(name=f"toy-{i}", vocab_size=50 + i, d_model=16, decoder_layers=1 + i % 3, n_heads=2,
                                 max_positions=8) for i in range(8)]  # fmt: skip
