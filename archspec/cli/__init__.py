@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "schema": "schema",
 }  # fmt: skip
 
+SHELLS = ("bash", "zsh", "fish")  # the shells shtab writes completion scripts for
+
 
 def command_module(name: str) -> ModuleType:
     """The module of one command (imported on first use)."""
@@ -72,7 +74,7 @@ def build_parser(command: str | None = None):
     if command is None:  # the whole parser: shell completion knows every command and option
         parser.add_argument(
             "--print-completion",
-            choices=["bash", "zsh", "fish"],
+            choices=list(SHELLS),
             action=_Completion,
             help="print a shell completion script (shtab), e.g. archspec --print-completion bash > "
             "~/.local/share/bash-completion/completions/archspec",

@@ -29,8 +29,8 @@ def _memory_batch(args) -> int:
 
 def add_args(p: argparse.ArgumentParser) -> None:
     from archspec.hardware import ACCELERATORS
-    from archspec.memory import DTYPE_BYTES, OPTIMIZERS, RECOMPUTE
-    from archspec.vocab import ATTENTION, ZERO_STAGES
+    from archspec.memory import DTYPE_BYTES, OPTIMIZERS
+    from archspec.vocab import ATTENTION, OFFLOAD, RECOMPUTE, ZERO_STAGES
 
     workload_args(p)
     p.add_argument(
@@ -90,7 +90,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --gpu: the largest micro-batch whose training memory fits on it in this layout",
     )
-    p.add_argument("--offload", choices=["optimizer"], help="optimizer: the optimizer states in host memory")
+    p.add_argument("--offload", choices=list(OFFLOAD), help="optimizer: the optimizer states in host memory")
 
 
 def run(args) -> int:

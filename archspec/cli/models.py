@@ -31,7 +31,7 @@ def read_models(args: argparse.Namespace, batch: int = 1, seq_len: int | None = 
         try:
             out.append(resolve_model(ref, overrides))
         except NoAdapter as exc:
-            out.append(measure(exc, args.command, bool(overrides), batch, seq_len))
+            out.append(measure(exc, bool(overrides), batch, seq_len))
     return out
 
 
@@ -47,7 +47,7 @@ def install_hint(exc: NoAdapter, missing: str) -> str:
     )
 
 
-def measure(exc: NoAdapter, command: str, overrides: bool, batch: int, seq_len: int | None):
+def measure(exc: NoAdapter, overrides: bool, batch: int, seq_len: int | None):
     if overrides:
         raise SpecError(
             f"{exc.where}: --set changes spec fields, and model_type {exc.raw.get('model_type')!r} has no adapter, "

@@ -37,8 +37,9 @@ _PLOT_OPTIONS = {"vary": "scaling", "gpu": "memory", "batch": "memory", "recompu
 
 def add_args(p: argparse.ArgumentParser) -> None:
     from archspec.hardware import ACCELERATORS
-    from archspec.memory import DTYPE_BYTES, RECOMPUTE
+    from archspec.memory import DTYPE_BYTES
     from archspec.plot import KINDS
+    from archspec.vocab import RECOMPUTE
 
     p.add_argument(
         "kind",

@@ -24,6 +24,7 @@ EXAMPLES = (
 
 def add_args(p: argparse.ArgumentParser) -> None:
     from archspec.memory import DTYPE_BYTES
+    from archspec.sweep import KEEP
 
     p.add_argument(
         "--vary",
@@ -43,7 +44,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--keep",
-        choices=["d_head"],
+        choices=list(KEEP),
         help="d_head: keep the head width while d_model varies, so that n_heads = d_model / d_head",
     )
     p.add_argument(
