@@ -49,4 +49,4 @@ def byte_compile_archspec() -> None:
     for package in ("archspec", "archspec.presets"):
         spec = importlib.util.find_spec(package)
         for folder in spec.submodule_search_locations or []:
-            compileall.compile_dir(folder, quiet=1, maxlevels=0)
+            compileall.compile_dir(folder, quiet=1)  # with the subpackages (archspec.cli, archspec.hf)
