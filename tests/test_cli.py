@@ -185,3 +185,20 @@ def test_verify_rejects_a_bad_spec_file(run_cli, tmp_path):
     path.write_text('{"name": "x"}')
     code, _, err = run_cli("verify", str(path))
     assert code == 2 and "missing required field 'vocab_size'" in err
+
+
+def test_the_command_line_is_one_module_per_command_each_small():
+    """archspec/cli/: every command of COMMANDS has its module (HELP, EXAMPLES, run), and no module
+    grows past ~700 lines (docs/architecture.md, "The command line")."""
+    from pathlib import Path
+
+    import archspec.cli
+    from archspec.cli import COMMANDS, command_module
+
+    for name in COMMANDS:
+        module = command_module(name)
+        assert module.HELP and module.EXAMPLES.startswith(f"archspec {name}") and callable(module.run), name
+    folder = Path(archspec.cli.__file__).parent
+    sizes = {p.name: len(p.read_text().splitlines()) for p in folder.glob("*.py")}
+    assert {f"{m}.py" for m in COMMANDS.values()} <= set(sizes)
+    assert max(sizes.values()) <= 700, sizes
