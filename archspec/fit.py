@@ -24,6 +24,7 @@ from typing import Any
 
 from archspec.errors import SpecError, shown
 from archspec.hardware import Accelerator
+from archspec.records import record
 from archspec.spec import ModelSpec
 
 TASKS = ("inference", "training", "lora")
@@ -72,24 +73,7 @@ class Fit:
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "accelerator": self.accelerator,
-            "task": self.task,
-            "dtype": self.dtype,
-            "batch": self.batch,
-            "seq_len": self.seq_len,
-            "devices": self.devices,
-            "layout": self.layout,
-            "tensor_parallel": self.tensor_parallel,
-            "pipeline_parallel": self.pipeline_parallel,
-            "data_parallel": self.data_parallel,
-            "zero_stage": self.zero_stage,
-            "per_device_bytes": self.per_device_bytes,
-            "capacity_bytes": self.capacity_bytes,
-            "lora_rank": self.lora_rank,
-            "lora_targets": self.lora_targets,
-        }
+        return record(self, derived=(("layout", "devices"),))
 
 
 def _valid_tp(spec: ModelSpec) -> list[int]:

@@ -24,54 +24,34 @@ from dataclasses import dataclass, field
 
 from archspec.blocks import COMPONENTS, ROLES, Linear, Part, describe, stack_shapes
 from archspec.checks import check_args
+from archspec.records import record
 from archspec.spec import ModelSpec
 
 __all__ = ["COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
 
-ESTIMATE_OMITS = (
-    "biases",
-    "norms",
-    "position and token-type tables",
-    "cross-attention",
-    "untied output projection",
-    "pooler",
-    "deviations from d_ff = 4 d_model, n_heads * d_head = d_model, n_kv_heads = n_heads",
-)
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ParamCount:
-    """An exact parameter count with its breakdown. Returned, never printed."""
+    """An exact parameter count with its breakdown. Returned, never printed; its JSON record is its
+    fields, in this order."""
 
     name: str
     total: int
-    components: dict[str, int]
-    per_layer: dict[str, dict[str, int]]
+    active: int = 0  # parameters one token uses; == total for a dense model
     non_embedding: int
     estimate: int
-    active: int = 0  # parameters one token uses; == total for a dense model
+    components: dict[str, int]
     roles: dict[str, int] = field(default_factory=dict)
     matmul: int = 0  # parameters that take part in matmuls, a tied matrix once (PaLM's N)
+    per_layer: dict[str, dict[str, int]]
     # stack -> layer kind -> {"layers": how many, component -> parameters of one layer, "total"}
     kinds: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
-    estimate_omits: tuple[str, ...] = field(default=ESTIMATE_OMITS)
 
     def share(self, component: str) -> float:
         return self.components[component] / self.total if self.total else 0.0
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "total": self.total,
-            "active": self.active,
-            "non_embedding": self.non_embedding,
-            "estimate": self.estimate,
-            "components": dict(self.components),
-            "roles": dict(self.roles),
-            "matmul": self.matmul,
-            "per_layer": {k: dict(v) for k, v in self.per_layer.items()},
-            "kinds": {s: {k: dict(v) for k, v in kinds.items()} for s, kinds in self.kinds.items()},
-        }
+        return record(self)
 
 
 def seed_estimate(spec: ModelSpec) -> int:

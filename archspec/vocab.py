@@ -47,6 +47,8 @@ ATTENTION: tuple[str, ...] = get_args(Attention)  # --attention; flash (a fused 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE: tuple[str, ...] = get_args(Recompute)  # activation recomputation (Korthikanti et al. 2022)
 
+OFFLOAD = ("optimizer",)  # --offload: what may live in host memory (the optimizer states and fp32 master copy)
+
 ZERO_STAGES = (0, 1, 2, 3)  # ZeRO (Rajbhandari et al. 2020): nothing, optimizer, + gradients, + weights sharded
 
 

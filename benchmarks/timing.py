@@ -49,4 +49,4 @@ def byte_compile_archspec() -> None:
     for package in ("archspec", "archspec.presets"):
         spec = importlib.util.find_spec(package)
         for folder in spec.submodule_search_locations or []:
-            compileall.compile_dir(folder, quiet=1)  # subpackages too (archspec.hf), as a wheel install
+            compileall.compile_dir(folder, quiet=1)  # subpackages too (archspec.cli, archspec.hf), as a wheel install

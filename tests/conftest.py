@@ -53,11 +53,11 @@ def preset_report():
 def shared_verify(monkeypatch, preset_report):
     """`archspec verify` in this test reads the session's reports for unchanged presets (and verifies
     anything else, a preset changed by --set or a spec file, as it would)."""
-    import archspec.cli
+    import archspec.cli.verify
 
     def verify_all(reference, specs):
         known = set(archspec.presets())
         return [preset_report(s.name) if s.name in known and s == archspec.preset(s.name) else reference.verify(s)
                 for s in specs]  # fmt: skip
 
-    monkeypatch.setattr(archspec.cli, "_verify_all", verify_all)
+    monkeypatch.setattr(archspec.cli.verify, "_verify_all", verify_all)

@@ -146,7 +146,7 @@ def test_verify_of_many_models_across_processes_equals_one_by_one():
     session's reports instead): the same reports, in the order given."""
     pytest.importorskip("torch")
     import archspec.reference as reference
-    from archspec.cli import _verify_all
+    from archspec.cli.verify import _verify_all
 
     specs = [archspec.ModelSpec(name=f"toy-{i}", vocab_size=50 + i, d_model=16, decoder_layers=1 + i % 3, n_heads=2,
                                 max_positions=8) for i in range(8)]  # fmt: skip
@@ -185,3 +185,20 @@ def test_verify_rejects_a_bad_spec_file(run_cli, tmp_path):
     path.write_text('{"name": "x"}')
     code, _, err = run_cli("verify", str(path))
     assert code == 2 and "missing required field 'vocab_size'" in err
+
+
+def test_the_command_line_is_one_module_per_command_each_small():
+    """archspec/cli/: every command of COMMANDS has its module (HELP, EXAMPLES, run), and no module
+    grows past ~700 lines (docs/architecture.md, "The command line")."""
+    from pathlib import Path
+
+    import archspec.cli
+    from archspec.cli import COMMANDS, command_module
+
+    for name in COMMANDS:
+        module = command_module(name)
+        assert module.HELP and module.EXAMPLES.startswith(f"archspec {name}") and callable(module.run), name
+    folder = Path(archspec.cli.__file__).parent
+    sizes = {p.name: len(p.read_text().splitlines()) for p in folder.glob("*.py")}
+    assert {f"{m}.py" for m in COMMANDS.values()} <= set(sizes)
+    assert max(sizes.values()) <= 700, sizes

@@ -6,7 +6,7 @@ import shlex
 import pytest
 
 import archspec
-from archspec.cli import COMMANDS, build_parser, main
+from archspec.cli import COMMANDS, build_parser, command_module, main
 
 
 @pytest.mark.parametrize("torch_name, short", [("float32", "fp32"), ("bfloat16", "bf16"), ("float16", "fp16"),
@@ -82,7 +82,7 @@ def test_verify_shows_which_model_runs(monkeypatch, capsys):
 
 def _examples(name: str) -> list[list[str]]:
     out = []
-    for line in COMMANDS[name]["examples"].splitlines():
+    for line in command_module(name).EXAMPLES.splitlines():
         words = shlex.split(line.strip())
         if ">" in words:
             words = words[: words.index(">")]

@@ -9,9 +9,11 @@ import pytest
 
 from archspec import vocab
 from archspec.cli import build_parser
-from archspec.hardware import MATH_DTYPES
+from archspec.fit import TASKS
+from archspec.hardware import ACCELERATORS, MATH_DTYPES
 from archspec.memory import DTYPE_BYTES, OPTIMIZERS, STORAGE
 from archspec.spec import GATED_ACTIVATIONS, Activation
+from archspec.sweep import KEEP
 
 
 def choices(command: str, option: str) -> list:
@@ -38,11 +40,29 @@ def choices(command: str, option: str) -> list:
         ("memory", "--weights", tuple(STORAGE)),
         ("memory", "--experts", tuple(STORAGE)),
         ("flops", "--dtype", MATH_DTYPES),
+        ("memory", "--offload", vocab.OFFLOAD),
+        ("sweep", "--keep", KEEP),
+        ("fit", "--task", TASKS),
+        ("inference", "--kv-dtype", tuple(DTYPE_BYTES)),
+        ("inference", "--gpu", tuple(ACCELERATORS)),
     ],
     ids=lambda x: x if isinstance(x, str) else "",
 )
 def test_the_command_lines_choices_are_the_vocabulary(command, option, vocabulary):
     assert choices(command, option) == list(vocabulary)
+
+
+def test_no_choices_list_is_typed_in_the_command_line():
+    """Every `choices=` of archspec/cli/ reads a vocabulary by name; a list typed there would drift."""
+    import re
+    from pathlib import Path
+
+    import archspec.cli
+
+    folder = Path(archspec.cli.__file__).parent
+    typed = [f"{p.name}: {m.group()}" for p in sorted(folder.glob("*.py"))
+             for m in re.finditer(r"choices=[\[(\"'][^,)]*", p.read_text())]  # fmt: skip
+    assert not typed, typed
 
 
 def test_the_planners_dtypes_are_storage_formats_and_every_alias_names_one():

@@ -1,0 +1,130 @@
+"""`archspec inference`: roofline estimate of generation on one accelerator: prefill time (compute-
+bound), decode time per token (memory-bound), tokens per second, and the largest batch whose KV
+cache fits beside the weights."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from archspec.cli.models import read_specs
+from archspec.cli.options import DTYPE_HELP, dtype_name, mfu, positive_int, storage_args
+from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, render
+from archspec.errors import SpecError
+
+HELP = (
+    "roofline estimate of generation on one accelerator: prefill time (compute-bound), decode time per token "
+    "(memory-bound), tokens per second, and the largest batch whose KV cache fits beside the weights"
+)
+EXAMPLES = (
+    "archspec inference gpt2 --gpu h100 --batch 8 --prompt-len 512 --gen-len 256\n"
+    "  archspec inference gpt3-175b --gpu h200 --prompt-len 1024 --gen-len 256 --dtype float8_e4m3fn\n"
+    "  archspec inference gpt3-6.7b --gpu a100 --batch 32 -p 1500 -g 500 --mbu 0.7 --format json"
+)
+
+
+def _duration(seconds: float) -> str:
+    """0.00275 -> '2.75 ms'; three significant figures in s, ms or µs."""
+    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if seconds >= scale or unit == "µs":
+            return f"{seconds / scale:.3g} {unit}"
+    raise AssertionError("unreachable")
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    from archspec.hardware import ACCELERATORS
+    from archspec.memory import DTYPE_BYTES
+
+    p.add_argument("--gpu", required=True, choices=list(ACCELERATORS), help="the accelerator (each device)")
+    p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences generated together (default 1)")
+    p.add_argument("--prompt-len", "-p", type=positive_int, required=True, help="prompt tokens per sequence (P)")
+    p.add_argument("--gen-len", "-g", type=positive_int, required=True, help="generated tokens per sequence (G)")
+    p.add_argument("--dtype", type=dtype_name, choices=list(DTYPE_BYTES), help="weights: " + DTYPE_HELP)
+    storage_args(p, "default --dtype, else bf16")
+    p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices (Megatron-LM splits)")
+    p.add_argument("--ep", type=positive_int, default=1, help="expert-parallel devices (routed experts spread)")
+    p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
+    p.add_argument("--mfu", type=mfu, default=0.4, help="share of the peak FLOP/s prefill reaches (default 0.4)")
+    p.add_argument(
+        "--mbu",
+        type=mfu,
+        default=1.0,
+        help="share of the peak memory bandwidth decode reaches (default 1: a lower bound on the time)",
+    )
+
+
+def run(args) -> int:
+    from archspec.hardware import accelerator
+    from archspec.inference import estimate_inference
+    from archspec.render import human_bytes, table
+
+    acc = accelerator(args.gpu)
+    if args.weights and args.dtype and args.weights != args.dtype:
+        raise SpecError(f"--dtype {args.dtype} and --weights {args.weights}: give one of them")
+    weights = args.weights or args.dtype or "bf16"
+    objects, blocks, code = [], [], EXIT_OK
+    for spec in read_specs(args):
+        e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
+                               args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
+                               expert_parallel=args.ep, pipeline_parallel=args.pp)  # fmt: skip
+        obj = e.to_dict()
+        used = e.weights_bytes + e.kv_cache_bytes
+        context = e.prompt_len + e.gen_len
+        lay = e.layout
+        where = f"{acc.memory_gib:g} GiB" + (" per device" if lay.devices > 1 else "")
+        verdict = f"{'fits' if e.fits else 'does not fit'} ({used / e.capacity_bytes:.0%} of {where})"
+        if not e.fits:
+            code = EXIT_MISMATCH
+            remedy = "; ".join(f"{s} would fit" for s in e.suggestions) or "no larger --tp or narrower --weights fits"
+            obj["message"] = (
+                f"{spec.name} does not fit: weights {human_bytes(e.weights_bytes)} + KV cache "
+                f"{human_bytes(e.kv_cache_bytes)} = {human_bytes(used)} on the fullest device, "
+                f"{human_bytes(e.shortfall_bytes)} more than {where}; {remedy}"
+            )
+        rows = []
+        if e.fits:
+            comm = f"; communication {_duration(e.communication_seconds_per_token)}" if lay.devices > 1 else ""
+            rows += [
+                ["prefill", _duration(e.prefill_seconds), f"{e.prefill_flops:,} FLOPs at {e.mfu:g} x peak"],
+                ["decode, per token", _duration(e.decode_seconds_per_token),
+                 f"{human_bytes(float(e.decode_bytes_per_token))} read per step at {e.mbu:g} x bandwidth{comm}"],
+                ["whole request", _duration(e.total_seconds), f"prefill + {e.gen_len:,} decode steps"],
+                ["tokens per second", f"{e.tokens_per_second:,.0f}" if e.tokens_per_second >= 100
+                 else f"{e.tokens_per_second:.3g}", f"{e.batch} x {e.gen_len:,} generated tokens"],
+            ]  # fmt: skip
+        rows += [
+            ["max batch", f"{e.max_batch:,}", f"sequences of {context:,} tokens beside the weights"
+             + (" (the weights alone do not fit)" if e.weights_bytes > e.capacity_bytes else "")],
+            ["memory" + (" per device" if lay.devices > 1 else "") + " at this batch", human_bytes(used),
+             f"weights {human_bytes(e.weights_bytes)} + KV cache {human_bytes(e.kv_cache_bytes)}: {verdict}"],
+        ]  # fmt: skip
+        if e.expected_experts is not None:
+            tokens = f"{e.batch} token{'s' if e.batch > 1 else ''}"
+            rows.append(["routed experts read per MoE layer", f"{e.expected_experts:.3g}",
+                         f"of {spec.mlp.experts}, top-{spec.mlp.top_k}, {tokens} per step"])  # fmt: skip
+        degrees = f"tp {lay.tensor_parallel} x ep {lay.expert_parallel} x pp {lay.pipeline_parallel}"
+        layout = "" if lay.devices == 1 else f"; {degrees} = {lay.devices} devices"
+        lines = [
+            f"{spec.name} on {acc.title}: batch {e.batch}, prompt {e.prompt_len:,} + {e.gen_len:,} generated tokens, "
+            f"weights {e.dtype}"
+            + (f", experts {e.experts_dtype}" if e.experts_dtype else "")
+            + f", KV cache {e.kv_dtype}{layout}",
+            table(rows, ["roofline estimate", "value", "from"], args.format, colalign=("left", "right", "left")),
+        ]
+        if e.fits:
+            bound = (
+                "compute-bound" if e.prefill_compute_bound else "memory-bound, so its time above is an underestimate"
+            )
+            lines.append(f"prefill intensity {e.prefill_intensity:,.0f} FLOPs/byte vs ridge {e.ridge_intensity:,.0f}: "
+                         f"{bound}")  # fmt: skip
+        else:
+            lines.append(obj["message"] + "; no timings")
+        lines += ["assumptions:", *(f"  - {a}" for a in e.assumptions)]
+        objects.append(obj)
+        blocks.append("\n".join(lines))
+    note = f"estimates, not measurements; {acc.name}: {acc.source}; {acc.bandwidth_source}. GiB = 2^30 bytes."
+    render(args, objects, lambda: "\n\n".join(blocks) + "\n" + note)
+    for obj in objects if args.format != "table" else ():
+        if not obj["fits"]:
+            sys.stderr.write(f"archspec: {obj['message']}\n")
+    return code

@@ -1,0 +1,177 @@
+"""The argument parser and the options several commands share: argparse with one-line errors, the
+number types, MODEL/--format/--set, the workload, storage and accelerator options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from archspec.cli.output import EXIT_BAD_INPUT, write_stdout
+from archspec.errors import SpecError, clip, one_line
+from archspec.render import FORMATS
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit code 2, which remembers the options given (`given`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.given: set[str] = set()  # dests of the options on the command line
+        self.command: str | None = None  # the subcommand this parser was built for, if only one
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # argparse calls this for each option it takes from the command line (never for a default)
+        if action.option_strings:
+            self.given.add(action.dest)
+        return super()._get_values(action, arg_strings)
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse ignores a failed write; --help and --version on stdout go the one output path
+        if not message:
+            return
+        if file is sys.stdout:
+            write_stdout(message)
+        else:
+            (file or sys.stderr).write(message)
+
+    def error(self, message: str) -> NoReturn:
+        prog = self.prog
+        if self.command and message.startswith("unrecognized arguments: "):
+            prog = f"archspec {self.command}"
+            extra = message.split(": ", 1)[1].split()
+            option = next((a.split("=", 1)[0] for a in extra if a.startswith("-")), None)
+            if option:  # an option another command has, or none has: named, not ignored
+                message = f"`{prog}` has no option {option}"
+        elif message.startswith("ambiguous option: "):  # --lora on fit: a prefix of two of its options
+            option, _, matches = message.split(": ", 1)[1].partition(" could match ")
+            message = f"`{prog}` has no option {option.split('=', 1)[0]} (a prefix of {matches})"
+        sys.stderr.write(f"archspec: error: {one_line(message)} (see `{prog} --help`)\n")
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def number_type(kind: str, *, minimum: float | None = None, strict_min: bool = True, integer: bool = True):
+    def parse(text: str):
+        from archspec.loading import parse_number
+
+        try:
+            value = parse_number(text, kind, integer=integer)
+        except SpecError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if minimum is not None and (value <= minimum if strict_min else value < minimum):
+            bound = f"greater than {minimum:g}" if strict_min else f"at least {minimum:g}"
+            raise argparse.ArgumentTypeError(f"{kind}: must be {bound}, got {clip(text.strip())}")
+        return value
+
+    parse.__name__ = kind
+    return parse
+
+
+positive_int = number_type("a positive whole number", minimum=0)
+
+
+positive_number = number_type("a positive number", minimum=0, integer=False)
+
+
+def mfu(text: str) -> float:
+    value = positive_number(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return float(value)
+
+
+# torch's dtype names (and torch.* spellings) for --dtype, beside the short names
+DTYPE_HELP = "bytes per value (default bf16; torch names such as bfloat16 or float8_e4m3fn are accepted too)"
+
+
+def dtype_name(text: str) -> str:
+    """'bfloat16' or 'torch.bfloat16' -> 'bf16'; other names pass through to the option's choices."""
+    from archspec.vocab import dtype_key
+
+    return dtype_key(text)
+
+
+def common_args(p: argparse.ArgumentParser, models: str | None = "+", overrides: bool = True) -> None:
+    """MODEL arguments (nargs `models`, None for none), --format, and --set where the command reads models."""
+    if models:
+        p.add_argument(
+            "models",
+            metavar="MODEL",
+            nargs=models,
+            help="a preset name (see `archspec list`) or a spec file (.toml, .json, .yaml)",
+        )
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=FORMATS,
+        default="table",
+        help="output format: table (default), markdown, json (exact numbers), csv",
+    )
+    p.set_defaults(overrides=[])
+    if not overrides:  # a command that reads no spec: --set is refused by name, not ignored
+        return
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        metavar="FIELD=VALUE",
+        default=[],
+        help="override a spec field for every MODEL (repeatable), e.g. --set d_model=1024",
+    )
+
+
+def workload_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences per step (default 1)")
+    p.add_argument(
+        "--seq-len",
+        "-s",
+        type=positive_int,
+        help="tokens per sequence (target length for an encoder-decoder; default: max_positions)",
+    )
+    p.add_argument("--src-len", type=positive_int, help="encoder-decoder source length (default: --seq-len)")
+
+
+def storage_args(p: argparse.ArgumentParser, weights_help: str) -> None:
+    """--weights, --experts, --kv-dtype: storage formats from the one table (archspec.memory.STORAGE)."""
+    from archspec.memory import DTYPE_BYTES, STORAGE
+
+    p.add_argument(
+        "--weights",
+        type=dtype_name,
+        choices=list(STORAGE),
+        metavar="DTYPE",
+        help=f"weight storage: {', '.join(STORAGE)} (bits per value with block scales: README); {weights_help}",
+    )
+    p.add_argument(
+        "--experts",
+        type=dtype_name,
+        choices=list(STORAGE),
+        metavar="DTYPE",
+        help="storage of the routed experts alone (e.g. mxfp4, as gpt-oss ships them)",
+    )
+    p.add_argument("--kv-dtype", type=dtype_name, choices=list(DTYPE_BYTES),
+                   help="KV cache (default: the weights' dtype, bf16 for a weight-only format)")  # fmt: skip
+
+
+def gpu_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--gpu",
+        action="append",
+        metavar="NAME|FILE",
+        help=f"{what} (repeatable): a name from `archspec hardware`, or a .toml file describing your own "
+        "(name, memory_gib, bandwidth_gbs, bf16_tflops, ...; see the README)",
+    )
+
+
+def accelerators(names: list[str] | None):
+    """The accelerators named by --gpu (table names or .toml files), or the whole table."""
+    from archspec.hardware import ACCELERATORS, accelerator
+
+    if not names:
+        return list(ACCELERATORS.values())
+    out = []
+    for n in names:
+        acc = accelerator(n)
+        if all(a.name != acc.name for a in out):
+            out.append(acc)
+    return out
