@@ -367,11 +367,12 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
         act = {"swiglu": "silu", "geglu": "gelu", "clamped_swiglu": "silu"}.get(spec.activation, spec.activation)
         saved += (Saved("head", HIDDEN_KEPT[act] * e, kept=ALWAYS), Saved("head", 2, kept=ALWAYS),
                   Saved("head", e, kept=ALWAYS))  # fmt: skip
+        h = spec.head
         entries: tuple[Entry, ...] = (
-            Linear("dense", d, e, True),
+            Linear("dense", d, e, h.dense_bias),
             Pointwise("act", m.pointwise, e, "activations"),
-            Norm("norm", e, "layernorm"),
-            Linear("", e, V, True, tied="embed"),
+            Norm("norm", e, "layernorm", affine="weight_bias" if h.norm_bias else "weight"),
+            Linear("", e, V, h.bias, tied="embed"),
         )
     else:
         entries = (Linear("", d, V, spec.head.bias, tied=tied),)
@@ -447,7 +448,8 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
     for name, parts in sublayers:
         shared_norm = spec.block.kind == "parallel" and spec.block.shared_norm and name == "mlp"
         parallel = spec.block.kind == "parallel" and name == "mlp" and len(sublayers) > 1
-        if not shared_norm and position != "post_sublayer":
+        bare = name in ("attention", "mixer") and not spec.attention_norm  # the mixer reads the stream itself
+        if not shared_norm and position != "post_sublayer" and not bare:
             out.append(norm_part(spec, f"{layer}.{name}_norm", stack, shared_input=parallel))
         if parallel and shared_norm:  # the MLP reads the norm's output the mixer's projection keeps
             parts = [parts[0]._replace(saved=parts[0].saved[1:])] + parts[1:]

@@ -173,7 +173,12 @@ class StandardAttention(_Member):
     softcap: float | None = Field(
         None, gt=0, strict=False, description="scores soft-capped as c * tanh(s / c) (Gemma 2: 50)"
     )
-    sliding_window: int | None = Field(None, ge=1, description="keys within this many positions (Mistral: 4096)")
+    sliding_window: int | None = Field(
+        None,
+        ge=1,
+        description="keys within this many positions (Mistral: 4096): a causal layer sees keys i - w < j <= i; a "
+        "bidirectional (encoder) layer keys on either side, |i - j| < w (ModernBERT: local_attention / 2 + 1)",
+    )
     sliding_layers: Literal["all", "even", "odd"] = Field(
         "all", description="layers that use the window: all, even (Gemma 2: 0, 2, ...) or odd (GPT-Neo)"
     )
@@ -357,9 +362,13 @@ class LMHead(_Member):
 
 class MLMHead(_Member):
     """BERT's masked-LM head: dense with a bias, the activation, a LayerNorm, then the tied token
-    table and a vocabulary bias (d_embed wide with factorised embeddings)."""
+    table and a vocabulary bias (d_embed wide with factorised embeddings). ModernBERT drops the dense
+    layer's and the norm's biases (classifier_bias, norm_bias) and keeps the vocabulary bias (decoder_bias)."""
 
     kind: Literal["mlm"] = "mlm"
+    dense_bias: bool = Field(True, description="a bias on the dense layer (ModernBERT: classifier_bias)")
+    norm_bias: bool = Field(True, description="a bias on the head's LayerNorm (ModernBERT: norm_bias)")
+    bias: bool = Field(True, description="a vocabulary bias on the tied decoder (ModernBERT: decoder_bias)")
 
 
 class NoHead(_Member):
@@ -384,7 +393,7 @@ SUBTABLES: dict[str, dict[str, type[_Member]]] = {
 
 # -- layer kinds (heterogeneous stacks)
 
-KIND_FIELDS = ("attention", "mlp", "position", "n_heads", "n_kv_heads", "d_head", "d_value", "d_ff")
+KIND_FIELDS = ("attention", "mlp", "position", "n_heads", "n_kv_heads", "d_head", "d_value", "d_ff", "attention_norm")
 Override = Annotated[str | dict[str, Any], Field(description="a kind name, or a table of the fields to change")]
 
 
@@ -406,6 +415,9 @@ class LayerKind(_Table):
     d_head: int | None = Field(None, ge=1, description="per-head query/key width of this kind")
     d_value: int | None = Field(None, ge=1, description="per-head value width of this kind")
     d_ff: int | None = Field(None, ge=1, description="MLP hidden width of this kind")
+    attention_norm: bool | None = Field(
+        None, description="false: no norm before this kind's token mixer (ModernBERT's first layer)"
+    )
 
     @model_serializer(mode="wrap")
     def _only_changes(self, handler):
@@ -514,6 +526,11 @@ class ModelSpec(BaseModel):
         "pre",
         description="pre: x + f(N(x)); post: N(x + f(x)); sandwich: x + N2(f(N1(x))) (Gemma 2); "
         "post_sublayer: x + N(f(x)) (OLMo 2)",
+    )
+    attention_norm: bool = Field(
+        True,
+        description="a pre-norm before the token mixer (attention or recurrent mixer); false: the mixer reads the "
+        "residual stream itself (ModernBERT's first layer, whose input is the embedding norm's output)",
     )
     final_norm: bool = Field(
         default_factory=lambda data: data.get("norm_position", "pre") != "post",
@@ -696,6 +713,11 @@ class ModelSpec(BaseModel):
             raise ValueError("norm_affine='weight_bias' needs norm='layernorm'; RMSNorm has no bias")
         if self.swiglu_limit != 7.0 and self.activation != "clamped_swiglu":
             raise ValueError(f"swiglu_limit is the clamp of activation='clamped_swiglu', not of {self.activation!r}")
+        if not self.attention_norm and (self.norm_position != "pre" or self.block.kind != "sequential"):
+            raise ValueError(
+                "attention_norm=false (no norm before the token mixer) needs norm_position='pre' and a sequential "
+                f"block, not norm_position={self.norm_position!r} with block kind {self.block.kind!r}"
+            )
         if self.norm_position == "post_sublayer" and self.block.kind == "parallel":
             raise ValueError("norm_position='post_sublayer' is for sequential blocks, not block kind 'parallel'")
         a = self.attention

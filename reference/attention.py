@@ -33,7 +33,8 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
 
     The full score matrix is computed (and counted). The T queries sit at positions start ..
     start + T - 1 and the S keys end with them (a cache holds the earlier ones). A causal mask hides
-    the future; `window` hides keys more than window - 1 positions back; `chunk` hides keys outside
+    the future; `window` hides keys more than window - 1 positions back (and, without the causal mask,
+    more than window - 1 positions ahead: |i - j| < window); `chunk` hides keys outside
     the query's own chunk of positions (Llama 4's chunked attention); `bias` (nh, T, S) or (B, 1, T, S) is added to
     the scores; `softcap` caps them as c · tanh(s / c); `sinks` (nh,) is one more logit per head in
     the softmax's denominator (gpt-oss). With `gqa`, fewer K/V heads than query heads are shared by
@@ -55,8 +56,8 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
         mask = torch.ones(T, S, dtype=torch.bool, device=q.device)
         if causal:
             mask &= kpos <= qpos
-        if window:
-            mask &= kpos > qpos - window
+        if window:  # w - 1 positions back; in a bidirectional layer also w - 1 ahead (ModernBERT's local layers)
+            mask &= (kpos > qpos - window) if causal else ((kpos - qpos).abs() < window)
         if chunk:
             mask &= kpos // chunk == qpos // chunk
     if mode == "eager":

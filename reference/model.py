@@ -91,7 +91,8 @@ class Block(nn.Module):
         self.mixer_name = "mixer" if mixer in MIXERS else "attention" if mixer != "none" else None
         self.attention_norm = self.mixer_norm = self.attention = self.mixer = None
         if self.mixer_name is not None:
-            setattr(self, f"{self.mixer_name}_norm", make_norm(spec) if pre else None)
+            # attention_norm = false: the mixer reads the residual stream itself (ModernBERT's first layer)
+            setattr(self, f"{self.mixer_name}_norm", make_norm(spec) if pre and spec.attention_norm else None)
             if mixer in MIXERS:
                 self.mixer = build_mixer(spec)
             else:
@@ -120,7 +121,7 @@ class Block(nn.Module):
             return x + scaled(post(f(norm(x))))
         if self.norm_position == "post_sublayer":
             return x + scaled(post(f(x)))
-        return x + scaled(f(norm(x)))
+        return x + scaled(f(norm(x) if norm is not None else x))
 
     def forward(self, x, memory=None, cache: dict | None = None, bias=None):
         if self.recompute_all and cache is None and torch.is_grad_enabled():
@@ -221,19 +222,20 @@ class Head(nn.Module):
 
 
 class MLMHead(nn.Module):
-    """BERT's masked-LM head: LayerNorm(act(dense(x))) @ token tableᵀ + bias."""
+    """BERT's masked-LM head: LayerNorm(act(dense(x))) @ token tableᵀ + bias (the dense layer's, the
+    norm's and the vocabulary's biases as the head's options say: ModernBERT keeps only the last)."""
 
     component = "head"
     role = "head"
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        e = spec.d_embed
-        self.dense = nn.Linear(spec.d_model, e)
+        e, h = spec.d_embed, spec.head
+        self.dense = nn.Linear(spec.d_model, e, bias=h.dense_bias)
         self.act = ACTIVATIONS[spec.activation]
-        self.norm = make_norm(spec, e, "layernorm", inside=True, affine="weight_bias")
+        self.norm = make_norm(spec, e, "layernorm", inside=True, affine="weight_bias" if h.norm_bias else "weight")
         self.weight = nn.Parameter(torch.empty(spec.vocab_size, e))
-        self.bias = nn.Parameter(torch.empty(spec.vocab_size))
+        self.bias = nn.Parameter(torch.empty(spec.vocab_size)) if h.bias else None
 
     def forward(self, x):
         return F.linear(self.norm(self.act(self.dense(x))), self.weight, self.bias)  # (B, T, V)

@@ -134,6 +134,15 @@ MIXED = {
                                                          "dt_norms": True}},
                                     "att": {"mlp": MOE}},
                              layers={"pattern": ["m2", "gdn", "m1", "att"]}),
+    # ModernBERT-like encoder: no norm before the first layer's attention, local layers with a bidirectional
+    # window and their own rotary base, GeGLU, weight-only LayerNorms, the masked-LM head with only its vocabulary bias
+    "modernbert-encoder": dict(encoder_layers=4, decoder_layers=0, position="rotary", activation="geglu", bias=False,
+                               norm_affine="weight", embedding_norm=True,
+                               head={"kind": "mlm", "dense_bias": False, "norm_bias": False},
+                               kinds={"first": {"attention_norm": False},
+                                      "local": {"attention": std(sliding_window=3), "position": {"base": 100.0}},
+                                      "global": {}},
+                               layers={"prefix": ["first"], "pattern": ["local", "global"]}),
 }  # fmt: skip
 
 SPECS = {name: ModelSpec(name=name, **{**BASE, **changes}) for name, changes in {**FEATURES, **MIXED}.items()}

@@ -110,11 +110,20 @@ def as_released(model, raw: dict):
 
 # transformers' parameter names -> archspec's components, first match wins (names without .weight/.bias)
 COMPONENT_PATTERNS = [
-    (r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out)\b", "head"),
+    # the tied token table, named after the head's decoder where the class registers its head first (XLM-RoBERTa)
+    (r"^lm_head\.decoder$", "embed"),
+    (
+        r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out|generator_\w+)\b",
+        "head",
+    ),
+    (r"^(head\.|decoder$)", "head"),  # ModernBERT's masked-LM head and its decoder's vocabulary bias
     (r"\bpooler\b", "pooler"),
     (r"(wpe|embed_positions|position_embeddings|relative_attention_bias|positions_embed)$", "position"),
     (r"token_type_embeddings$", "token_type"),
-    (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in|tokens_embed)$", "embed"),
+    (
+        r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in|embeddings_project|tokens_embed|tok_embeddings)$",
+        "embed",
+    ),
     (
         r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|query_layernorm|key_layernorm|q_norm|k_norm|indexer\.k_norm)$",
         "attention",
@@ -520,6 +529,11 @@ def test_adapter_variants_count_what_transformers_builds(variant):
 # branches of each adapter: components, and forward FLOPs (dense) or active parameters (MoE) against transformers
 TOY = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
        "num_key_value_heads": 2, "max_position_embeddings": 32}  # fmt: skip
+ENCODER_TOY = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "max_position_embeddings": 32}  # fmt: skip
+MODERNBERT_TOY = {"model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"], **ENCODER_TOY,
+                  "num_hidden_layers": 4, "local_attention": 8, "max_position_embeddings": 64, "pad_token_id": 0,
+                  "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2}  # fmt: skip
 ZOO_TOYS = {
     "seed_oss": {"model_type": "seed_oss", "architectures": ["SeedOssForCausalLM"], **TOY, "head_dim": 32,
                  "attention_out_bias": True, "mlp_bias": True},
@@ -569,6 +583,22 @@ ZOO_TOYS = {
     "dbrx": {"model_type": "dbrx", "architectures": ["DbrxForCausalLM"], "vocab_size": 100, "d_model": 64,
              "n_layers": 2, "n_heads": 4, "max_seq_len": 32, "attn_config": {"kv_n_heads": 2, "rope_theta": 500000.0},
              "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}},
+    # encoders (archspec/hf/encoders.py): XLM-RoBERTa's head registered before its encoder, ELECTRA's factorised
+    # embeddings (projected, and not) with the generator head, ModernBERT's kinds and biases
+    "xlm-roberta": {"model_type": "xlm-roberta", "architectures": ["XLMRobertaForMaskedLM"], **ENCODER_TOY,
+                    "max_position_embeddings": 34, "type_vocab_size": 1},
+    "electra-generator": {"model_type": "electra", "architectures": ["ElectraForMaskedLM"], **ENCODER_TOY,
+                          "embedding_size": 32},
+    "electra-same-width": {"model_type": "electra", "architectures": ["ElectraModel"], **ENCODER_TOY,
+                           "embedding_size": 64},
+    "modernbert": {**MODERNBERT_TOY, "num_hidden_layers": 5},
+    "modernbert-biases-all-global": {**MODERNBERT_TOY, "architectures": ["ModernBertModel"], "norm_bias": True,
+                                     "attention_bias": True, "mlp_bias": True, "global_attn_every_n_layers": 1},
+    "modernbert-layer-types-head-biases": {**MODERNBERT_TOY, "num_hidden_layers": 3, "classifier_bias": True,
+                                           "decoder_bias": False, "norm_bias": True,
+                                           "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+                                           "rope_parameters": {"full_attention": {"rope_theta": 1000.0},
+                                                               "sliding_attention": {"rope_theta": 100.0}}},
 }  # fmt: skip
 
 
@@ -852,6 +882,21 @@ def _write(tmp_path, obj, name="config.json") -> str:
             "dbrx key ffn_config.moe_normalize_expert_weights=2 is not supported",
         ),
         ({"model_type": "gpt_bigcode", "add_cross_attention": True}, "gpt_bigcode key add_cross_attention=True"),
+        (
+            {
+                "model_type": "modernbert",
+                "num_hidden_layers": 2,
+                "layer_types": ["full_attention", "chunked_attention"],
+            },
+            "modernbert key layer_types=['full_attention', 'chunked_attention'] is not supported",
+        ),
+        (
+            {"model_type": "modernbert", "global_attn_every_n_layers": 0},
+            "modernbert key global_attn_every_n_layers=0 is not supported",
+        ),
+        ({"model_type": "modernbert", "tie_word_embeddings": False}, "modernbert key tie_word_embeddings=False"),
+        ({"model_type": "electra", "is_decoder": True}, "electra key is_decoder=True is not supported"),
+        ({"model_type": "xlm-roberta", "add_cross_attention": True}, "xlm-roberta key add_cross_attention=True"),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -862,7 +907,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "gemma3-bidirectional alias-no-class non-finite-shape gpt-oss-layer-types classes-not-a-list "
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
-        "mpt-qk-ln dbrx-normalize bigcode-cross"
+        "mpt-qk-ln dbrx-normalize bigcode-cross modernbert-layer-types modernbert-every modernbert-untied "
+        "electra-decoder xlm-roberta-cross"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -899,6 +945,9 @@ NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
     "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe",
+    # encoders: only re-saved or fine-tuned copies of FacebookAI/xlm-roberta-base, google/electra-*,
+    # answerdotai/ModernBERT-base found (see tests/data/hf/SOURCES.md)
+    "xlm-roberta", "electra", "modernbert",
 }  # fmt: skip
 
 
@@ -1002,3 +1051,55 @@ def test_non_finite_numbers_in_keys_that_do_not_change_the_model_are_read_and_ne
         assert code == 0, err
         assert not re.search(r"Infinity|NaN|\binf\b|\bnan\b", out), out
     assert count_params(archspec.load_spec(path)).total == measured("qwen3-0.6b")["total"]
+
+
+# ---------------------------------------------------------------- encoders of 2020-2024: ELECTRA, ModernBERT
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"norm_bias": True, "attention_bias": True, "mlp_bias": True, "classifier_bias": True, "decoder_bias": False,
+          "global_attn_every_n_layers": 2, "global_rope_theta": 5000.0}],
+    ids=["defaults", "biases-every-2nd-global"],
+)  # fmt: skip
+def test_modernbert_reference_model_computes_what_transformers_computes(options):
+    """ModernBERT at toy size, transformers' weights copied into archspec's reference model: the same logits
+    over 24 tokens, so the layer kinds hold what transformers runs: the local layers' bidirectional window
+    (|i - j| <= local_attention / 2, the spec's sliding_window local_attention / 2 + 1), the rotary base of
+    each kind, no norm before the first layer's attention, GeGLU from the fused Wi (its first half activated),
+    the head's biases."""
+    from archspec.reference import build
+
+    raw = {**MODERNBERT_TOY, **options}
+    theirs = build_transformers(raw, device="cpu")
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "modernbert-toy").data)
+    ours = build(spec, device="cpu").eval()
+    d_ff = raw["intermediate_size"]
+    names = {"embed.weight": "model.embeddings.tok_embeddings.weight", "head.bias": "decoder.bias"}
+    for n in dict(ours.named_parameters()):
+        if n in names:
+            continue
+        n_t = n.replace("encoder.embedding_norm", "model.embeddings.norm").replace("encoder.final_norm",
+                                                                                  "model.final_norm")  # fmt: skip
+        n_t = re.sub(r"^encoder\.layers", "model.layers", n_t)
+        for a, b in ((".attention_norm.", ".attn_norm."), (".attention.qkv.", ".attn.Wqkv."),
+                     (".attention.out.", ".attn.Wo."), (".mlp.down.", ".mlp.Wo.")):  # fmt: skip
+            n_t = n_t.replace(a, b)
+        names[n] = n_t
+    state = dict(theirs.named_parameters())
+    with torch.no_grad():
+        for n, p in ours.named_parameters():
+            if ".mlp.gate." in n or ".mlp.up." in n:  # Wi's first half is activated (the gate), its second the up
+                half = 0 if ".mlp.gate." in n else 1
+                wi = state[re.sub(r"\.mlp\.(gate|up)\.", ".mlp.Wi.", names[n].replace("encoder.", "model."))]
+                p.copy_(wi[half * d_ff : (half + 1) * d_ff])
+            else:
+                p.copy_(state[names[n]])
+    tokens = torch.randint(0, raw["vocab_size"], (2, 24), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = theirs(input_ids=tokens).logits
+        assert torch.allclose(ours(tokens), expected, atol=1e-5, rtol=1e-4)
+        plain = spec.replace(kinds={}, layers=None)  # every layer global and normed: not what transformers runs
+        other = build(plain, device="cpu").eval()
+        other.load_state_dict(ours.state_dict(), strict=False)
+        assert not torch.allclose(other(tokens), expected, atol=1e-3)
