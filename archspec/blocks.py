@@ -359,6 +359,15 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
     saved = (Saved("head_input", d, kept=ALWAYS), Saved("loss", V, dtype="fp32", kept=ALWAYS),
              Saved("loss", 1, dtype="int64", kept=ALWAYS), Saved("loss", 1, rows="first", dtype="fp32", kept=ALWAYS,
                                                                  per_batch=False))  # fmt: skip
+    if spec.head.kind == "discriminator":
+        # ELECTRA: the dense layer keeps its input, the activation its input and output (ReLU its output), the
+        # binary cross-entropy the fp32 logits and the fp32 labels, one value each per token
+        act = {"swiglu": "silu", "geglu": "gelu", "clamped_swiglu": "silu"}.get(spec.activation, spec.activation)
+        saved = (Saved("head_input", d, kept=ALWAYS), Saved("head", HIDDEN_KEPT[act] * d, kept=ALWAYS),
+                 Saved("loss", 2, dtype="fp32", kept=ALWAYS))  # fmt: skip
+        entries = (Linear("dense", d, d, True), Pointwise("act", MLPShape.of(spec).pointwise, d, "activations"),
+                   Linear("out", d, 1, True))  # fmt: skip
+        return Part("head", "head", "head", entries, stack=last, saved=saved)
     if spec.head.kind == "mlm":
         m = MLPShape.of(spec)
         # the activation (the element-wise function of a gated one) keeps its input and output (ReLU

@@ -371,13 +371,21 @@ class MLMHead(_Member):
     bias: bool = Field(True, description="a vocabulary bias on the tied decoder (ModernBERT: decoder_bias)")
 
 
+class DiscriminatorHead(_Member):
+    """ELECTRA's replaced-token detection (ElectraForPreTraining): dense d_model -> d_model with a bias, the
+    activation, then one logit per token (d_model -> 1 with a bias), trained with a binary cross-entropy on
+    whether each token was replaced; no vocabulary projection, nothing tied."""
+
+    kind: Literal["discriminator"] = "discriminator"
+
+
 class NoHead(_Member):
     """No output projection: the model returns its last hidden states (BertModel)."""
 
     kind: Literal["none"] = "none"
 
 
-Head = _union(LMHead, MLMHead, NoHead)
+Head = _union(LMHead, MLMHead, DiscriminatorHead, NoHead)
 
 # field -> {kind: member}: every sub-table field of the spec, for constructing trusted data
 SUBTABLES: dict[str, dict[str, type[_Member]]] = {
@@ -387,7 +395,7 @@ SUBTABLES: dict[str, dict[str, type[_Member]]] = {
     "attention": {"standard": StandardAttention, "latent": LatentAttention, "mamba": MambaMixer,
                   "mamba2": Mamba2Mixer, "gated_deltanet": GatedDeltaNet, "none": NoMixer},
     "mlp": {"dense": DenseMLP, "moe": MoEMLP, "none": NoMLP},
-    "head": {"lm": LMHead, "mlm": MLMHead, "none": NoHead},
+    "head": {"lm": LMHead, "mlm": MLMHead, "discriminator": DiscriminatorHead, "none": NoHead},
 }  # fmt: skip
 
 
@@ -558,8 +566,8 @@ class ModelSpec(BaseModel):
     pooler: bool = Field(False, description="a d_model x d_model dense layer with bias over the first token (BERT)")
     head: Head = Field(
         default_factory=LMHead.model_construct,
-        description='the output head: "lm" (d_model -> vocab_size, tied or not), "mlm" (BERT\'s masked-LM head) '
-        'or "none" (hidden states out)',
+        description='the output head: "lm" (d_model -> vocab_size, tied or not), "mlm" (BERT\'s masked-LM head), '
+        '"discriminator" (ELECTRA\'s one logit per token) or "none" (hidden states out)',
     )
     block: Block = Field(
         default_factory=SequentialBlock.model_construct, description="sequential, or parallel attention and MLP"
@@ -699,6 +707,8 @@ class ModelSpec(BaseModel):
                     "a tied lm head needs embedding tables d_model wide, not "
                     f"embedding.d_embed={self.embedding.d_embed}"
                 )
+        if self.head.kind == "discriminator" and self.tie_embeddings:
+            raise ValueError("head kind 'discriminator' has no vocabulary projection to tie: set tie_embeddings=false")
         if self.head.kind == "mlm" and not self.tie_embeddings:
             raise ValueError("head kind 'mlm' decodes with the token table: it needs tie_embeddings=true")
         if self.share_layers and self.mlp.kind == "moe" and self.mlp.dense_layers:

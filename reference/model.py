@@ -241,6 +241,22 @@ class MLMHead(nn.Module):
         return F.linear(self.norm(self.act(self.dense(x))), self.weight, self.bias)  # (B, T, V)
 
 
+class DiscriminatorHead(nn.Module):
+    """ELECTRA's replaced-token detection: one logit per token, out(act(dense(x))) (B, T)."""
+
+    component = "head"
+    role = "head"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.dense = nn.Linear(spec.d_model, spec.d_model)
+        self.act = ACTIVATIONS[spec.activation]
+        self.out = nn.Linear(spec.d_model, 1)
+
+    def forward(self, x):
+        return self.out(self.act(self.dense(x))).squeeze(-1)  # (B, T)
+
+
 class EmbeddingProjection(nn.Linear):
     """ALBERT: the factorised embedding's d_embed -> d_model map."""
 
@@ -324,7 +340,8 @@ class Transformer(nn.Module):
         cross = bool(spec.encoder_layers)
         self.decoder = Stack(spec, spec.decoder_layers, True, cross) if spec.decoder_layers else None
         self.pooler = Pooler(d) if spec.pooler else None
-        self.head = {"lm": Head, "mlm": MLMHead, "none": lambda s: None}[spec.head.kind](spec)
+        self.head = {"lm": Head, "mlm": MLMHead, "discriminator": DiscriminatorHead,
+                     "none": lambda s: None}[spec.head.kind](spec)  # fmt: skip
         self.mtp = mtp_modules(spec) if mtp and spec.mtp is not None else None
         self.tie_weights()
         self.attention_mode, self.recompute = "flash", "none"

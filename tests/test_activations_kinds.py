@@ -75,6 +75,12 @@ FEATURES = {
     # BERT's masked-LM head (dense, GELU, LayerNorm, the tied table); ALBERT's over a factorised table
     "mlm-head": dict(**BERT),
     "mlm-head-factorised-relu": dict(**BERT, activation="relu", embedding={"d_embed": 16}),
+    # ELECTRA's discriminator (one logit per token, a binary cross-entropy) and ModernBERT's head without two biases
+    "discriminator-head-factorised": dict(**{**BERT, "head": "discriminator"}, tie_embeddings=False,
+                                          embedding={"d_embed": 16}),
+    "discriminator-head-relu": dict(**{**BERT, "head": "discriminator"}, tie_embeddings=False, activation="relu"),
+    "mlm-head-no-dense-or-vocabulary-bias": dict(**{**BERT, "head": {"kind": "mlm", "dense_bias": False,
+                                                                      "bias": False}}),
     # the recurrent mixers (the toy widths of tests/test_mixers.py), their scans checkpointed in training
     "mamba2-groups": dict(**LLAMA, attention={"kind": "mamba2", "heads": 4, "head_dim": 8, "d_state": 4, "groups": 2,
                                               "d_conv": 4}),

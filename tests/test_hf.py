@@ -113,7 +113,7 @@ COMPONENT_PATTERNS = [
     # the tied token table, named after the head's decoder where the class registers its head first (XLM-RoBERTa)
     (r"^lm_head\.decoder$", "embed"),
     (
-        r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out|generator_\w+)\b",
+        r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out|generator_\w+|discriminator_predictions)\b",
         "head",
     ),
     (r"^(head\.|decoder$)", "head"),  # ModernBERT's masked-LM head and its decoder's vocabulary bias
@@ -589,6 +589,8 @@ ZOO_TOYS = {
                     "max_position_embeddings": 34, "type_vocab_size": 1},
     "electra-generator": {"model_type": "electra", "architectures": ["ElectraForMaskedLM"], **ENCODER_TOY,
                           "embedding_size": 32},
+    "electra-discriminator": {"model_type": "electra", "architectures": ["ElectraForPreTraining"], **ENCODER_TOY,
+                              "embedding_size": 32, "hidden_act": "relu"},
     "electra-same-width": {"model_type": "electra", "architectures": ["ElectraModel"], **ENCODER_TOY,
                            "embedding_size": 64},
     "modernbert": {**MODERNBERT_TOY, "num_hidden_layers": 5},
@@ -896,6 +898,10 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ),
         ({"model_type": "modernbert", "tie_word_embeddings": False}, "modernbert key tie_word_embeddings=False"),
         ({"model_type": "electra", "is_decoder": True}, "electra key is_decoder=True is not supported"),
+        (
+            {"model_type": "bert", "architectures": ["BertForPreTraining"]},
+            "architecture 'BertForPreTraining' is not supported for model_type 'bert'",
+        ),
         ({"model_type": "xlm-roberta", "add_cross_attention": True}, "xlm-roberta key add_cross_attention=True"),
     ],
     ids=str.split(
@@ -908,7 +914,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
         "mpt-qk-ln dbrx-normalize bigcode-cross modernbert-layer-types modernbert-every modernbert-untied "
-        "electra-decoder xlm-roberta-cross"
+        "electra-decoder bert-pretraining xlm-roberta-cross"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):

@@ -416,7 +416,8 @@ def test_a_bad_gemma4_moe_field_is_one_line_naming_the_field(extra, message):
     (["--set", "attention_norm=false"], "attention_norm=false (no norm before the token mixer) needs norm_position"),
     (["--set", "attention_norm=maybe"], "attention_norm: Input should be a valid boolean"),
     (["--set", "head.kind=mlm", "--set", "head.dense_bias=maybe"], "head.dense_bias: Input should be a valid boolean"),
-], ids=["attention_norm-post", "attention_norm-not-bool", "mlm-dense_bias"])  # fmt: skip
+    (["--set", "head=discriminator"], "head kind 'discriminator' has no vocabulary projection to tie"),
+], ids=["attention_norm-post", "attention_norm-not-bool", "mlm-dense_bias", "discriminator-tied"])  # fmt: skip
 def test_a_bad_encoder_field_is_one_line_naming_the_field(extra, message):
     refused("params", "bert-base", "--set", "norm_position=post", *extra, message=message)
 

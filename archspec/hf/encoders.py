@@ -245,7 +245,7 @@ FAMILIES = [
     Family(
         "electra",
         "Electra",
-        ("ForMaskedLM", "Model"),
+        ("ForMaskedLM", "ForPreTraining", "Model"),
         {"vocab_size": "vocab_size", "d_model": "hidden_size", "encoder_layers": "num_hidden_layers",
          "n_heads": "num_attention_heads", "d_ff": "intermediate_size", "max_positions": "max_position_embeddings",
          "type_vocab_size": "type_vocab_size", "norm_eps": "layer_norm_eps"},
@@ -254,11 +254,13 @@ FAMILIES = [
          "type_vocab_size": 2, "layer_norm_eps": 1e-12, "tie_word_embeddings": True},
         # BERT's blocks under embedding tables embedding_size wide (with their norm), projected to hidden_size
         # when the widths differ (ElectraModel's embeddings_project); no pooler. ElectraForMaskedLM is the
-        # generator: dense hidden -> embedding_size, GELU, LayerNorm, the tied table with a vocabulary bias
+        # generator: dense hidden -> embedding_size, GELU, LayerNorm, the tied table with a vocabulary bias;
+        # ElectraForPreTraining the discriminator
         fixed=_BERT_FIXED,
         refuse=_BERT_REFUSE,
         derive=combine(plain_mlp("hidden_act"), _electra_embedding),
         notes=_electra_notes,
+        pretraining="discriminator",  # ElectraForPreTraining: dense, hidden_act, one logit per token
     ),
     Family(
         "modernbert",
