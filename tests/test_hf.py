@@ -113,7 +113,7 @@ COMPONENT_PATTERNS = [
     # the tied token table, named after the head's decoder where the class registers its head first (XLM-RoBERTa)
     (r"^lm_head\.decoder$", "embed"),
     (
-        r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out|generator_\w+|discriminator_predictions)\b",
+        r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out|generator_\w+|discriminator_predictions|lm_predictions)\b",
         "head",
     ),
     (r"^(head\.|decoder$)", "head"),  # ModernBERT's masked-LM head and its decoder's vocabulary bias
@@ -594,6 +594,16 @@ ZOO_TOYS = {
     "electra-same-width": {"model_type": "electra", "architectures": ["ElectraModel"], **ENCODER_TOY,
                            "embedding_size": 64},
     "modernbert": {**MODERNBERT_TOY, "num_hidden_layers": 5},
+    # DeBERTa-v2 without relative attention: absolute positions, the score scale of pos_att_type, both MLM heads
+    # (pad_token_id null: transformers' padding warning reads the ids, which the meta device does not hold)
+    "deberta-v2-absolute": {"model_type": "deberta-v2", "architectures": ["DebertaV2ForMaskedLM"], **ENCODER_TOY,
+                            "pad_token_id": None},
+    "deberta-v2-scaled-no-positions": {"model_type": "deberta-v2", "architectures": ["DebertaV2ForMaskedLM"],
+                                       **ENCODER_TOY, "pad_token_id": None, "legacy": False,
+                                       "position_biased_input": False, "pos_att_type": "p2c|c2p",
+                                       "type_vocab_size": 2, "attention_head_size": 16},
+    "deberta-v2-model-c2p": {"model_type": "deberta-v2", "architectures": ["DebertaV2Model"], **ENCODER_TOY,
+                             "pad_token_id": None, "pos_att_type": ["c2p"]},
     "modernbert-biases-all-global": {**MODERNBERT_TOY, "architectures": ["ModernBertModel"], "norm_bias": True,
                                      "attention_bias": True, "mlp_bias": True, "global_attn_every_n_layers": 1},
     "modernbert-layer-types-head-biases": {**MODERNBERT_TOY, "num_hidden_layers": 3, "classifier_bias": True,
@@ -903,6 +913,12 @@ def _write(tmp_path, obj, name="config.json") -> str:
             "architecture 'BertForPreTraining' is not supported for model_type 'bert'",
         ),
         ({"model_type": "xlm-roberta", "add_cross_attention": True}, "xlm-roberta key add_cross_attention=True"),
+        ({"model_type": "deberta-v2", "relative_attention": True}, "deberta-v2 key relative_attention=True is not"),
+        ({"model_type": "deberta-v2", "conv_kernel_size": 3}, "deberta-v2 key conv_kernel_size=3 is not supported"),
+        ({"model_type": "deberta-v2", "norm_rel_ebd": "layer_norm"}, "deberta-v2 key norm_rel_ebd='layer_norm'"),
+        ({"model_type": "deberta-v2", "embedding_size": 128}, "deberta-v2 key embedding_size=128 is not supported"),
+        ({"model_type": "deberta-v2", "attention_head_size": 32}, "deberta-v2 key attention_head_size=32 is not"),
+        ({"model_type": "deberta-v2", "pos_att_type": "p2p|c2p"}, "deberta-v2 key pos_att_type='p2p|c2p' is not"),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -914,7 +930,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
         "mpt-qk-ln dbrx-normalize bigcode-cross modernbert-layer-types modernbert-every modernbert-untied "
-        "electra-decoder bert-pretraining xlm-roberta-cross"
+        "electra-decoder bert-pretraining xlm-roberta-cross deberta-relative deberta-conv deberta-rel-norm "
+        "deberta-embedding-size deberta-head-size deberta-att-type"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -954,6 +971,8 @@ NO_RELEASED_CONFIG_YET = {
     # encoders: only re-saved or fine-tuned copies of FacebookAI/xlm-roberta-base, google/electra-*,
     # answerdotai/ModernBERT-base found (see tests/data/hf/SOURCES.md)
     "xlm-roberta", "electra", "modernbert",
+    # every released DeBERTa-v2/v3 file has relative_attention: true, which is refused (disentangled attention)
+    "deberta-v2",
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ALBERT, ELECTRA and ModernBERT: encoders."""
+"""BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ALBERT, ELECTRA, ModernBERT and DeBERTa-v2: encoders."""
 
 from __future__ import annotations
 
@@ -116,6 +116,26 @@ def _modernbert_notes(cfg: Config, data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _deberta_att_types(cfg: Config) -> list[str]:
+    """pos_att_type as DebertaV2Config reads it: a list, or a string such as "p2c|c2p" (None: none)."""
+    types = cfg.get("pos_att_type")
+    if isinstance(types, str):
+        return [t.strip() for t in types.lower().split("|")]
+    return list(types or [])
+
+
+def _deberta(cfg: Config, where: str) -> dict[str, Any]:
+    """BERT's post-norm blocks with absolute positions only where position_biased_input says so; the score
+    scale is 1 / sqrt(d_head * (1 + the c2p and p2c terms of pos_att_type)) even without relative attention
+    (DisentangledSelfAttention's scale_factor)."""
+    data: dict[str, Any] = {"position": "learned" if cfg["position_biased_input"] else "none"}
+    d_head = cfg["hidden_size"] // cfg["num_attention_heads"]
+    factor = 1 + sum(t in _deberta_att_types(cfg) for t in ("c2p", "p2c"))
+    if factor > 1:
+        data["attention"] = {"kind": "standard", "scale": (d_head * factor) ** -0.5}
+    return data
+
+
 def _roberta(cfg: Config, where: str) -> dict[str, Any]:
     # position ids start after the padding index: max_position_embeddings rows, the first pad_token_id + 1 unused
     offset = (cfg.get("pad_token_id") or 0) + 1
@@ -144,6 +164,37 @@ _ROBERTA_REFUSE = (
         lambda c: c["max_position_embeddings"] > (c.get("pad_token_id") or 0) + 1,
         "the table must be longer than the padding offset",
     ),
+)
+
+
+_DEBERTA_REFUSE = (
+    must_be_falsy(
+        "relative_attention",
+        "DeBERTa's disentangled attention (content-to-position and position-to-content scores over a bucketed "
+        "relative-position table and its LayerNorm) is not represented",
+    ),
+    Refusal(
+        "norm_rel_ebd",
+        lambda c: "layer_norm" not in str(c.get("norm_rel_ebd") or "none").lower(),
+        "the relative-embedding LayerNorm belongs to disentangled attention, which is not represented",
+    ),
+    must_be_falsy("conv_kernel_size", "DeBERTa-v2's convolution beside the first layer (ConvLayer) is not represented"),
+    Refusal(
+        "embedding_size",
+        lambda c: c.get("embedding_size") in (None, c["hidden_size"]),
+        "a bias-free projection of narrower embeddings is not represented",
+    ),
+    Refusal(
+        "attention_head_size",
+        lambda c: c.get("attention_head_size") in (None, c["hidden_size"] // c["num_attention_heads"]),
+        "heads of another width than hidden_size / num_attention_heads (the output dense reads hidden_size)",
+    ),
+    Refusal(
+        "pos_att_type",
+        lambda c: set(_deberta_att_types(c)) <= {"c2p", "p2c"},
+        "the position terms are c2p and p2c (they scale the scores even without relative attention)",
+    ),
+    _BERT_REFUSE[-1],
 )
 
 
@@ -284,6 +335,23 @@ FAMILIES = [
         ),
         derive=_modernbert,
         notes=_modernbert_notes,
+    ),
+    Family(
+        "deberta-v2",
+        "DebertaV2",
+        ("ForMaskedLM", "Model"),
+        {"vocab_size": "vocab_size", "d_model": "hidden_size", "encoder_layers": "num_hidden_layers",
+         "n_heads": "num_attention_heads", "d_ff": "intermediate_size", "max_positions": "max_position_embeddings",
+         "type_vocab_size": "type_vocab_size", "norm_eps": "layer_norm_eps"},
+        {"vocab_size": 128100, "hidden_size": 1536, "num_hidden_layers": 24, "num_attention_heads": 24,
+         "intermediate_size": 6144, "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 0,
+         "layer_norm_eps": 1e-7, "relative_attention": False, "position_biased_input": True, "pos_att_type": None,
+         "tie_word_embeddings": True},
+        # without relative attention: BERT's blocks (an embedding LayerNorm, no pooler in DebertaV2Model), the
+        # masked-LM head of either layout (legacy cls.predictions or lm_predictions: the same tensors, tied)
+        fixed=_BERT_FIXED,
+        refuse=_DEBERTA_REFUSE,
+        derive=combine(plain_mlp("hidden_act"), _deberta),
     ),
 ]
 # fmt: on
