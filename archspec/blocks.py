@@ -42,6 +42,7 @@ from archspec.entries import (
     Attend,
     Cached,
     Conv,
+    Disentangled,
     Entry,
     Lengths,
     Linear,
@@ -406,6 +407,12 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         table = (Table("", spec.max_positions + spec.position.offset, e),) if kind == "learned" else ()
         out.append(Part(f"{at}.position", "position", "embedding", (*table, Pointwise("add", "position_add", e,
                         "positions")), stack=stack))  # fmt: skip
+    elif kind == "disentangled":  # DeBERTa: one relative-position table per stack (and its LayerNorm)
+        p = spec.position
+        out.append(Part(f"{at}.position", "position", "embedding", (Table("", 2 * p.span, d),), stack=stack,
+                        saved=disentangled_stack_saved(spec)))  # fmt: skip
+        if p.norm:
+            out.append(Part(f"{at}.position_norm", "norm", "dense", (Norm("", d, "layernorm"),), stack=stack))
     elif kind == "relative":  # T5: one bias table per stack, shared by its layers' self-attention
         table = Table("", spec.position.buckets, spec.n_heads)
         # the lookup keeps its (T, T) bucket index (int64), once per stack
@@ -517,7 +524,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     layer = layer or f"{stack.name}.layers.{{i}}"
     component = "cross_attention" if cross else "attention"
     keys: Rows = "source" if cross else "tokens"
-    score_bias = spec.position.kind == "alibi" or (spec.position.kind == "relative" and not cross)
+    score_bias = spec.position.kind == "alibi" or (spec.position.kind in ("relative", "disentangled") and not cross)
     limit = None
     extra: tuple[Entry, ...] = ()
     index_keys = ()
@@ -558,6 +565,10 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
             limit = att.sliding_window or att.chunk
             if att.sinks:
                 extra += (Param("sinks", (a.heads,)),)
+            if spec.position.kind == "disentangled":
+                p = spec.position
+                extra += (Disentangled("", d, a.heads, a.d_head, 2 * p.span, p.c2p, p.p2c, not p.share_key,
+                                       a.qkv_bias),)  # fmt: skip
             if att.gate:
                 extra += (Pointwise("gate", "sigmoid", a.gate, "activations"),
                           Pointwise("gate_product", "gate", a.gate, "activations"))  # fmt: skip
@@ -577,6 +588,8 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
         saved = latent_saved(spec, LatentShape.of(spec), a, component, stack)
     else:
         saved = attention_saved(spec, a, component, keys, cross, causal=stack.causal)
+        if spec.position.kind == "disentangled" and not cross:
+            saved += disentangled_saved(spec, a, component)
     cached = (Cached(kv_per_token, rows=keys, limit=limit), *index_keys) if stack.name == "decoder" else ()
     return Part(f"{layer}.{component}", component, "dense", entries, stack=stack, saved=saved, cached=cached)
 
@@ -591,7 +604,7 @@ def explicit_attention(spec: ModelSpec, a: AttentionShape, cross: bool) -> Liter
     att = spec.attention
     if a.d_head != a.d_value or (att.kind == "standard" and (att.softcap is not None or att.sinks)):
         return "explicit"
-    return "fallback" if not cross and spec.position.kind in ("alibi", "relative") else None
+    return "fallback" if not cross and spec.position.kind in ("alibi", "relative", "disentangled") else None
 
 
 def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Rows, cross: bool,
@@ -649,6 +662,32 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
         saved += [Saved(component, 1, rows="pairs", keys=keys, dtype="bool", per_batch=False, attention="flash",
                         kept=SCORES)]  # fmt: skip
     return tuple(saved)
+
+
+def disentangled_stack_saved(spec: ModelSpec) -> tuple[Saved, ...]:
+    """What DeBERTa's relative-position table keeps, once per stack whatever the batch (measured on the
+    reference model): its LayerNorm's mean and 1/std per row (outside the blocks: in every mode), the
+    normalised table that the layers' projections read (an unnormalised one is the parameter itself) and
+    the (T, T) row index of each term, which the layers' gathers share."""
+    p, d = spec.position, spec.d_model
+    rows = 2 * p.span
+    saved = (Saved("positions", 2 * rows, rows="first", per_batch=False, kept=ALWAYS),) if p.norm else ()
+    if p.norm:
+        saved += (Saved("positions", rows * d, rows="first", per_batch=False),)
+    terms = int(p.c2p) + int(p.p2c)
+    return saved + (Saved("positions", terms, rows="pairs", dtype="int64", per_batch=False),)
+
+
+def disentangled_saved(spec: ModelSpec, a: AttentionShape, component: str) -> tuple[Saved, ...]:
+    """What one layer's position terms keep (measured on the reference model): per term, the batched
+    product's copies of the projected table (heads · d_head · 2 · span per sequence) and of q (c2p) or
+    k (p2c), and the product itself, which the gather keeps; with the core recomputed (selective), the
+    bias it adds to the scores, one per head and pair."""
+    rows = 2 * spec.position.span
+    per_term = (Saved(component, a.heads * a.d_head * rows, rows="first"), Saved(component, a.heads * a.d_head),
+                Saved(component, a.heads * rows))  # fmt: skip
+    terms = int(spec.position.c2p) + int(spec.position.p2c)
+    return per_term * terms + (Saved(component, a.heads, rows="pairs", kept=SELECTIVE),)
 
 
 def latent_saved(spec: ModelSpec, lat: LatentShape, a: AttentionShape, component: str,

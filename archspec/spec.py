@@ -124,11 +124,45 @@ class RelativePosition(_Member):
     max_distance: int = Field(128, ge=1, description="distance of the last bucket (T5: 128)")
 
 
+class DisentangledPosition(_Member):
+    """DeBERTa's disentangled attention (He et al. 2021; transformers' DisentangledSelfAttention): one table
+    of 2 · span relative-position embeddings d_model wide per stack (span = buckets, or max_distance without
+    buckets), normalised by a LayerNorm with `norm`, shared by the layers. Each layer projects the table to
+    position keys (c2p) and position queries (p2c) with its own key and query projections (`share_key`) or
+    with pos_key / pos_query of its own (with biases), once per forward pass whatever the batch, and adds to
+    q · k the content-to-position term q · k_pos and the position-to-content term k · q_pos, each gathered
+    at the pair's relative position (log-bucketed beyond buckets / 2) and scaled as the scores are
+    (attention.scale: DeBERTa's 1 / sqrt(d_head · (1 + terms)))."""
+
+    kind: Literal["disentangled"] = "disentangled"
+    buckets: int = Field(256, ge=0, description="position buckets, log-spaced beyond half of them (0: none)")
+    max_distance: int = Field(
+        512, ge=1, description="the longest relative distance the buckets reach (max_relative_positions)"
+    )
+    c2p: bool = Field(True, description="the content-to-position term q · k_pos")
+    p2c: bool = Field(True, description="the position-to-content term k · q_pos")
+    share_key: bool = Field(True, description="the layer's query and key projections also project the table")
+    norm: bool = Field(True, description="a LayerNorm over the table (norm_rel_ebd = layer_norm)")
+
+    @property
+    def span(self) -> int:
+        """Relative positions each side: the table has 2 · span rows."""
+        return self.buckets or self.max_distance
+
+
 class NoPosition(_Member):
     kind: Literal["none"] = "none"
 
 
-Position = _union(LearnedPosition, SinusoidalPosition, RotaryPosition, AlibiPosition, RelativePosition, NoPosition)
+Position = _union(
+    LearnedPosition,
+    SinusoidalPosition,
+    RotaryPosition,
+    AlibiPosition,
+    RelativePosition,
+    DisentangledPosition,
+    NoPosition,
+)
 
 
 # -- blocks, attention, MLP
@@ -390,7 +424,8 @@ Head = _union(LMHead, MLMHead, DiscriminatorHead, NoHead)
 # field -> {kind: member}: every sub-table field of the spec, for constructing trusted data
 SUBTABLES: dict[str, dict[str, type[_Member]]] = {
     "position": {m.model_fields["kind"].default: m for m in (LearnedPosition, SinusoidalPosition, RotaryPosition,
-                                                             AlibiPosition, RelativePosition, NoPosition)},
+                                                             AlibiPosition, RelativePosition, DisentangledPosition,
+                                                             NoPosition)},
     "block": {"sequential": SequentialBlock, "parallel": ParallelBlock},
     "attention": {"standard": StandardAttention, "latent": LatentAttention, "mamba": MambaMixer,
                   "mamba2": Mamba2Mixer, "gated_deltanet": GatedDeltaNet, "none": NoMixer},
@@ -658,6 +693,15 @@ class ModelSpec(BaseModel):
                 f"rotary positions need an even rotated width of at least 2, got d_head={self.d_head} x "
                 f"position.fraction={self.position.fraction} = {self.d_head * self.position.fraction:g}"
             )
+        if self.position.kind == "disentangled":
+            if self.decoder_layers or self.attention.kind != "standard":
+                raise ValueError("disentangled positions (DeBERTa) are for an encoder of standard attention; set "
+                                 "decoder_layers=0")  # fmt: skip
+            if self.n_kv_heads != self.n_heads:
+                raise ValueError(f"disentangled positions project the table to every head: n_kv_heads="
+                                 f"{self.n_kv_heads} must equal n_heads={self.n_heads}")  # fmt: skip
+            if not (self.position.c2p or self.position.p2c):
+                raise ValueError("disentangled positions need position.c2p or position.p2c (or use position='none')")
         if self.pooler and self.encoder_layers == 0:
             raise ValueError("pooler=true needs an encoder (encoder_layers > 0)")
         if self.block.kind == "parallel" and self.encoder_layers and self.decoder_layers:

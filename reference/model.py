@@ -33,7 +33,13 @@ from archspec.reference.attention import (
 )
 from archspec.reference.mlp import ACTIVATIONS, MLP, MoE
 from archspec.reference.norms import make_norm
-from archspec.reference.positions import Alibi, LearnedPosition, RelativePosition, SinusoidalPosition
+from archspec.reference.positions import (
+    Alibi,
+    DisentangledPosition,
+    LearnedPosition,
+    RelativePosition,
+    SinusoidalPosition,
+)
 from archspec.spec import MIXERS, ModelSpec
 from archspec.vocab import ATTENTION, RECOMPUTE
 
@@ -176,7 +182,12 @@ class Stack(nn.Module):
             "sinusoidal": lambda: SinusoidalPosition(spec.max_positions, e),
             "alibi": lambda: Alibi(spec.n_heads),
             "relative": lambda: RelativePosition(p.buckets, p.max_distance, spec.n_heads, not causal),
+            "disentangled": lambda: DisentangledPosition(p.buckets, p.max_distance, spec.d_model),
         }.get(p.kind, lambda: None)()
+        # DeBERTa's table is normalised once per forward pass, before the layers read it
+        self.position_norm = (
+            make_norm(spec, kind="layernorm", affine="weight_bias") if p.kind == "disentangled" and p.norm else None
+        )
         self.embedding_norm = make_norm(spec, e) if spec.embedding_norm else None
         kinds = layer_kinds(spec, 1 if spec.share_layers else layers)
         self.layers = nn.ModuleList(Block(kind, causal, cross) for _, kind in kinds)
@@ -196,6 +207,10 @@ class Stack(nn.Module):
             bias = self.position.bias(T, start + T, x.device, x.dtype)
         elif isinstance(self.position, RelativePosition):
             bias = self.position.bias(T, start + T, start, x.device, x.dtype)
+        elif isinstance(self.position, DisentangledPosition):  # the table (normalised) and each pair's rows
+            table = self.position.weight
+            table = self.position_norm(table) if self.position_norm is not None else table
+            bias = (table.to(x.dtype), *self.position.indices(T, x.device))
         for i in range(self.n_layers):
             layer = self.layers[i if len(self.layers) > 1 else 0]
             x = layer(x, memory, cache[i] if cache is not None else None, bias)

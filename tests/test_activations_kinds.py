@@ -79,6 +79,14 @@ FEATURES = {
     "discriminator-head-factorised": dict(**{**BERT, "head": "discriminator"}, tie_embeddings=False,
                                           embedding={"d_embed": 16}),
     "discriminator-head-relu": dict(**{**BERT, "head": "discriminator"}, tie_embeddings=False, activation="relu"),
+    # DeBERTa's disentangled attention: a bucketed table with its LayerNorm projected by the layers' own q and k
+    # (both terms); an unbucketed clipped table, pos_key of each layer, c2p alone; no norm, p2c alone, shared
+    "deberta-disentangled-shared": dict(**BERT, position={"kind": "disentangled", "buckets": 8, "max_distance": 24},
+                                        attention=std(scale=(8 * 3) ** -0.5)),
+    "deberta-disentangled-own-c2p": dict(**BERT, position={"kind": "disentangled", "buckets": 0, "max_distance": 6,
+                                                           "share_key": False, "p2c": False}),
+    "deberta-disentangled-p2c-no-norm": dict(**BERT, position={"kind": "disentangled", "buckets": 4,
+                                                               "max_distance": 24, "c2p": False, "norm": False}),
     "mlm-head-no-dense-or-vocabulary-bias": dict(**{**BERT, "head": {"kind": "mlm", "dense_bias": False,
                                                                       "bias": False}}),
     # the recurrent mixers (the toy widths of tests/test_mixers.py), their scans checkpointed in training

@@ -118,7 +118,7 @@ COMPONENT_PATTERNS = [
     ),
     (r"^(head\.|decoder$)", "head"),  # ModernBERT's masked-LM head and its decoder's vocabulary bias
     (r"\bpooler\b", "pooler"),
-    (r"(wpe|embed_positions|position_embeddings|relative_attention_bias|positions_embed)$", "position"),
+    (r"(wpe|embed_positions|position_embeddings|relative_attention_bias|positions_embed|rel_embeddings)$", "position"),
     (r"token_type_embeddings$", "token_type"),
     (
         r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in|embeddings_project|tokens_embed|tok_embeddings)$",
@@ -913,7 +913,14 @@ def _write(tmp_path, obj, name="config.json") -> str:
             "architecture 'BertForPreTraining' is not supported for model_type 'bert'",
         ),
         ({"model_type": "xlm-roberta", "add_cross_attention": True}, "xlm-roberta key add_cross_attention=True"),
-        ({"model_type": "deberta-v2", "relative_attention": True}, "deberta-v2 key relative_attention=True is not"),
+        (
+            {"model_type": "deberta-v2", "relative_attention": True, "position_biased_input": False},
+            "deberta-v2 key relative_attention=True is not supported (relative attention without a c2p or p2c",
+        ),
+        (
+            {"model_type": "deberta-v2", "relative_attention": True, "pos_att_type": ["c2p"]},
+            "deberta-v2 key position_biased_input=True is not supported",
+        ),
         ({"model_type": "deberta-v2", "conv_kernel_size": 3}, "deberta-v2 key conv_kernel_size=3 is not supported"),
         ({"model_type": "deberta-v2", "norm_rel_ebd": "layer_norm"}, "deberta-v2 key norm_rel_ebd='layer_norm'"),
         ({"model_type": "deberta-v2", "embedding_size": 128}, "deberta-v2 key embedding_size=128 is not supported"),
@@ -930,8 +937,9 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
         "mpt-qk-ln dbrx-normalize bigcode-cross modernbert-layer-types modernbert-every modernbert-untied "
-        "electra-decoder bert-pretraining xlm-roberta-cross deberta-relative deberta-conv deberta-rel-norm "
-        "deberta-embedding-size deberta-head-size deberta-att-type"
+        "electra-decoder bert-pretraining xlm-roberta-cross deberta-no-terms "
+        "deberta-absolute-and-relative deberta-conv deberta-rel-norm deberta-embedding-size "
+        "deberta-head-size deberta-att-type"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -971,7 +979,7 @@ NO_RELEASED_CONFIG_YET = {
     # encoders: only re-saved or fine-tuned copies of FacebookAI/xlm-roberta-base, google/electra-*,
     # answerdotai/ModernBERT-base found (see tests/data/hf/SOURCES.md)
     "xlm-roberta", "electra", "modernbert",
-    # every released DeBERTa-v2/v3 file has relative_attention: true, which is refused (disentangled attention)
+    # only a re-saved question-answering fine-tune of microsoft/deberta-v3-base found
     "deberta-v2",
 }  # fmt: skip
 
@@ -1128,3 +1136,101 @@ def test_modernbert_reference_model_computes_what_transformers_computes(options)
         other = build(plain, device="cpu").eval()
         other.load_state_dict(ours.state_dict(), strict=False)
         assert not torch.allclose(other(tokens), expected, atol=1e-3)
+
+
+# DeBERTa-v2/v3's disentangled attention at toy size: buckets below the 24 tokens run (log-bucketed distances) with
+# the layers' own projections (share_att_key) and both terms; no buckets, distances clipped at 6, pos_key /
+# pos_query of each layer, token types; one term alone, no table norm, transformers' non-legacy head
+DEBERTA_TOYS = {
+    "v3-like": {"position_buckets": 8, "pos_att_type": "p2c|c2p", "share_att_key": True, "norm_rel_ebd": "layer_norm"},
+    "v2-own-projections-clipped": {"max_relative_positions": 6, "pos_att_type": ["c2p", "p2c"], "type_vocab_size": 2},
+    "c2p-only-no-norm-non-legacy": {"position_buckets": 4, "pos_att_type": ["c2p"], "share_att_key": True,
+                                    "legacy": False},
+}  # fmt: skip
+
+
+def _deberta_toy(options: dict, cls: str = "DebertaV2ForMaskedLM") -> dict:
+    return {"model_type": "deberta-v2", "architectures": [cls], **ENCODER_TOY, "pad_token_id": 0,
+            "relative_attention": True, "position_biased_input": False, **options}  # fmt: skip
+
+
+def _copy_deberta_weights(theirs, ours) -> None:
+    """transformers' DebertaV2ForMaskedLM (legacy head) weights into archspec's reference model."""
+    state = dict(theirs.named_parameters())
+    fixed = {"embed.weight": "deberta.embeddings.word_embeddings.weight", "token_type.weight":
+             "deberta.embeddings.token_type_embeddings.weight", "encoder.position.weight":
+             "deberta.encoder.rel_embeddings.weight", "head.bias": "cls.predictions.bias"}  # fmt: skip
+    prefixes = {"encoder.embedding_norm.": "deberta.embeddings.LayerNorm.", "encoder.position_norm.":
+                "deberta.encoder.LayerNorm.", "head.dense.": "cls.predictions.transform.dense.",
+                "head.norm.": "cls.predictions.transform.LayerNorm."}  # fmt: skip
+    layer = {
+        "attention.out": "attention.output.dense",
+        "attention_norm": "attention.output.LayerNorm",
+        "mlp.up": "intermediate.dense",
+        "mlp.down": "output.dense",
+        "mlp_norm": "output.LayerNorm",
+        "attention.pos_key": "attention.self.pos_key_proj",
+        "attention.pos_query": "attention.self.pos_query_proj",
+    }
+    with torch.no_grad():
+        for n, p in ours.named_parameters():
+            if n in fixed:
+                p.copy_(state[fixed[n]])
+                continue
+            prefix = next((k for k in prefixes if n.startswith(k)), None)
+            if prefix is not None:
+                p.copy_(state[prefixes[prefix] + n[len(prefix) :]])
+                continue
+            i, module, w = re.match(r"encoder\.layers\.(\d+)\.(.*)\.(weight|bias)$", n).groups()
+            at = f"deberta.encoder.layer.{i}."
+            if module == "attention.qkv":
+                p.copy_(torch.cat([state[f"{at}attention.self.{x}_proj.{w}"] for x in ("query", "key", "value")]))
+            else:
+                p.copy_(state[f"{at}{layer[module]}.{w}"])
+
+
+@pytest.mark.parametrize("toy", sorted(DEBERTA_TOYS))
+def test_deberta_disentangled_attention_counts_computes_and_runs_what_transformers_does(toy):
+    """Components, forward FLOPs (the table's projections once per pass, q · k_pos and k · q_pos over every relative
+    row) and the reference model tensor by tensor; with the legacy head, transformers' weights copied into the
+    reference model give the same logits over 24 tokens (buckets and clipping exercised). transformers' model runs
+    with gradients on: under no_grad, FlopCounterMode's module tracker cannot hook the relative table's LayerNorm,
+    whose input is a parameter."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from archspec.reference import build, verify
+
+    raw = _deberta_toy(DEBERTA_TOYS[toy])
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, toy).data)
+    assert spec.position.kind == "disentangled"
+    theirs = build_transformers(raw)
+    expected: dict[str, int] = {}
+    for pname, p in theirs.named_parameters():
+        expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
+    assert {k: v for k, v in count_params(spec).components.items() if v} == expected
+    with FlopCounterMode(display=False) as counter:
+        ones = torch.ones(1, SEQ, dtype=torch.long, device="meta")  # a mask: the padding check reads the ids
+        theirs(input_ids=ones * 0, attention_mask=ones)
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == counter.get_total_flops()
+    report = verify(spec, seq_len=SEQ)
+    assert report.ok and not report.tensor_mismatches
+    if raw.get("legacy", True):
+        theirs, ours = build_transformers(raw, device="cpu"), build(spec, device="cpu").eval()
+        _copy_deberta_weights(theirs, ours)
+        tokens = torch.randint(0, raw["vocab_size"], (2, 24), generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            assert torch.allclose(ours(tokens), theirs(input_ids=tokens).logits, atol=1e-5, rtol=1e-4)
+
+
+def test_deberta_v3_base_shape_counts_what_transformers_builds():
+    """microsoft/deberta-v3-base's shape (the keys of its hub file, which was found only re-saved): 184,422,912
+    parameters in DebertaV2Model, a bucketed table of 512 rows shared by 12 layers."""
+    raw = _deberta_toy({"position_buckets": 256, "pos_att_type": ["p2c", "c2p"], "share_att_key": True,
+                        "norm_rel_ebd": "layer_norm", "vocab_size": 128100, "hidden_size": 768,
+                        "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+                        "max_position_embeddings": 512, "max_relative_positions": -1, "type_vocab_size": 0},
+                       "DebertaV2Model")  # fmt: skip
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "deberta-v3-base-shape").data)
+    expected = sum(p.numel() for p in build_transformers(raw).parameters())
+    assert count_params(spec).total == expected
+    assert spec.position.span == 256 and count_params(spec).components["position"] == 512 * 768

@@ -125,12 +125,24 @@ def _deberta_att_types(cfg: Config) -> list[str]:
 
 
 def _deberta(cfg: Config, where: str) -> dict[str, Any]:
-    """BERT's post-norm blocks with absolute positions only where position_biased_input says so; the score
-    scale is 1 / sqrt(d_head * (1 + the c2p and p2c terms of pos_att_type)) even without relative attention
-    (DisentangledSelfAttention's scale_factor)."""
+    """BERT's post-norm blocks with absolute positions where position_biased_input says so, or, with
+    relative_attention, the disentangled terms over a table of 2 * position_buckets rows (2 *
+    max_relative_positions without buckets; -1 means max_position_embeddings), normalised where norm_rel_ebd
+    says layer_norm, projected by the layers' own q and k (share_att_key) or by pos_key_proj / pos_query_proj;
+    the score scale is 1 / sqrt(d_head * (1 + the c2p and p2c terms of pos_att_type)), even without relative
+    attention (DisentangledSelfAttention's scale_factor)."""
     data: dict[str, Any] = {"position": "learned" if cfg["position_biased_input"] else "none"}
     d_head = cfg["hidden_size"] // cfg["num_attention_heads"]
-    factor = 1 + sum(t in _deberta_att_types(cfg) for t in ("c2p", "p2c"))
+    types = _deberta_att_types(cfg)
+    if cfg["relative_attention"]:  # the disentangled terms over the relative-position table
+        max_distance = cfg.get("max_relative_positions", -1)
+        if max_distance is None or max_distance < 1:
+            max_distance = cfg["max_position_embeddings"]
+        buckets = cfg.get("position_buckets", -1)
+        data["position"] = {"kind": "disentangled", "buckets": max(buckets or 0, 0), "max_distance": max_distance,
+                            "c2p": "c2p" in types, "p2c": "p2c" in types, "share_key": bool(cfg.get("share_att_key")),
+                            "norm": "layer_norm" in str(cfg.get("norm_rel_ebd") or "none").lower()}  # fmt: skip
+    factor = 1 + sum(t in types for t in ("c2p", "p2c"))
     if factor > 1:
         data["attention"] = {"kind": "standard", "scale": (d_head * factor) ** -0.5}
     return data
@@ -168,15 +180,20 @@ _ROBERTA_REFUSE = (
 
 
 _DEBERTA_REFUSE = (
-    must_be_falsy(
+    Refusal(
         "relative_attention",
-        "DeBERTa's disentangled attention (content-to-position and position-to-content scores over a bucketed "
-        "relative-position table and its LayerNorm) is not represented",
+        lambda c: not c["relative_attention"] or any(t in _deberta_att_types(c) for t in ("c2p", "p2c")),
+        "relative attention without a c2p or p2c term in pos_att_type builds an unused table",
+    ),
+    Refusal(
+        "position_biased_input",
+        lambda c: not (c["relative_attention"] and c["position_biased_input"]),
+        "an absolute position table beside the disentangled terms is not represented (DeBERTa-v2/v3 files say false)",
     ),
     Refusal(
         "norm_rel_ebd",
-        lambda c: "layer_norm" not in str(c.get("norm_rel_ebd") or "none").lower(),
-        "the relative-embedding LayerNorm belongs to disentangled attention, which is not represented",
+        lambda c: c["relative_attention"] or "layer_norm" not in str(c.get("norm_rel_ebd") or "none").lower(),
+        "a relative-embedding LayerNorm without relative attention is built and never used",
     ),
     must_be_falsy("conv_kernel_size", "DeBERTa-v2's convolution beside the first layer (ConvLayer) is not represented"),
     Refusal(
@@ -347,8 +364,9 @@ FAMILIES = [
          "intermediate_size": 6144, "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 0,
          "layer_norm_eps": 1e-7, "relative_attention": False, "position_biased_input": True, "pos_att_type": None,
          "tie_word_embeddings": True},
-        # without relative attention: BERT's blocks (an embedding LayerNorm, no pooler in DebertaV2Model), the
-        # masked-LM head of either layout (legacy cls.predictions or lm_predictions: the same tensors, tied)
+        # BERT's post-norm blocks (an embedding LayerNorm, no pooler in DebertaV2Model), DeBERTa's disentangled
+        # attention where relative_attention says so (position "disentangled"), the masked-LM head of either
+        # layout (legacy cls.predictions or lm_predictions: the same tensors, tied)
         fixed=_BERT_FIXED,
         refuse=_DEBERTA_REFUSE,
         derive=combine(plain_mlp("hidden_act"), _deberta),
