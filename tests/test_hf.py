@@ -1223,8 +1223,8 @@ def test_deberta_disentangled_attention_counts_computes_and_runs_what_transforme
 
 
 def test_deberta_v3_base_shape_counts_what_transformers_builds():
-    """microsoft/deberta-v3-base's shape (the keys of its hub file, which was found only re-saved): 184,422,912
-    parameters in DebertaV2Model, a bucketed table of 512 rows shared by 12 layers."""
+    """microsoft/deberta-v3-base's shape (the keys of its hub file, which was found only re-saved): 183,831,552
+    parameters in DebertaV2Model (transformers' count), a bucketed table of 512 rows shared by 12 layers."""
     raw = _deberta_toy({"position_buckets": 256, "pos_att_type": ["p2c", "c2p"], "share_att_key": True,
                         "norm_rel_ebd": "layer_norm", "vocab_size": 128100, "hidden_size": 768,
                         "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
@@ -1232,5 +1232,5 @@ def test_deberta_v3_base_shape_counts_what_transformers_builds():
                        "DebertaV2Model")  # fmt: skip
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "deberta-v3-base-shape").data)
     expected = sum(p.numel() for p in build_transformers(raw).parameters())
-    assert count_params(spec).total == expected
+    assert count_params(spec).total == expected == 183_831_552
     assert spec.position.span == 256 and count_params(spec).components["position"] == 512 * 768
