@@ -42,6 +42,7 @@ from archspec.entries import (
     Attend,
     Cached,
     Conv,
+    Disentangled,
     Entry,
     Lengths,
     Linear,
@@ -359,6 +360,15 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
     saved = (Saved("head_input", d, kept=ALWAYS), Saved("loss", V, dtype="fp32", kept=ALWAYS),
              Saved("loss", 1, dtype="int64", kept=ALWAYS), Saved("loss", 1, rows="first", dtype="fp32", kept=ALWAYS,
                                                                  per_batch=False))  # fmt: skip
+    if spec.head.kind == "discriminator":
+        # ELECTRA: the dense layer keeps its input, the activation its input and output (ReLU its output), the
+        # binary cross-entropy the fp32 logits and the fp32 labels, one value each per token
+        act = {"swiglu": "silu", "geglu": "gelu", "clamped_swiglu": "silu"}.get(spec.activation, spec.activation)
+        saved = (Saved("head_input", d, kept=ALWAYS), Saved("head", HIDDEN_KEPT[act] * d, kept=ALWAYS),
+                 Saved("loss", 2, dtype="fp32", kept=ALWAYS))  # fmt: skip
+        entries = (Linear("dense", d, d, True), Pointwise("act", MLPShape.of(spec).pointwise, d, "activations"),
+                   Linear("out", d, 1, True))  # fmt: skip
+        return Part("head", "head", "head", entries, stack=last, saved=saved)
     if spec.head.kind == "mlm":
         m = MLPShape.of(spec)
         # the activation (the element-wise function of a gated one) keeps its input and output (ReLU
@@ -367,11 +377,12 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
         act = {"swiglu": "silu", "geglu": "gelu", "clamped_swiglu": "silu"}.get(spec.activation, spec.activation)
         saved += (Saved("head", HIDDEN_KEPT[act] * e, kept=ALWAYS), Saved("head", 2, kept=ALWAYS),
                   Saved("head", e, kept=ALWAYS))  # fmt: skip
+        h = spec.head
         entries: tuple[Entry, ...] = (
-            Linear("dense", d, e, True),
+            Linear("dense", d, e, h.dense_bias),
             Pointwise("act", m.pointwise, e, "activations"),
-            Norm("norm", e, "layernorm"),
-            Linear("", e, V, True, tied="embed"),
+            Norm("norm", e, "layernorm", affine="weight_bias" if h.norm_bias else "weight"),
+            Linear("", e, V, h.bias, tied="embed"),
         )
     else:
         entries = (Linear("", d, V, spec.head.bias, tied=tied),)
@@ -396,6 +407,12 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         table = (Table("", spec.max_positions + spec.position.offset, e),) if kind == "learned" else ()
         out.append(Part(f"{at}.position", "position", "embedding", (*table, Pointwise("add", "position_add", e,
                         "positions")), stack=stack))  # fmt: skip
+    elif kind == "disentangled":  # DeBERTa: one relative-position table per stack (and its LayerNorm)
+        p = spec.position
+        out.append(Part(f"{at}.position", "position", "embedding", (Table("", 2 * p.span, d),), stack=stack,
+                        saved=disentangled_stack_saved(spec)))  # fmt: skip
+        if p.norm:
+            out.append(Part(f"{at}.position_norm", "norm", "dense", (Norm("", d, "layernorm"),), stack=stack))
     elif kind == "relative":  # T5: one bias table per stack, shared by its layers' self-attention
         # the lookup keeps its (T, T) bucket index (int64), once per stack (every layer's lookup reads the one
         # index with per_layer tables: their bias_part)
@@ -458,7 +475,8 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
     for name, parts in sublayers:
         shared_norm = spec.block.kind == "parallel" and spec.block.shared_norm and name == "mlp"
         parallel = spec.block.kind == "parallel" and name == "mlp" and len(sublayers) > 1
-        if not shared_norm and position != "post_sublayer":
+        bare = name in ("attention", "mixer") and not spec.attention_norm  # the mixer reads the stream itself
+        if not shared_norm and position != "post_sublayer" and not bare:
             out.append(norm_part(spec, f"{layer}.{name}_norm", stack, shared_input=parallel))
         if parallel and shared_norm:  # the MLP reads the norm's output the mixer's projection keeps
             parts = [parts[0]._replace(saved=parts[0].saved[1:])] + parts[1:]
@@ -526,7 +544,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     layer = layer or f"{stack.name}.layers.{{i}}"
     component = "cross_attention" if cross else "attention"
     keys: Rows = "source" if cross else "tokens"
-    score_bias = spec.position.kind == "alibi" or (spec.position.kind == "relative" and not cross)
+    score_bias = spec.position.kind == "alibi" or (spec.position.kind in ("relative", "disentangled") and not cross)
     limit = None
     extra: tuple[Entry, ...] = ()
     index_keys = ()
@@ -567,6 +585,10 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
             limit = att.sliding_window or att.chunk
             if att.sinks:
                 extra += (Param("sinks", (a.heads,)),)
+            if spec.position.kind == "disentangled":
+                p = spec.position
+                extra += (Disentangled("", d, a.heads, a.d_head, 2 * p.span, p.c2p, p.p2c, not p.share_key,
+                                       a.qkv_bias),)  # fmt: skip
             if att.gate:
                 extra += (Pointwise("gate", "sigmoid", a.gate, "activations"),
                           Pointwise("gate_product", "gate", a.gate, "activations"))  # fmt: skip
@@ -586,6 +608,8 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
         saved = latent_saved(spec, LatentShape.of(spec), a, component, stack)
     else:
         saved = attention_saved(spec, a, component, keys, cross, causal=stack.causal)
+        if spec.position.kind == "disentangled" and not cross:
+            saved += disentangled_saved(spec, a, component)
     cached = (Cached(kv_per_token, rows=keys, limit=limit), *index_keys) if stack.name == "decoder" else ()
     return Part(f"{layer}.{component}", component, "dense", entries, stack=stack, saved=saved, cached=cached)
 
@@ -600,7 +624,7 @@ def explicit_attention(spec: ModelSpec, a: AttentionShape, cross: bool) -> Liter
     att = spec.attention
     if a.d_head != a.d_value or (att.kind == "standard" and (att.softcap is not None or att.sinks)):
         return "explicit"
-    return "fallback" if not cross and spec.position.kind in ("alibi", "relative") else None
+    return "fallback" if not cross and spec.position.kind in ("alibi", "relative", "disentangled") else None
 
 
 def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Rows, cross: bool,
@@ -658,6 +682,32 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
         saved += [Saved(component, 1, rows="pairs", keys=keys, dtype="bool", per_batch=False, attention="flash",
                         kept=SCORES)]  # fmt: skip
     return tuple(saved)
+
+
+def disentangled_stack_saved(spec: ModelSpec) -> tuple[Saved, ...]:
+    """What DeBERTa's relative-position table keeps, once per stack whatever the batch (measured on the
+    reference model): its LayerNorm's mean and 1/std per row (outside the blocks: in every mode), the
+    normalised table that the layers' projections read (an unnormalised one is the parameter itself) and
+    the (T, T) row index of each term, which the layers' gathers share."""
+    p, d = spec.position, spec.d_model
+    rows = 2 * p.span
+    saved = (Saved("positions", 2 * rows, rows="first", per_batch=False, kept=ALWAYS),) if p.norm else ()
+    if p.norm:
+        saved += (Saved("positions", rows * d, rows="first", per_batch=False),)
+    terms = int(p.c2p) + int(p.p2c)
+    return saved + (Saved("positions", terms, rows="pairs", dtype="int64", per_batch=False),)
+
+
+def disentangled_saved(spec: ModelSpec, a: AttentionShape, component: str) -> tuple[Saved, ...]:
+    """What one layer's position terms keep (measured on the reference model): per term, the batched
+    product's copies of the projected table (heads · d_head · 2 · span per sequence) and of q (c2p) or
+    k (p2c), and the product itself, which the gather keeps; with the core recomputed (selective), the
+    bias it adds to the scores, one per head and pair."""
+    rows = 2 * spec.position.span
+    per_term = (Saved(component, a.heads * a.d_head * rows, rows="first"), Saved(component, a.heads * a.d_head),
+                Saved(component, a.heads * rows))  # fmt: skip
+    terms = int(spec.position.c2p) + int(spec.position.p2c)
+    return per_term * terms + (Saved(component, a.heads, rows="pairs", kept=SELECTIVE),)
 
 
 def latent_saved(spec: ModelSpec, lat: LatentShape, a: AttentionShape, component: str,

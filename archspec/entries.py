@@ -284,6 +284,53 @@ class Attend(NamedTuple):
 
 
 @_answers
+class Disentangled(NamedTuple):
+    """DeBERTa's position terms in one layer's attention: the stack's `rows` (2 · span) relative-position
+    embeddings projected to position keys (c2p) and queries (p2c), once per forward pass whatever the batch
+    (with the layer's own query and key projections, both of which run even for one term, as DeBERTa's code
+    and transformers' run them; or, `own`, with pos_key / pos_query of its own, for its terms only); then,
+    per head, q · k_posᵀ and k · q_posᵀ over every token and relative row (d_head per product), each
+    gathered at the pairs' relative positions and added to the scores."""
+
+    name: str
+    d_model: int
+    heads: int
+    d_head: int
+    rows: int  # relative rows: 2 · span
+    c2p: bool
+    p2c: bool
+    own: bool  # pos_key / pos_query of its own (else the layer's q and k projections)
+    bias: bool
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        return tuple(t for t, on in (("c2p", self.c2p), ("p2c", self.p2c)) if on)
+
+    def tensors(self) -> Iterator[tuple[str, Shape]]:
+        if not self.own:
+            return
+        for term, proj in (("c2p", "pos_key"), ("p2c", "pos_query")):
+            if term in self.terms:
+                yield f"{proj}.weight", (self.heads * self.d_head, self.d_model)
+                if self.bias:
+                    yield f"{proj}.bias", (self.heads * self.d_head,)
+
+    def matmul(self, w: Work) -> dict[str, int]:
+        B, T = w.lengths.batch, w.lengths.rows("tokens", w.stack)
+        out = {}
+        for term in ("c2p", "p2c"):  # the table's projection (once), then every head's product with it
+            if term in self.terms or not self.own:  # shared projections both run, as DeBERTa's code does
+                out[f"{term}_projection"] = matmul_flops(self.rows, self.d_model, self.heads * self.d_head)
+            if term in self.terms:
+                out[term] = 2 * B * self.heads * T * self.rows * self.d_head
+        return out
+
+    def non_matmul(self, w: Work) -> dict[str, int]:
+        B, T = w.lengths.batch, w.lengths.rows("tokens", w.stack)
+        return {"positions": len(self.terms) * B * self.heads * T * T * NON_MATMUL_COST["position_add"]}
+
+
+@_answers
 class Pointwise(NamedTuple):
     """Element-wise work on `width` values per row, `cost` a key of NON_MATMUL_COST, filed under
     `category` of the non-matmul estimate."""
@@ -298,7 +345,7 @@ class Pointwise(NamedTuple):
         return {self.category: w.rows(self.rows) * self.width * NON_MATMUL_COST[self.cost]}
 
 
-Entry = Linear | Table | Norm | Param | Conv | Attend | Pointwise
+Entry = Linear | Table | Norm | Param | Conv | Attend | Disentangled | Pointwise
 
 
 # ---------------------------------------------------------------- what is kept: saved and cached

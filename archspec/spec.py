@@ -129,11 +129,45 @@ class RelativePosition(_Member):
     )
 
 
+class DisentangledPosition(_Member):
+    """DeBERTa's disentangled attention (He et al. 2021; transformers' DisentangledSelfAttention): one table
+    of 2 · span relative-position embeddings d_model wide per stack (span = buckets, or max_distance without
+    buckets), normalised by a LayerNorm with `norm`, shared by the layers. Each layer projects the table to
+    position keys (c2p) and position queries (p2c) with its own key and query projections (`share_key`) or
+    with pos_key / pos_query of its own (with biases), once per forward pass whatever the batch, and adds to
+    q · k the content-to-position term q · k_pos and the position-to-content term k · q_pos, each gathered
+    at the pair's relative position (log-bucketed beyond buckets / 2) and scaled as the scores are
+    (attention.scale: DeBERTa's 1 / sqrt(d_head · (1 + terms)))."""
+
+    kind: Literal["disentangled"] = "disentangled"
+    buckets: int = Field(256, ge=0, description="position buckets, log-spaced beyond half of them (0: none)")
+    max_distance: int = Field(
+        512, ge=1, description="the longest relative distance the buckets reach (max_relative_positions)"
+    )
+    c2p: bool = Field(True, description="the content-to-position term q · k_pos")
+    p2c: bool = Field(True, description="the position-to-content term k · q_pos")
+    share_key: bool = Field(True, description="the layer's query and key projections also project the table")
+    norm: bool = Field(True, description="a LayerNorm over the table (norm_rel_ebd = layer_norm)")
+
+    @property
+    def span(self) -> int:
+        """Relative positions each side: the table has 2 · span rows."""
+        return self.buckets or self.max_distance
+
+
 class NoPosition(_Member):
     kind: Literal["none"] = "none"
 
 
-Position = _union(LearnedPosition, SinusoidalPosition, RotaryPosition, AlibiPosition, RelativePosition, NoPosition)
+Position = _union(
+    LearnedPosition,
+    SinusoidalPosition,
+    RotaryPosition,
+    AlibiPosition,
+    RelativePosition,
+    DisentangledPosition,
+    NoPosition,
+)
 
 
 # -- blocks, attention, MLP
@@ -178,7 +212,12 @@ class StandardAttention(_Member):
     softcap: float | None = Field(
         None, gt=0, strict=False, description="scores soft-capped as c * tanh(s / c) (Gemma 2: 50)"
     )
-    sliding_window: int | None = Field(None, ge=1, description="keys within this many positions (Mistral: 4096)")
+    sliding_window: int | None = Field(
+        None,
+        ge=1,
+        description="keys within this many positions (Mistral: 4096): a causal layer sees keys i - w < j <= i; a "
+        "bidirectional (encoder) layer keys on either side, |i - j| < w (ModernBERT: local_attention / 2 + 1)",
+    )
     sliding_layers: Literal["all", "even", "odd"] = Field(
         "all", description="layers that use the window: all, even (Gemma 2: 0, 2, ...) or odd (GPT-Neo)"
     )
@@ -376,9 +415,21 @@ class LMHead(_Member):
 
 class MLMHead(_Member):
     """BERT's masked-LM head: dense with a bias, the activation, a LayerNorm, then the tied token
-    table and a vocabulary bias (d_embed wide with factorised embeddings)."""
+    table and a vocabulary bias (d_embed wide with factorised embeddings). ModernBERT drops the dense
+    layer's and the norm's biases (classifier_bias, norm_bias) and keeps the vocabulary bias (decoder_bias)."""
 
     kind: Literal["mlm"] = "mlm"
+    dense_bias: bool = Field(True, description="a bias on the dense layer (ModernBERT: classifier_bias)")
+    norm_bias: bool = Field(True, description="a bias on the head's LayerNorm (ModernBERT: norm_bias)")
+    bias: bool = Field(True, description="a vocabulary bias on the tied decoder (ModernBERT: decoder_bias)")
+
+
+class DiscriminatorHead(_Member):
+    """ELECTRA's replaced-token detection (ElectraForPreTraining): dense d_model -> d_model with a bias, the
+    activation, then one logit per token (d_model -> 1 with a bias), trained with a binary cross-entropy on
+    whether each token was replaced; no vocabulary projection, nothing tied."""
+
+    kind: Literal["discriminator"] = "discriminator"
 
 
 class NoHead(_Member):
@@ -387,23 +438,24 @@ class NoHead(_Member):
     kind: Literal["none"] = "none"
 
 
-Head = _union(LMHead, MLMHead, NoHead)
+Head = _union(LMHead, MLMHead, DiscriminatorHead, NoHead)
 
 # field -> {kind: member}: every sub-table field of the spec, for constructing trusted data
 SUBTABLES: dict[str, dict[str, type[_Member]]] = {
     "position": {m.model_fields["kind"].default: m for m in (LearnedPosition, SinusoidalPosition, RotaryPosition,
-                                                             AlibiPosition, RelativePosition, NoPosition)},
+                                                             AlibiPosition, RelativePosition, DisentangledPosition,
+                                                             NoPosition)},
     "block": {"sequential": SequentialBlock, "parallel": ParallelBlock},
     "attention": {"standard": StandardAttention, "latent": LatentAttention, "mamba": MambaMixer,
                   "mamba2": Mamba2Mixer, "gated_deltanet": GatedDeltaNet, "none": NoMixer},
     "mlp": {"dense": DenseMLP, "moe": MoEMLP, "none": NoMLP},
-    "head": {"lm": LMHead, "mlm": MLMHead, "none": NoHead},
+    "head": {"lm": LMHead, "mlm": MLMHead, "discriminator": DiscriminatorHead, "none": NoHead},
 }  # fmt: skip
 
 
 # -- layer kinds (heterogeneous stacks)
 
-KIND_FIELDS = ("attention", "mlp", "position", "n_heads", "n_kv_heads", "d_head", "d_value", "d_ff")
+KIND_FIELDS = ("attention", "mlp", "position", "n_heads", "n_kv_heads", "d_head", "d_value", "d_ff", "attention_norm")
 Override = Annotated[str | dict[str, Any], Field(description="a kind name, or a table of the fields to change")]
 
 
@@ -425,6 +477,9 @@ class LayerKind(_Table):
     d_head: int | None = Field(None, ge=1, description="per-head query/key width of this kind")
     d_value: int | None = Field(None, ge=1, description="per-head value width of this kind")
     d_ff: int | None = Field(None, ge=1, description="MLP hidden width of this kind")
+    attention_norm: bool | None = Field(
+        None, description="false: no norm before this kind's token mixer (ModernBERT's first layer)"
+    )
 
     @model_serializer(mode="wrap")
     def _only_changes(self, handler):
@@ -541,6 +596,11 @@ class ModelSpec(BaseModel):
         description="pre: x + f(N(x)); post: N(x + f(x)); sandwich: x + N2(f(N1(x))) (Gemma 2); "
         "post_sublayer: x + N(f(x)) (OLMo 2)",
     )
+    attention_norm: bool = Field(
+        True,
+        description="a pre-norm before the token mixer (attention or recurrent mixer); false: the mixer reads the "
+        "residual stream itself (ModernBERT's first layer, whose input is the embedding norm's output)",
+    )
     final_norm: bool = Field(
         default_factory=lambda data: data.get("norm_position", "pre") != "post",
         description="a norm after the last block of each stack; default true for pre and sandwich, false for post",
@@ -567,8 +627,8 @@ class ModelSpec(BaseModel):
     pooler: bool = Field(False, description="a d_model x d_model dense layer with bias over the first token (BERT)")
     head: Head = Field(
         default_factory=LMHead.model_construct,
-        description='the output head: "lm" (d_model -> vocab_size, tied or not), "mlm" (BERT\'s masked-LM head) '
-        'or "none" (hidden states out)',
+        description='the output head: "lm" (d_model -> vocab_size, tied or not), "mlm" (BERT\'s masked-LM head), '
+        '"discriminator" (ELECTRA\'s one logit per token) or "none" (hidden states out)',
     )
     block: Block = Field(
         default_factory=SequentialBlock.model_construct, description="sequential, or parallel attention and MLP"
@@ -659,6 +719,15 @@ class ModelSpec(BaseModel):
                 f"rotary positions need an even rotated width of at least 2, got d_head={self.d_head} x "
                 f"position.fraction={self.position.fraction} = {self.d_head * self.position.fraction:g}"
             )
+        if self.position.kind == "disentangled":
+            if self.decoder_layers or self.attention.kind != "standard":
+                raise ValueError("disentangled positions (DeBERTa) are for an encoder of standard attention; set "
+                                 "decoder_layers=0")  # fmt: skip
+            if self.n_kv_heads != self.n_heads:
+                raise ValueError(f"disentangled positions project the table to every head: n_kv_heads="
+                                 f"{self.n_kv_heads} must equal n_heads={self.n_heads}")  # fmt: skip
+            if not (self.position.c2p or self.position.p2c):
+                raise ValueError("disentangled positions need position.c2p or position.p2c (or use position='none')")
         if self.pooler and self.encoder_layers == 0:
             raise ValueError("pooler=true needs an encoder (encoder_layers > 0)")
         if self.block.kind == "parallel" and self.encoder_layers and self.decoder_layers:
@@ -708,6 +777,8 @@ class ModelSpec(BaseModel):
                     "a tied lm head needs embedding tables d_model wide, not "
                     f"embedding.d_embed={self.embedding.d_embed}"
                 )
+        if self.head.kind == "discriminator" and self.tie_embeddings:
+            raise ValueError("head kind 'discriminator' has no vocabulary projection to tie: set tie_embeddings=false")
         if self.head.kind == "mlm" and not self.tie_embeddings:
             raise ValueError("head kind 'mlm' decodes with the token table: it needs tie_embeddings=true")
         if self.share_layers and self.mlp.kind == "moe" and self.mlp.dense_layers:
@@ -722,6 +793,11 @@ class ModelSpec(BaseModel):
             raise ValueError("norm_affine='weight_bias' needs norm='layernorm'; RMSNorm has no bias")
         if self.swiglu_limit != 7.0 and self.activation != "clamped_swiglu":
             raise ValueError(f"swiglu_limit is the clamp of activation='clamped_swiglu', not of {self.activation!r}")
+        if not self.attention_norm and (self.norm_position != "pre" or self.block.kind != "sequential"):
+            raise ValueError(
+                "attention_norm=false (no norm before the token mixer) needs norm_position='pre' and a sequential "
+                f"block, not norm_position={self.norm_position!r} with block kind {self.block.kind!r}"
+            )
         if self.norm_position == "post_sublayer" and self.block.kind == "parallel":
             raise ValueError("norm_position='post_sublayer' is for sequential blocks, not block kind 'parallel'")
         a = self.attention

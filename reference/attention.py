@@ -33,7 +33,8 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
 
     The full score matrix is computed (and counted). The T queries sit at positions start ..
     start + T - 1 and the S keys end with them (a cache holds the earlier ones). A causal mask hides
-    the future; `window` hides keys more than window - 1 positions back; `chunk` hides keys outside
+    the future; `window` hides keys more than window - 1 positions back (and, without the causal mask,
+    more than window - 1 positions ahead: |i - j| < window); `chunk` hides keys outside
     the query's own chunk of positions (Llama 4's chunked attention); `bias` (nh, T, S) or (B, 1, T, S) is added to
     the scores; `softcap` caps them as c · tanh(s / c); `sinks` (nh,) is one more logit per head in
     the softmax's denominator (gpt-oss). With `gqa`, fewer K/V heads than query heads are shared by
@@ -55,8 +56,8 @@ def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bi
         mask = torch.ones(T, S, dtype=torch.bool, device=q.device)
         if causal:
             mask &= kpos <= qpos
-        if window:
-            mask &= kpos > qpos - window
+        if window:  # w - 1 positions back; in a bidirectional layer also w - 1 ahead (ModernBERT's local layers)
+            mask &= (kpos > qpos - window) if causal else ((kpos - qpos).abs() < window)
         if chunk:
             mask &= kpos // chunk == qpos // chunk
     if mode == "eager":
@@ -164,6 +165,39 @@ class SelfAttention(AttentionCore):
         self.rotary = rotary_of(spec)
         self.sinks = nn.Parameter(torch.empty(self.nh)) if att.sinks else None
         self.out = nn.Linear(self.nh * self.dv, spec.d_model, bias=b.out)
+        p = spec.position
+        self.terms = tuple(t for t in ("c2p", "p2c") if p.kind == "disentangled" and getattr(p, t))
+        self.pos_key = self.pos_query = None
+        if self.terms and not p.share_key:  # DeBERTa's own projections of the position table
+            width = self.nh * self.dk
+            self.pos_key = nn.Linear(spec.d_model, width, bias=b.qkv) if "c2p" in self.terms else None
+            self.pos_query = nn.Linear(spec.d_model, width, bias=b.qkv) if "p2c" in self.terms else None
+
+    def position_terms(self, q, k, table, c2p_index, p2c_index) -> torch.Tensor:
+        """DeBERTa's disentangled bias (B, nh, T, T): q · k_posᵀ gathered at each pair's relative row (c2p)
+        plus (k · q_posᵀ gathered)ᵀ (p2c), scaled as the scores are; k_pos and q_pos project the stack's
+        table (2 · span, d) with the layer's key and query projections or with pos_key / pos_query."""
+        B, nh, T, dk = q.shape
+        qw, kw = self.nh * self.dk, self.nkv * self.dk
+        w, b = self.qkv.weight, self.qkv.bias
+        bias = 0
+        if self.pos_key is None and self.pos_query is None and len(self.terms) == 1:
+            # shared projections: DeBERTa's code projects the table with both, the unused one included
+            unused = slice(qw, qw + kw) if "p2c" in self.terms else slice(0, qw)
+            F.linear(table, w[unused], b[unused] if b is not None else None)
+        if "c2p" in self.terms:
+            key = (self.pos_key(table) if self.pos_key is not None
+                   else F.linear(table, w[qw : qw + kw], b[qw : qw + kw] if b is not None else None))  # fmt: skip
+            key = key.view(-1, nh, dk).permute(1, 2, 0)  # (nh, dk, 2 · span)
+            c2p = torch.matmul(q, key)  # (B, nh, T, 2 · span)
+            bias = bias + torch.gather(c2p, -1, c2p_index.expand(B, nh, T, T))
+        if "p2c" in self.terms:
+            query = (self.pos_query(table) if self.pos_query is not None
+                     else F.linear(table, w[:qw], b[:qw] if b is not None else None))  # fmt: skip
+            query = query.view(-1, nh, dk).permute(1, 2, 0)  # (nh, dk, 2 · span)
+            p2c = torch.matmul(k, query)  # (B, nh, T keys, 2 · span)
+            bias = bias + torch.gather(p2c, -1, p2c_index.expand(B, nh, T, T)).transpose(-1, -2)
+        return bias * (self.scale if self.scale is not None else dk**-0.5)
 
     def forward(self, x, cache: dict | None = None, bias=None) -> torch.Tensor:
         B, T, _ = x.shape
@@ -182,6 +216,8 @@ class SelfAttention(AttentionCore):
             q, k = self.rotary(q, start), self.rotary(k, start)
         if self.qk_norm == "l2":
             q, k = self.q_norm(q), self.k_norm(k)
+        if self.terms:  # DeBERTa: `bias` is (table, c2p index, p2c index) from the stack
+            bias = self.position_terms(q, k, *bias)
         if cache is not None:
             if "k" in cache:
                 k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, held + T, dk)

@@ -175,12 +175,15 @@ def _holders(loss: torch.Tensor) -> dict[tuple[str, int], set[str]]:
 
 
 def training_loss(model: Transformer, inputs: tuple, targets: torch.Tensor) -> torch.Tensor:
-    """One training forward pass: cross-entropy of the logits (taken in fp32) against `targets` (B, T).
+    """One training forward pass: cross-entropy of the logits (taken in fp32) against `targets` (B, T)
+    (ELECTRA's discriminator: a binary cross-entropy of its one logit per token against the targets' parity).
     A model without an output head (head = "none") is trained here on the sum of its last hidden
     states in fp32, a loss that keeps nothing for backward."""
     out = model(*inputs)  # (B, T, V) logits, or (B, T, d) hidden states
     if model.head is None:
         return out.float().sum()
+    if model.spec.head.kind == "discriminator":  # ELECTRA: was each token replaced? (B, T) logits, 0/1 labels
+        return torch.nn.functional.binary_cross_entropy_with_logits(out.float(), (targets % 2).float())
     return torch.nn.functional.cross_entropy(out.flatten(0, 1).float(), targets.flatten())
 
 

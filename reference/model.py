@@ -33,7 +33,13 @@ from archspec.reference.attention import (
 )
 from archspec.reference.mlp import ACTIVATIONS, MLP, MoE
 from archspec.reference.norms import make_norm
-from archspec.reference.positions import Alibi, LearnedPosition, RelativePosition, SinusoidalPosition
+from archspec.reference.positions import (
+    Alibi,
+    DisentangledPosition,
+    LearnedPosition,
+    RelativePosition,
+    SinusoidalPosition,
+)
 from archspec.spec import MIXERS, ModelSpec
 from archspec.vocab import ATTENTION, RECOMPUTE
 
@@ -92,7 +98,8 @@ class Block(nn.Module):
         self.mixer_name = "mixer" if mixer in MIXERS else "attention" if mixer != "none" else None
         self.attention_norm = self.mixer_norm = self.attention = self.mixer = None
         if self.mixer_name is not None:
-            setattr(self, f"{self.mixer_name}_norm", make_norm(spec) if pre else None)
+            # attention_norm = false: the mixer reads the residual stream itself (ModernBERT's first layer)
+            setattr(self, f"{self.mixer_name}_norm", make_norm(spec) if pre and spec.attention_norm else None)
             if mixer in MIXERS:
                 self.mixer = build_mixer(spec)
             else:
@@ -128,7 +135,7 @@ class Block(nn.Module):
             return x + scaled(post(f(norm(x))))
         if self.norm_position == "post_sublayer":
             return x + scaled(post(f(x)))
-        return x + scaled(f(norm(x)))
+        return x + scaled(f(norm(x) if norm is not None else x))
 
     def forward(self, x, memory=None, cache: dict | None = None, bias=None):
         if self.recompute_all and cache is None and torch.is_grad_enabled():
@@ -187,8 +194,13 @@ class Stack(nn.Module):
             "alibi": lambda: Alibi(spec.n_heads),
             "relative": lambda: None if p.per_layer else RelativePosition(p.buckets, p.max_distance, spec.n_heads,
                                                                           not causal),
+            "disentangled": lambda: DisentangledPosition(p.buckets, p.max_distance, spec.d_model),
         }.get(p.kind, lambda: None)()  # fmt: skip
         self.per_layer_bias = p.kind == "relative" and p.per_layer
+        # DeBERTa's table is normalised once per forward pass, before the layers read it
+        self.position_norm = (
+            make_norm(spec, kind="layernorm", affine="weight_bias") if p.kind == "disentangled" and p.norm else None
+        )
         self.embedding_norm = make_norm(spec, e) if spec.embedding_norm else None
         kinds = layer_kinds(spec, 1 if spec.share_layers else layers)
         self.layers = nn.ModuleList(Block(kind, causal, cross) for _, kind in kinds)
@@ -211,6 +223,10 @@ class Stack(nn.Module):
         elif self.per_layer_bias:  # umT5: the bucket index, which each layer looks up in its own table
             own = next(layer.position for layer in self.layers if layer.position is not None)
             bias = own.index(T, start + T, start, x.device)
+        elif isinstance(self.position, DisentangledPosition):  # the table (normalised) and each pair's rows
+            table = self.position.weight
+            table = self.position_norm(table) if self.position_norm is not None else table
+            bias = (table.to(x.dtype), *self.position.indices(T, x.device))
         for i in range(self.n_layers):
             layer = self.layers[i if len(self.layers) > 1 else 0]
             x = layer(x, memory, cache[i] if cache is not None else None, bias)
@@ -237,22 +253,39 @@ class Head(nn.Module):
 
 
 class MLMHead(nn.Module):
-    """BERT's masked-LM head: LayerNorm(act(dense(x))) @ token tableᵀ + bias."""
+    """BERT's masked-LM head: LayerNorm(act(dense(x))) @ token tableᵀ + bias (the dense layer's, the
+    norm's and the vocabulary's biases as the head's options say: ModernBERT keeps only the last)."""
 
     component = "head"
     role = "head"
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        e = spec.d_embed
-        self.dense = nn.Linear(spec.d_model, e)
+        e, h = spec.d_embed, spec.head
+        self.dense = nn.Linear(spec.d_model, e, bias=h.dense_bias)
         self.act = ACTIVATIONS[spec.activation]
-        self.norm = make_norm(spec, e, "layernorm", inside=True, affine="weight_bias")
+        self.norm = make_norm(spec, e, "layernorm", inside=True, affine="weight_bias" if h.norm_bias else "weight")
         self.weight = nn.Parameter(torch.empty(spec.vocab_size, e))
-        self.bias = nn.Parameter(torch.empty(spec.vocab_size))
+        self.bias = nn.Parameter(torch.empty(spec.vocab_size)) if h.bias else None
 
     def forward(self, x):
         return F.linear(self.norm(self.act(self.dense(x))), self.weight, self.bias)  # (B, T, V)
+
+
+class DiscriminatorHead(nn.Module):
+    """ELECTRA's replaced-token detection: one logit per token, out(act(dense(x))) (B, T)."""
+
+    component = "head"
+    role = "head"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.dense = nn.Linear(spec.d_model, spec.d_model)
+        self.act = ACTIVATIONS[spec.activation]
+        self.out = nn.Linear(spec.d_model, 1)
+
+    def forward(self, x):
+        return self.out(self.act(self.dense(x))).squeeze(-1)  # (B, T)
 
 
 class EmbeddingProjection(nn.Linear):
@@ -338,7 +371,8 @@ class Transformer(nn.Module):
         cross = bool(spec.encoder_layers)
         self.decoder = Stack(spec, spec.decoder_layers, True, cross) if spec.decoder_layers else None
         self.pooler = Pooler(d) if spec.pooler else None
-        self.head = {"lm": Head, "mlm": MLMHead, "none": lambda s: None}[spec.head.kind](spec)
+        self.head = {"lm": Head, "mlm": MLMHead, "discriminator": DiscriminatorHead,
+                     "none": lambda s: None}[spec.head.kind](spec)  # fmt: skip
         self.mtp = mtp_modules(spec) if mtp and spec.mtp is not None else None
         self.tie_weights()
         self.attention_mode, self.recompute = "flash", "none"

@@ -167,3 +167,38 @@ class RelativePosition(nn.Module):
 
     def bias(self, T: int, S: int, start: int, device, dtype) -> torch.Tensor:
         return self.lookup(self.index(T, S, start, device), dtype)  # (nh, T, S)
+
+
+class DisentangledPosition(nn.Module):
+    """DeBERTa's relative-position table: 2 · span embeddings d_model wide, and the index of each
+    query-key pair's row: the distance i - j, log-bucketed beyond buckets / 2 up to max_distance
+    (transformers' make_log_bucket_position), shifted by span and clamped to the table, for the
+    content-to-position term; the reversed distance for the position-to-content term."""
+
+    component = "position"
+    role = "embedding"
+
+    def __init__(self, buckets: int, max_distance: int, d_model: int):
+        super().__init__()
+        self.buckets, self.max_distance = buckets, max_distance
+        self.span = buckets or max_distance
+        self.weight = nn.Parameter(torch.empty(2 * self.span, d_model))
+
+    def distance(self, T: int, device) -> torch.Tensor:
+        """(T, T) relative positions i - j, bucketed (int64)."""
+        ids = torch.arange(T, device=device)
+        rel = ids[:, None] - ids[None, :]
+        if self.buckets > 0:
+            mid = self.buckets // 2
+            sign = torch.sign(rel)
+            near = (rel < mid) & (rel > -mid)
+            far = torch.where(near, torch.full_like(rel, mid - 1), rel.abs()).float()
+            log = torch.ceil(torch.log(far / mid) / math.log((self.max_distance - 1) / mid) * (mid - 1)) + mid
+            rel = torch.where(far <= mid, rel.float(), log * sign).long()
+        return rel
+
+    def indices(self, T: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The table rows of each pair: c2p (query i, key j) and p2c (key i, query j), each (T, T)."""
+        rel = self.distance(T, device)
+        top = 2 * self.span - 1
+        return torch.clamp(rel + self.span, 0, top), torch.clamp(-rel + self.span, 0, top)

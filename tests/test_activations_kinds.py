@@ -79,6 +79,20 @@ FEATURES = {
     # BERT's masked-LM head (dense, GELU, LayerNorm, the tied table); ALBERT's over a factorised table
     "mlm-head": dict(**BERT),
     "mlm-head-factorised-relu": dict(**BERT, activation="relu", embedding={"d_embed": 16}),
+    # ELECTRA's discriminator (one logit per token, a binary cross-entropy) and ModernBERT's head without two biases
+    "discriminator-head-factorised": dict(**{**BERT, "head": "discriminator"}, tie_embeddings=False,
+                                          embedding={"d_embed": 16}),
+    "discriminator-head-relu": dict(**{**BERT, "head": "discriminator"}, tie_embeddings=False, activation="relu"),
+    # DeBERTa's disentangled attention: a bucketed table with its LayerNorm projected by the layers' own q and k
+    # (both terms); an unbucketed clipped table, pos_key of each layer, c2p alone; no norm, p2c alone, shared
+    "deberta-disentangled-shared": dict(**BERT, position={"kind": "disentangled", "buckets": 8, "max_distance": 24},
+                                        attention=std(scale=(8 * 3) ** -0.5)),
+    "deberta-disentangled-own-c2p": dict(**BERT, position={"kind": "disentangled", "buckets": 0, "max_distance": 6,
+                                                           "share_key": False, "p2c": False}),
+    "deberta-disentangled-p2c-no-norm": dict(**BERT, position={"kind": "disentangled", "buckets": 4,
+                                                               "max_distance": 24, "c2p": False, "norm": False}),
+    "mlm-head-no-dense-or-vocabulary-bias": dict(**{**BERT, "head": {"kind": "mlm", "dense_bias": False,
+                                                                      "bias": False}}),
     # the recurrent mixers (the toy widths of tests/test_mixers.py), their scans checkpointed in training
     "mamba2-groups": dict(**LLAMA, attention={"kind": "mamba2", "heads": 4, "head_dim": 8, "d_state": 4, "groups": 2,
                                               "d_conv": 4}),
@@ -146,6 +160,15 @@ MIXED = {
                                                          "dt_norms": True}},
                                     "att": {"mlp": MOE}},
                              layers={"pattern": ["m2", "gdn", "m1", "att"]}),
+    # ModernBERT-like encoder: no norm before the first layer's attention, local layers with a bidirectional
+    # window and their own rotary base, GeGLU, weight-only LayerNorms, the masked-LM head with only its vocabulary bias
+    "modernbert-encoder": dict(encoder_layers=4, decoder_layers=0, position="rotary", activation="geglu", bias=False,
+                               norm_affine="weight", embedding_norm=True,
+                               head={"kind": "mlm", "dense_bias": False, "norm_bias": False},
+                               kinds={"first": {"attention_norm": False},
+                                      "local": {"attention": std(sliding_window=3), "position": {"base": 100.0}},
+                                      "global": {}},
+                               layers={"prefix": ["first"], "pattern": ["local", "global"]}),
 }  # fmt: skip
 
 SPECS = {name: ModelSpec(name=name, **{**BASE, **changes}) for name, changes in {**FEATURES, **MIXED}.items()}

@@ -254,6 +254,37 @@ def test_a_sliding_window_hides_keys_beyond_it():
     assert not torch.allclose(model(x)[:, 3], model(y)[:, 3])
 
 
+def test_a_bidirectional_window_hides_keys_beyond_it_on_either_side():
+    """In an encoder layer, sliding_window = 3 lets position 4 see positions 2 to 6 (|i - j| < 3), as
+    ModernBERT's local layers see local_attention / 2 positions each side."""
+    spec = ModelSpec(**BASE, encoder_layers=1, position="rotary", head="none",
+                     attention={"kind": "standard", "sliding_window": 3})  # fmt: skip
+    model = build(spec, seed=0).eval()
+    x = torch.randint(0, 53, (1, 9))
+    for far, near in ((1, 2), (7, 6)):  # one position beyond the window behind, then ahead
+        y, z = x.clone(), x.clone()
+        y[0, far] = (y[0, far] + 1) % 53
+        z[0, near] = (z[0, near] + 1) % 53
+        torch.testing.assert_close(model(x)[:, 4], model(y)[:, 4])
+        assert not torch.allclose(model(x)[:, 4], model(z)[:, 4])
+
+
+def test_a_layer_without_attention_norm_reads_the_residual_stream():
+    """attention_norm = false (ModernBERT's first layer) drops one norm of d_model and changes the output;
+    it needs pre-norm sequential blocks."""
+    base = ModelSpec(**BASE, encoder_layers=2, position="rotary", head="none")
+    bare = base.replace(kinds={"first": {"attention_norm": False}, "rest": {}}, layers={"prefix": ["first"],
+                                                                                      "pattern": ["rest"]})  # fmt: skip
+    assert count_params(base).total - count_params(bare).total == 32  # one RMSNorm weight of d_model
+    assert compare_tensors(bare, build(bare, device="meta")) == []
+    a, b = build(base, seed=0).eval(), build(bare, seed=0).eval()
+    b.load_state_dict(a.state_dict(), strict=False)
+    x = torch.randint(0, 53, (1, 6))
+    assert not torch.allclose(a(x), b(x))
+    with pytest.raises(archspec.SpecError, match="attention_norm=false"):
+        base.replace(attention_norm=False, norm_position="post")
+
+
 def test_shared_layers_count_once_and_run_every_layer():
     albert = ModelSpec(**{**BASE, "norm": "layernorm"}, encoder_layers=4, share_layers=True, embedding={"d_embed": 16},
                        type_vocab_size=2, embedding_norm=True, norm_position="post", head="mlm")  # fmt: skip

@@ -112,11 +112,20 @@ def as_released(model, raw: dict):
 
 # transformers' parameter names -> archspec's components, first match wins (names without .weight/.bias)
 COMPONENT_PATTERNS = [
-    (r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out)\b", "head"),
+    # the tied token table, named after the head's decoder where the class registers its head first (XLM-RoBERTa)
+    (r"^lm_head\.decoder$", "embed"),
+    (
+        r"^(lm_head|cls\.predictions|predictions|vocab_transform|vocab_layer_norm|vocab_projector|embed_out|generator_\w+|discriminator_predictions|lm_predictions)\b",
+        "head",
+    ),
+    (r"^(head\.|decoder$)", "head"),  # ModernBERT's masked-LM head and its decoder's vocabulary bias
     (r"\bpooler\b", "pooler"),
-    (r"(wpe|embed_positions|position_embeddings|relative_attention_bias|positions_embed)$", "position"),
+    (r"(wpe|embed_positions|position_embeddings|relative_attention_bias|positions_embed|rel_embeddings)$", "position"),
     (r"token_type_embeddings$", "token_type"),
-    (r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in|tokens_embed)$", "embed"),
+    (
+        r"(wte|embed_tokens|word_embeddings|embed_in|shared|embedding_hidden_mapping_in|embeddings_project|tokens_embed|tok_embeddings)$",
+        "embed",
+    ),
     (
         r"self_attn\.(q_a_layernorm|kv_a_layernorm|q_layernorm|k_layernorm|query_layernorm|key_layernorm|q_norm|k_norm|indexer\.k_norm)$",
         "attention",
@@ -558,6 +567,11 @@ def test_adapter_variants_count_what_transformers_builds(variant):
 # branches of each adapter: components, and forward FLOPs (dense) or active parameters (MoE) against transformers
 TOY = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
        "num_key_value_heads": 2, "max_position_embeddings": 32}  # fmt: skip
+ENCODER_TOY = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "max_position_embeddings": 32}  # fmt: skip
+MODERNBERT_TOY = {"model_type": "modernbert", "architectures": ["ModernBertForMaskedLM"], **ENCODER_TOY,
+                  "num_hidden_layers": 4, "local_attention": 8, "max_position_embeddings": 64, "pad_token_id": 0,
+                  "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2}  # fmt: skip
 ZOO_TOYS = {
     "seed_oss": {"model_type": "seed_oss", "architectures": ["SeedOssForCausalLM"], **TOY, "head_dim": 32,
                  "attention_out_bias": True, "mlp_bias": True},
@@ -607,6 +621,34 @@ ZOO_TOYS = {
     "dbrx": {"model_type": "dbrx", "architectures": ["DbrxForCausalLM"], "vocab_size": 100, "d_model": 64,
              "n_layers": 2, "n_heads": 4, "max_seq_len": 32, "attn_config": {"kv_n_heads": 2, "rope_theta": 500000.0},
              "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}},
+    # encoders (archspec/hf/encoders.py): XLM-RoBERTa's head registered before its encoder, ELECTRA's factorised
+    # embeddings (projected, and not) with the generator head, ModernBERT's kinds and biases
+    "xlm-roberta": {"model_type": "xlm-roberta", "architectures": ["XLMRobertaForMaskedLM"], **ENCODER_TOY,
+                    "max_position_embeddings": 34, "type_vocab_size": 1},
+    "electra-generator": {"model_type": "electra", "architectures": ["ElectraForMaskedLM"], **ENCODER_TOY,
+                          "embedding_size": 32},
+    "electra-discriminator": {"model_type": "electra", "architectures": ["ElectraForPreTraining"], **ENCODER_TOY,
+                              "embedding_size": 32, "hidden_act": "relu"},
+    "electra-same-width": {"model_type": "electra", "architectures": ["ElectraModel"], **ENCODER_TOY,
+                           "embedding_size": 64},
+    "modernbert": {**MODERNBERT_TOY, "num_hidden_layers": 5},
+    # DeBERTa-v2 without relative attention: absolute positions, the score scale of pos_att_type, both MLM heads
+    # (pad_token_id null: transformers' padding warning reads the ids, which the meta device does not hold)
+    "deberta-v2-absolute": {"model_type": "deberta-v2", "architectures": ["DebertaV2ForMaskedLM"], **ENCODER_TOY,
+                            "pad_token_id": None},
+    "deberta-v2-scaled-no-positions": {"model_type": "deberta-v2", "architectures": ["DebertaV2ForMaskedLM"],
+                                       **ENCODER_TOY, "pad_token_id": None, "legacy": False,
+                                       "position_biased_input": False, "pos_att_type": "p2c|c2p",
+                                       "type_vocab_size": 2, "attention_head_size": 16},
+    "deberta-v2-model-c2p": {"model_type": "deberta-v2", "architectures": ["DebertaV2Model"], **ENCODER_TOY,
+                             "pad_token_id": None, "pos_att_type": ["c2p"]},
+    "modernbert-biases-all-global": {**MODERNBERT_TOY, "architectures": ["ModernBertModel"], "norm_bias": True,
+                                     "attention_bias": True, "mlp_bias": True, "global_attn_every_n_layers": 1},
+    "modernbert-layer-types-head-biases": {**MODERNBERT_TOY, "num_hidden_layers": 3, "classifier_bias": True,
+                                           "decoder_bias": False, "norm_bias": True,
+                                           "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+                                           "rope_parameters": {"full_attention": {"rope_theta": 1000.0},
+                                                               "sliding_attention": {"rope_theta": 100.0}}},
 }  # fmt: skip
 
 
@@ -1126,6 +1168,38 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "falcon_h1", "ssm_multipliers": [1.0]}, "falcon_h1 key ssm_multipliers=[1.0] is not"),
         ({"model_type": "falcon_h1", "attn_layer_indices": [1, 3]}, "falcon_h1 key attn_layer_indices=[1, 3]"),
         ({"model_type": "falcon_h1", "mamba_use_mlp": False}, "falcon_h1 key mamba_use_mlp=False is not supported"),
+        (
+            {
+                "model_type": "modernbert",
+                "num_hidden_layers": 2,
+                "layer_types": ["full_attention", "chunked_attention"],
+            },
+            "modernbert key layer_types=['full_attention', 'chunked_attention'] is not supported",
+        ),
+        (
+            {"model_type": "modernbert", "global_attn_every_n_layers": 0},
+            "modernbert key global_attn_every_n_layers=0 is not supported",
+        ),
+        ({"model_type": "modernbert", "tie_word_embeddings": False}, "modernbert key tie_word_embeddings=False"),
+        ({"model_type": "electra", "is_decoder": True}, "electra key is_decoder=True is not supported"),
+        (
+            {"model_type": "bert", "architectures": ["BertForPreTraining"]},
+            "architecture 'BertForPreTraining' is not supported for model_type 'bert'",
+        ),
+        ({"model_type": "xlm-roberta", "add_cross_attention": True}, "xlm-roberta key add_cross_attention=True"),
+        (
+            {"model_type": "deberta-v2", "relative_attention": True, "position_biased_input": False},
+            "deberta-v2 key relative_attention=True is not supported (relative attention without a c2p or p2c",
+        ),
+        (
+            {"model_type": "deberta-v2", "relative_attention": True, "pos_att_type": ["c2p"]},
+            "deberta-v2 key position_biased_input=True is not supported",
+        ),
+        ({"model_type": "deberta-v2", "conv_kernel_size": 3}, "deberta-v2 key conv_kernel_size=3 is not supported"),
+        ({"model_type": "deberta-v2", "norm_rel_ebd": "layer_norm"}, "deberta-v2 key norm_rel_ebd='layer_norm'"),
+        ({"model_type": "deberta-v2", "embedding_size": 128}, "deberta-v2 key embedding_size=128 is not supported"),
+        ({"model_type": "deberta-v2", "attention_head_size": 32}, "deberta-v2 key attention_head_size=32 is not"),
+        ({"model_type": "deberta-v2", "pos_att_type": "p2p|c2p"}, "deberta-v2 key pos_att_type='p2p|c2p' is not"),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -1139,7 +1213,10 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "mpt-qk-ln dbrx-normalize bigcode-cross mbart-untied mbart-heads umt5-activation mamba2-expand mamba2-act "
         "mamba2-dt-limit mamba2-layernorm granite-hybrid-types granite-hybrid-positions granite-hybrid-act "
         "granite-hybrid-dt-limit falcon-h1-act falcon-h1-head-dim falcon-h1-dt-limit falcon-h1-multipliers "
-        "falcon-h1-attention-layers falcon-h1-no-mlp"
+        "falcon-h1-attention-layers falcon-h1-no-mlp modernbert-layer-types modernbert-every modernbert-untied "
+        "electra-decoder bert-pretraining xlm-roberta-cross deberta-no-terms "
+        "deberta-absolute-and-relative deberta-conv deberta-rel-norm deberta-embedding-size "
+        "deberta-head-size deberta-att-type"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -1176,6 +1253,11 @@ NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
     "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "mbart", "mamba2", "umt5", "granitemoehybrid", "falcon_h1",
+    # encoders: only re-saved or fine-tuned copies of FacebookAI/xlm-roberta-base, google/electra-*,
+    # answerdotai/ModernBERT-base found (see tests/data/hf/SOURCES.md)
+    "xlm-roberta", "electra", "modernbert",
+    # only a re-saved question-answering fine-tune of microsoft/deberta-v3-base found
+    "deberta-v2",
 }  # fmt: skip
 
 
@@ -1279,3 +1361,153 @@ def test_non_finite_numbers_in_keys_that_do_not_change_the_model_are_read_and_ne
         assert code == 0, err
         assert not re.search(r"Infinity|NaN|\binf\b|\bnan\b", out), out
     assert count_params(archspec.load_spec(path)).total == measured("qwen3-0.6b")["total"]
+
+
+# ---------------------------------------------------------------- encoders of 2020-2024: ELECTRA, ModernBERT
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"norm_bias": True, "attention_bias": True, "mlp_bias": True, "classifier_bias": True, "decoder_bias": False,
+          "global_attn_every_n_layers": 2, "global_rope_theta": 5000.0}],
+    ids=["defaults", "biases-every-2nd-global"],
+)  # fmt: skip
+def test_modernbert_reference_model_computes_what_transformers_computes(options):
+    """ModernBERT at toy size, transformers' weights copied into archspec's reference model: the same logits
+    over 24 tokens, so the layer kinds hold what transformers runs: the local layers' bidirectional window
+    (|i - j| <= local_attention / 2, the spec's sliding_window local_attention / 2 + 1), the rotary base of
+    each kind, no norm before the first layer's attention, GeGLU from the fused Wi (its first half activated),
+    the head's biases."""
+    from archspec.reference import build
+
+    raw = {**MODERNBERT_TOY, **options}
+    theirs = build_transformers(raw, device="cpu")
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "modernbert-toy").data)
+    ours = build(spec, device="cpu").eval()
+    d_ff = raw["intermediate_size"]
+    names = {"embed.weight": "model.embeddings.tok_embeddings.weight", "head.bias": "decoder.bias"}
+    for n in dict(ours.named_parameters()):
+        if n in names:
+            continue
+        n_t = n.replace("encoder.embedding_norm", "model.embeddings.norm").replace("encoder.final_norm",
+                                                                                  "model.final_norm")  # fmt: skip
+        n_t = re.sub(r"^encoder\.layers", "model.layers", n_t)
+        for a, b in ((".attention_norm.", ".attn_norm."), (".attention.qkv.", ".attn.Wqkv."),
+                     (".attention.out.", ".attn.Wo."), (".mlp.down.", ".mlp.Wo.")):  # fmt: skip
+            n_t = n_t.replace(a, b)
+        names[n] = n_t
+    state = dict(theirs.named_parameters())
+    with torch.no_grad():
+        for n, p in ours.named_parameters():
+            if ".mlp.gate." in n or ".mlp.up." in n:  # Wi's first half is activated (the gate), its second the up
+                half = 0 if ".mlp.gate." in n else 1
+                wi = state[re.sub(r"\.mlp\.(gate|up)\.", ".mlp.Wi.", names[n].replace("encoder.", "model."))]
+                p.copy_(wi[half * d_ff : (half + 1) * d_ff])
+            else:
+                p.copy_(state[names[n]])
+    tokens = torch.randint(0, raw["vocab_size"], (2, 24), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = theirs(input_ids=tokens).logits
+        assert torch.allclose(ours(tokens), expected, atol=1e-5, rtol=1e-4)
+        plain = spec.replace(kinds={}, layers=None)  # every layer global and normed: not what transformers runs
+        other = build(plain, device="cpu").eval()
+        other.load_state_dict(ours.state_dict(), strict=False)
+        assert not torch.allclose(other(tokens), expected, atol=1e-3)
+
+
+# DeBERTa-v2/v3's disentangled attention at toy size: buckets below the 24 tokens run (log-bucketed distances) with
+# the layers' own projections (share_att_key) and both terms; no buckets, distances clipped at 6, pos_key /
+# pos_query of each layer, token types; one term alone, no table norm, transformers' non-legacy head
+DEBERTA_TOYS = {
+    "v3-like": {"position_buckets": 8, "pos_att_type": "p2c|c2p", "share_att_key": True, "norm_rel_ebd": "layer_norm"},
+    "v2-own-projections-clipped": {"max_relative_positions": 6, "pos_att_type": ["c2p", "p2c"], "type_vocab_size": 2},
+    "c2p-only-no-norm-non-legacy": {"position_buckets": 4, "pos_att_type": ["c2p"], "share_att_key": True,
+                                    "legacy": False},
+}  # fmt: skip
+
+
+def _deberta_toy(options: dict, cls: str = "DebertaV2ForMaskedLM") -> dict:
+    return {"model_type": "deberta-v2", "architectures": [cls], **ENCODER_TOY, "pad_token_id": 0,
+            "relative_attention": True, "position_biased_input": False, **options}  # fmt: skip
+
+
+def _copy_deberta_weights(theirs, ours) -> None:
+    """transformers' DebertaV2ForMaskedLM (legacy head) weights into archspec's reference model."""
+    state = dict(theirs.named_parameters())
+    fixed = {"embed.weight": "deberta.embeddings.word_embeddings.weight", "token_type.weight":
+             "deberta.embeddings.token_type_embeddings.weight", "encoder.position.weight":
+             "deberta.encoder.rel_embeddings.weight", "head.bias": "cls.predictions.bias"}  # fmt: skip
+    prefixes = {"encoder.embedding_norm.": "deberta.embeddings.LayerNorm.", "encoder.position_norm.":
+                "deberta.encoder.LayerNorm.", "head.dense.": "cls.predictions.transform.dense.",
+                "head.norm.": "cls.predictions.transform.LayerNorm."}  # fmt: skip
+    layer = {
+        "attention.out": "attention.output.dense",
+        "attention_norm": "attention.output.LayerNorm",
+        "mlp.up": "intermediate.dense",
+        "mlp.down": "output.dense",
+        "mlp_norm": "output.LayerNorm",
+        "attention.pos_key": "attention.self.pos_key_proj",
+        "attention.pos_query": "attention.self.pos_query_proj",
+    }
+    with torch.no_grad():
+        for n, p in ours.named_parameters():
+            if n in fixed:
+                p.copy_(state[fixed[n]])
+                continue
+            prefix = next((k for k in prefixes if n.startswith(k)), None)
+            if prefix is not None:
+                p.copy_(state[prefixes[prefix] + n[len(prefix) :]])
+                continue
+            i, module, w = re.match(r"encoder\.layers\.(\d+)\.(.*)\.(weight|bias)$", n).groups()
+            at = f"deberta.encoder.layer.{i}."
+            if module == "attention.qkv":
+                p.copy_(torch.cat([state[f"{at}attention.self.{x}_proj.{w}"] for x in ("query", "key", "value")]))
+            else:
+                p.copy_(state[f"{at}{layer[module]}.{w}"])
+
+
+@pytest.mark.parametrize("toy", sorted(DEBERTA_TOYS))
+def test_deberta_disentangled_attention_counts_computes_and_runs_what_transformers_does(toy):
+    """Components, forward FLOPs (the table's projections once per pass, q · k_pos and k · q_pos over every relative
+    row) and the reference model tensor by tensor; with the legacy head, transformers' weights copied into the
+    reference model give the same logits over 24 tokens (buckets and clipping exercised). transformers' model runs
+    with gradients on: under no_grad, FlopCounterMode's module tracker cannot hook the relative table's LayerNorm,
+    whose input is a parameter."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from archspec.reference import build, verify
+
+    raw = _deberta_toy(DEBERTA_TOYS[toy])
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, toy).data)
+    assert spec.position.kind == "disentangled"
+    theirs = build_transformers(raw)
+    expected: dict[str, int] = {}
+    for pname, p in theirs.named_parameters():
+        expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
+    assert {k: v for k, v in count_params(spec).components.items() if v} == expected
+    with FlopCounterMode(display=False) as counter:
+        ones = torch.ones(1, SEQ, dtype=torch.long, device="meta")  # a mask: the padding check reads the ids
+        theirs(input_ids=ones * 0, attention_mask=ones)
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == counter.get_total_flops()
+    report = verify(spec, seq_len=SEQ)
+    assert report.ok and not report.tensor_mismatches
+    if raw.get("legacy", True):
+        theirs, ours = build_transformers(raw, device="cpu"), build(spec, device="cpu").eval()
+        _copy_deberta_weights(theirs, ours)
+        tokens = torch.randint(0, raw["vocab_size"], (2, 24), generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            assert torch.allclose(ours(tokens), theirs(input_ids=tokens).logits, atol=1e-5, rtol=1e-4)
+
+
+def test_deberta_v3_base_shape_counts_what_transformers_builds():
+    """microsoft/deberta-v3-base's shape (the keys of its hub file, which was found only re-saved): 183,831,552
+    parameters in DebertaV2Model (transformers' count), a bucketed table of 512 rows shared by 12 layers."""
+    raw = _deberta_toy({"position_buckets": 256, "pos_att_type": ["p2c", "c2p"], "share_att_key": True,
+                        "norm_rel_ebd": "layer_norm", "vocab_size": 128100, "hidden_size": 768,
+                        "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072,
+                        "max_position_embeddings": 512, "max_relative_positions": -1, "type_vocab_size": 0},
+                       "DebertaV2Model")  # fmt: skip
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "deberta-v3-base-shape").data)
+    expected = sum(p.numel() for p in build_transformers(raw).parameters())
+    assert count_params(spec).total == expected == 183_831_552
+    assert spec.position.span == 256 and count_params(spec).components["position"] == 512 * 768

@@ -412,6 +412,22 @@ def test_a_bad_gemma4_moe_field_is_one_line_naming_the_field(extra, message):
     refused("params", "gpt2", *moe, *extra, message=message)
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--set", "attention_norm=false"], "attention_norm=false (no norm before the token mixer) needs norm_position"),
+    (["--set", "attention_norm=maybe"], "attention_norm: Input should be a valid boolean"),
+    (["--set", "head.kind=mlm", "--set", "head.dense_bias=maybe"], "head.dense_bias: Input should be a valid boolean"),
+    (["--set", "head=discriminator"], "head kind 'discriminator' has no vocabulary projection to tie"),
+    (["--set", "position=disentangled", "--set", "decoder_layers=2"], "disentangled positions (DeBERTa) are for an"),
+    (["--set", "position=disentangled", "--set", "position.c2p=false", "--set", "position.p2c=false"],
+     "disentangled positions need position.c2p or position.p2c"),
+    (["--set", "position=disentangled", "--set", "position.buckets=-1"],
+     "position.buckets: Input should be greater than or equal to 0"),
+], ids=["attention_norm-post", "attention_norm-not-bool", "mlm-dense_bias", "discriminator-tied",
+        "disentangled-decoder", "disentangled-no-terms", "disentangled-buckets"])  # fmt: skip
+def test_a_bad_encoder_field_is_one_line_naming_the_field(extra, message):
+    refused("params", "bert-base", "--set", "norm_position=post", *extra, message=message)
+
+
 @pytest.mark.parametrize("item, message", SET_REFUSED, ids=[i[:30] for i, _ in SET_REFUSED])
 def test_a_bad_set_value_is_one_line_naming_the_field(item, message):
     refused("params", "gpt2", "--set", item, message=message)

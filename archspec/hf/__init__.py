@@ -150,8 +150,12 @@ def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any]
         data.setdefault("head", "lm")
         if family.tie_lm:
             data["tie_embeddings"] = bool(cfg["tie_word_embeddings"])
-    elif kind == "mlm":
-        data["head"] = "mlm"
+    elif kind == "pretraining" and family.pretraining:  # ELECTRA's discriminator: nothing to tie
+        data["head"] = family.pretraining
+        data["tie_embeddings"] = False
+    elif kind == "mlm":  # the family's options of the masked-LM head (ModernBERT's biases), or BERT's
+        head = data.get("head")
+        data["head"] = head if isinstance(head, dict) and head.get("kind") == "mlm" else "mlm"
     else:
         data["head"] = "none"
         data.pop("tie_embeddings", None)

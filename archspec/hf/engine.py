@@ -12,7 +12,8 @@ One declarative adapter per ``model_type`` (a ``Family``), all in ``FAMILIES``. 
   represent (``refuse``), each with the reason,
 - small functions for the fields that need arithmetic (``derive``: rotary fractions, MoE widths),
 - the classes of ``architectures`` it counts, by suffix: ``...ForCausalLM`` has an output head,
-  ``...Model`` none (a pooler where the class has one), ``...ForMaskedLM`` a masked-LM head.
+  ``...Model`` none (a pooler where the class has one), ``...ForMaskedLM`` a masked-LM head,
+  ``...ForPreTraining`` the family's pre-training head (ELECTRA's discriminator: one logit per token).
 
 Keys that do not change the architecture (dropout, token ids, dtype, ``use_cache``,
 ``rope_scaling``, quantisation) are ignored. Adding a family is one entry here plus its test
@@ -85,6 +86,7 @@ HEAD_SUFFIXES = {
     "ForConditionalGeneration": "lm",
     "MTModel": "lm",
     "ForMaskedLM": "mlm",
+    "ForPreTraining": "pretraining",  # the family's `pretraining` head (ELECTRA's discriminator)
     "EncoderModel": "encoder",
     "Model": "none",
 }
@@ -106,6 +108,7 @@ class Family:
     pooler: bool = False  # the bare `...Model` class has a pooler (BERT)
     tie_lm: bool = True  # an LM head's tying follows tie_word_embeddings (else: `derive` decides)
     notes: Callable[[Config, dict[str, Any]], list[str]] | None = None
+    pretraining: str | None = None  # the head kind of its ...ForPreTraining class, untied (ELECTRA: "discriminator")
 
     @property
     def class_names(self) -> list[str]:
