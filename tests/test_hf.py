@@ -131,7 +131,7 @@ COMPONENT_PATTERNS = [
     (r"\bembeddings$", "embed"),
     (r"(norm|Norm|ln_\w+|layernorm_embedding|norm_[12f])$", "norm"),  # MPT, DBRX: norm_1, norm_2, norm_f
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
-    (r"mlp\.gate$", "router"),
+    (r"mlp\.gate$|mlp\.gate\.moe_statics\.e_score_correction_bias$", "router"),  # ERNIE 4.5's correction
     (r"(mlp|block_sparse_moe)\.router$|mlp\.gate\.wg$|ffn\.router\.layer$", "router"),  # Phi-MoE, Granite, DBRX
     (r"(mlp|block_sparse_moe|ffn)\.experts\.", "experts"),
     (r"mlp\.shared_expert(s|_gate)?\b|\bshared_mlp\b", "shared_experts"),
@@ -171,6 +171,16 @@ def forward_flops(model, kind: str) -> int:
     return counter.get_total_flops()
 
 
+# frozen nn.Parameters that the checkpoint stores and archspec counts: ERNIE 4.5's score-correction bias
+# (moe_statics.e_score_correction_bias, requires_grad=False in transformers, a tensor of the released weights)
+STORED_FROZEN = re.compile(r"\.moe_statics\.e_score_correction_bias$")
+
+
+def counted(pname: str, p) -> bool:
+    """A parameter archspec counts: trainable, or frozen but stored in the checkpoint (STORED_FROZEN)."""
+    return p.requires_grad or bool(STORED_FROZEN.search(pname))
+
+
 @cache
 def measured(name: str) -> dict:
     """transformers' counts of one config, built once (the big ones take seconds on meta).
@@ -185,7 +195,7 @@ def measured(name: str) -> dict:
             if "language_model." not in pname and not pname.startswith("lm_head."):
                 continue
             pname = pname.split("language_model.", 1)[-1]
-        if not p.requires_grad:
+        if not counted(pname, p):
             frozen += p.numel()
             continue
         key = component_of(pname)
@@ -357,7 +367,7 @@ def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type
     if model_type == "glm4_moe":  # the defaults' head_dim 4096 // 96 = 42 has an odd rotary half (21)
         raw["head_dim"] = 128
     model = build_transformers(raw)
-    expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    expected = sum(p.numel() for n, p in model.named_parameters() if counted(n, p))
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "defaults").data)
     assert count_params(spec).total == expected
 
@@ -510,7 +520,7 @@ def test_adapter_variants_count_what_transformers_builds(variant):
     model = build_transformers(raw)
     expected: dict[str, int] = {}
     for pname, p in model.named_parameters():
-        if p.requires_grad and p.numel():  # GLM-4.5 builds its shared expert 0 wide without shared experts
+        if counted(pname, p) and p.numel():  # GLM-4.5 builds its shared expert 0 wide without shared experts
             expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
     assert {k: v for k, v in count_params(spec).components.items() if v} == expected
@@ -566,6 +576,12 @@ ZOO_TOYS = {
                         "scale_attn_weights": False, "tie_word_embeddings": False},
     "mpt": {"model_type": "mpt", "architectures": ["MptForCausalLM"], "vocab_size": 100, "d_model": 64, "n_layers": 2,
             "n_heads": 4, "max_seq_len": 32, "attn_config": {"softmax_scale": 0.5}},
+    "ernie4_5": {"model_type": "ernie4_5", "architectures": ["Ernie4_5ForCausalLM"], **TOY, "head_dim": None,
+                 "use_bias": True, "tie_word_embeddings": False},
+    "ernie4_5_moe": {"model_type": "ernie4_5_moe", "architectures": ["Ernie4_5_MoeForCausalLM"], **TOY,
+                     "num_hidden_layers": 6, "head_dim": 24, "moe_num_experts": 4, "moe_k": 2,
+                     "moe_intermediate_size": 32, "moe_num_shared_experts": 2, "moe_layer_start_index": 1,
+                     "moe_layer_end_index": 4, "moe_layer_interval": 2},
     "dbrx": {"model_type": "dbrx", "architectures": ["DbrxForCausalLM"], "vocab_size": 100, "d_model": 64,
              "n_layers": 2, "n_heads": 4, "max_seq_len": 32, "attn_config": {"kv_n_heads": 2, "rope_theta": 500000.0},
              "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}},
@@ -587,6 +603,17 @@ def test_zoo_toy_configs_count_and_compute_what_transformers_builds(name):
         assert counted.active == sum(expected.values()) - routed + routed * spec.mlp.top_k // spec.mlp.experts
     else:
         assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(model, spec.kind)
+
+
+def test_ernie_moe_toy_forward_flops_equal_flop_counter_with_batched_experts():
+    """ERNIE 4.5's MoE at toy size (experts on layers 1 and 3 only, by start, end and interval; two shared
+    experts' width; the correction bias): transformers' batched_mm experts run on the meta device."""
+    raw = ZOO_TOYS["ernie4_5_moe"]
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "ernie4_5_moe").data)
+    assert spec.layers is not None and spec.mlp.correction_bias and spec.mlp.d_shared == 64
+    model = build_transformers(raw, experts="batched_mm")
+    assert [type(layer.mlp).__name__ for layer in model.model.layers].count("Ernie4_5_MoeSparseMoeBlock") == 2
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(model, "decoder-only")
 
 
 @pytest.mark.parametrize("name", sorted(ZOO_TOYS))
@@ -852,6 +879,11 @@ def _write(tmp_path, obj, name="config.json") -> str:
             "dbrx key ffn_config.moe_normalize_expert_weights=2 is not supported",
         ),
         ({"model_type": "gpt_bigcode", "add_cross_attention": True}, "gpt_bigcode key add_cross_attention=True"),
+        ({"model_type": "ernie4_5_moe", "use_bias": True}, "ernie4_5_moe key use_bias=True is not supported"),
+        (
+            {"model_type": "ernie4_5_moe", "moe_layer_interval": 0},
+            "ernie4_5_moe key moe_layer_interval=0 is not supported",
+        ),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -862,7 +894,7 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "gemma3-bidirectional alias-no-class non-finite-shape gpt-oss-layer-types classes-not-a-list "
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
-        "mpt-qk-ln dbrx-normalize bigcode-cross"
+        "mpt-qk-ln dbrx-normalize bigcode-cross ernie-moe-bias ernie-moe-interval"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -898,7 +930,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "openai-gpt", "gpt_bigcode", "mpt",
-    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe",
+    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe", "ernie4_5", "ernie4_5_moe",
 }  # fmt: skip
 
 
