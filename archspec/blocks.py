@@ -80,7 +80,7 @@ class AttentionShape(NamedTuple):
     d_value: int
     qkv_bias: bool
     out_bias: bool
-    rotary_dims: int = 0  # per head, of queries and keys
+    rotary_dims: int = 0  # per head, of queries and keys (the whole head for proportional rotary: see `of`)
     gated: bool = False  # the query projection also emits an output gate (heads · d_value)
     shared_kv: bool = False  # the keys serve as values: no value projection
 
@@ -88,8 +88,11 @@ class AttentionShape(NamedTuple):
     def of(cls, spec: ModelSpec) -> AttentionShape:
         b, att = spec.biases, spec.attention
         gated, shared = (att.gate, att.shared_kv) if att.kind == "standard" else (False, False)
+        # proportional rotary turns the whole head (its unrotated pairs at frequency 0), as transformers does
+        p = spec.position
+        rotated = spec.d_head if p.kind == "rotary" and p.proportional else spec.rotary_dims
         return cls(spec.d_model, spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value, b.qkv, b.out,
-                   spec.rotary_dims, gated, shared)  # fmt: skip
+                   rotated, gated, shared)  # fmt: skip
 
     @property
     def gate(self) -> int:

@@ -123,6 +123,8 @@ def rotary_of(spec: ModelSpec, dims: int | None = None) -> Rotary | None:
     p = spec.position
     if p.kind != "rotary":
         return None
+    if p.proportional:  # the whole head turns, its first rotary_dims / 2 pairs of the halves at nonzero rates
+        return Rotary(spec.d_head, p.base, False, pairs=spec.rotary_dims // 2)
     return Rotary(dims or spec.rotary_dims, p.base, p.interleaved)
 
 

@@ -41,6 +41,11 @@ FEATURES = {
     "sinks": dict(**LLAMA, attention=std(sinks=True)),
     "output-gate": dict(**LLAMA, attention=std(gate=True)),
     "shared-kv": dict(**LLAMA, attention=std(shared_kv=True)),
+    # Gemma 4's global layers: keys as values, a per-head QK-norm, proportional rotary on a quarter of each head
+    "shared-kv-qk-norm-proportional-rotary": dict(**{**LLAMA, "position": {"kind": "rotary", "fraction": 0.25,
+                                                                         "proportional": True}},
+                                                  attention=std(shared_kv=True, qk_norm="head", scale=1.0)),
+    "proportional-rotary": dict(**{**LLAMA, "position": {"kind": "rotary", "fraction": 0.5, "proportional": True}}),
     "qk-norm-head": dict(**LLAMA, n_kv_heads=2, attention=std(qk_norm="head")),
     "qk-norm-head-partial-rotary": dict(**{**LLAMA, "position": {"kind": "rotary", "fraction": 0.5}},
                                         attention=std(qk_norm=True)),

@@ -36,7 +36,7 @@ def raw_config_type(name: str):
 
 
 # real files whose shapes the spec cannot represent: refused by key, never counted wrong
-REFUSED = {"opt-350m": "word_embed_proj_dim=512", "gemma-4-26b-a4b": "text_config model_type 'gemma4_text'"}
+REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
 # model types with an adapter but no released config.json found verbatim (tested at toy size in VARIANTS)
 NO_RELEASED_CONFIG = {"gemma3_text": "google/gemma-3-1b-it's file was not found reproduced verbatim"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED]
@@ -130,6 +130,8 @@ COMPONENT_PATTERNS = [
     (r"mixer\.", "mixer"),
     (r"\bembeddings$", "embed"),
     (r"(norm|Norm|ln_\w+|layernorm_embedding|norm_[12f])$", "norm"),  # MPT, DBRX: norm_1, norm_2, norm_f
+    (r"layers\.\d+\.router\.", "router"),  # Gemma 4: router.proj, router.scale, router.per_expert_scale
+    (r"layers\.\d+\.experts\.", "experts"),  # Gemma 4: the experts beside the layer's mlp
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
     (r"mlp\.gate$|mlp\.gate\.moe_statics\.e_score_correction_bias$", "router"),  # ERNIE 4.5's correction
     (r"(mlp|block_sparse_moe)\.router$|mlp\.gate\.wg$|ffn\.router\.layer$", "router"),  # Phi-MoE, Granite, DBRX
@@ -274,7 +276,13 @@ def test_deepseek_v32_indexer_flops_equal_flop_counter_on_transformers_model():
 
 # MoE configs cut to 2 layers: transformers' "batched_mm" experts gather each token's top-k experts, so the
 # meta device runs them; FlopCounterMode then sees the routed experts' matmuls
-MOE_FLOPS = ["gpt-oss-20b", "qwen3-30b-a3b", "llama-4-scout-17b-16e-instruct", "llama-4-maverick-17b-128e-instruct"]
+MOE_FLOPS = [
+    "gpt-oss-20b",
+    "qwen3-30b-a3b",
+    "llama-4-scout-17b-16e-instruct",
+    "llama-4-maverick-17b-128e-instruct",
+    "gemma-4-26b-a4b",
+]
 
 
 def two_layers(raw: dict, layers: int = 2) -> dict:
@@ -335,7 +343,9 @@ def test_adapter_defaults_are_transformers_config_class_defaults(model_type):
     # defaults come from the modelling code or the family's files, named in archspec/hf/
     not_fields = {"gpt_neox": {"rotary_pct", "rotary_emb_base"}, "bloom": {"seq_length"},
                   "t5": {"n_positions"}, "mt5": {"n_positions"}, "roberta": set(),
-                  "deepseek_v2": {"rope_interleave"}}  # fmt: skip
+                  "deepseek_v2": {"rope_interleave"},
+                  # Gemma 4's __post_init__ pops these kwargs (512 and None), and the defaults test counts them
+                  "gemma4_text": {"global_head_dim", "num_global_key_value_heads"}}  # fmt: skip
     # Qwen3-Next's and Qwen3.5's full_attention_interval is read by __post_init__ (default 4), not a field
     for key, value in family.defaults.items():
         if key in not_fields.get(model_type, set()):
@@ -356,6 +366,12 @@ DEFAULTS_THAT_DO_NOT_BUILD = {
 }
 
 
+# defaults that hold a feature the adapter refuses by name (tested in the refusals): the one key that turns it off
+DEFAULTS_REFUSED = {
+    "gemma4_text": {"hidden_size_per_layer_input": 0},  # 256: Gemma 3n-style per-layer embeddings (PLE)
+}
+
+
 @pytest.mark.parametrize("model_type", sorted(hf.FAMILIES))
 def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type):
     """A config.json with nothing but model_type and architectures: every shape comes from defaults."""
@@ -364,6 +380,7 @@ def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type
     if model_type == "deepseek_v2":
         raw["num_experts_per_tok"] = 6  # no default (None); the spec needs top-k
     raw.update(DEFAULTS_THAT_DO_NOT_BUILD.get(model_type, {}))
+    raw.update(DEFAULTS_REFUSED.get(model_type, {}))
     if model_type == "glm4_moe":  # the defaults' head_dim 4096 // 96 = 42 has an odd rotary half (21)
         raw["head_dim"] = 128
     model = build_transformers(raw)
@@ -582,6 +599,15 @@ ZOO_TOYS = {
                      "num_hidden_layers": 6, "head_dim": 24, "moe_num_experts": 4, "moe_k": 2,
                      "moe_intermediate_size": 32, "moe_num_shared_experts": 2, "moe_layer_start_index": 1,
                      "moe_layer_end_index": 4, "moe_layer_interval": 2},
+    "gemma4_text": {"model_type": "gemma4_text", "architectures": ["Gemma4ForCausalLM"], **TOY, "num_hidden_layers": 4,
+                    "head_dim": 16, "global_head_dim": 32, "num_global_key_value_heads": 1, "attention_k_eq_v": True,
+                    "sliding_window": 8, "hidden_size_per_layer_input": 0, "final_logit_softcapping": 30.0,
+                    "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]},
+    "gemma4_text_k_and_v": {"model_type": "gemma4_text", "architectures": ["Gemma4ForCausalLM"], **TOY,
+                            "num_hidden_layers": 3, "head_dim": 16, "hidden_size_per_layer_input": 0,
+                            "num_global_key_value_heads": 1, "tie_word_embeddings": False,
+                            "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
+                                                "full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
     "dbrx": {"model_type": "dbrx", "architectures": ["DbrxForCausalLM"], "vocab_size": 100, "d_model": 64,
              "n_layers": 2, "n_heads": 4, "max_seq_len": 32, "attn_config": {"kv_n_heads": 2, "rope_theta": 500000.0},
              "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}},
@@ -880,6 +906,23 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ),
         ({"model_type": "gpt_bigcode", "add_cross_attention": True}, "gpt_bigcode key add_cross_attention=True"),
         ({"model_type": "ernie4_5_moe", "use_bias": True}, "ernie4_5_moe key use_bias=True is not supported"),
+        ({"model_type": "gemma4_text"}, "gemma4_text key hidden_size_per_layer_input=256 is not supported"),
+        (
+            {"model_type": "gemma4", "text_config": {"hidden_size_per_layer_input": 0, "num_kv_shared_layers": 4}},
+            "gemma4_text key num_kv_shared_layers=4 is not supported",
+        ),
+        (
+            {"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "use_bidirectional_attention": "all"},
+            "gemma4_text key use_bidirectional_attention='all' is not supported",
+        ),
+        (
+            {
+                "model_type": "gemma4_text",
+                "hidden_size_per_layer_input": 0,
+                "rope_parameters": {"full_attention": {"rope_type": "yarn"}, "sliding_attention": {}},
+            },
+            "rope_parameters.full_attention.rope_type='yarn' is not supported",
+        ),
         (
             {"model_type": "ernie4_5_moe", "moe_layer_interval": 0},
             "ernie4_5_moe key moe_layer_interval=0 is not supported",
@@ -894,7 +937,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "gemma3-bidirectional alias-no-class non-finite-shape gpt-oss-layer-types classes-not-a-list "
         "wrong-type-in-arithmetic wrong-type-of-field malformed not-an-object stablelm-qk-norm cohere-qk-norm "
         "cohere2-pattern ministral-layer-types exaone4-pattern smollm3-no-rope hunyuan-moe-per-layer mpt-ffn "
-        "mpt-qk-ln dbrx-normalize bigcode-cross ernie-moe-bias ernie-moe-interval"
+        "mpt-qk-ln dbrx-normalize bigcode-cross ernie-moe-bias ernie-moe-interval gemma4-ple "
+        "gemma4-kv-shared gemma4-bidirectional gemma4-rope-type"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):

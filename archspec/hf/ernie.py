@@ -46,7 +46,8 @@ def _ernie_moe(cfg: Config, where: str) -> dict[str, Any]:
     experts of moe_intermediate_size beside one ungated shared MLP moe_num_shared_experts times as wide; the
     layers without experts have a dense MLP of intermediate_size."""
     moe: dict[str, Any] = {"kind": "moe", "experts": cfg["moe_num_experts"], "top_k": cfg["moe_k"],
-                           "d_expert": cfg["moe_intermediate_size"], "normalize": True, "correction_bias": True}  # fmt: skip
+                           "d_expert": cfg["moe_intermediate_size"], "normalize": True,
+                           "correction_bias": True}  # fmt: skip
     if cfg["moe_num_shared_experts"]:
         moe["d_shared"] = cfg["moe_intermediate_size"] * cfg["moe_num_shared_experts"]
     data = _ernie(cfg, where) | {"mlp": moe}
