@@ -58,8 +58,20 @@ def _model_type(name: str) -> str:
 
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma4_text",
              "glm4_moe", "olmoe", "minimax_m2", "deepseek_v32", "qwen3_next", "qwen3_5_moe_text")  # fmt: skip
-MOE = {c for c in COUNTED if _model_type(c) in MOE_TYPES
-       or "E" in json.loads((DATA / f"{c}.json").read_text()).get("hybrid_override_pattern", "")}  # fmt: skip
+
+
+def _dense_gemma4(name: str) -> bool:
+    """Gemma 4 has experts only with enable_moe_block (the 26B-A4B; the 31B is dense)."""
+    text = raw_config(name).get("text_config") or {}
+    return _model_type(name) == "gemma4_text" and not text.get("enable_moe_block")
+
+
+def raw_config(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+MOE = {c for c in COUNTED if (_model_type(c) in MOE_TYPES and not _dense_gemma4(c))
+       or "E" in raw_config(c).get("hybrid_override_pattern", "")}  # fmt: skip
 WRAPPED = {c for c in COUNTED if raw_config_type(c) in hf.WRAPPERS}
 
 
@@ -76,10 +88,6 @@ DENSE = [c for c in COUNTED if c not in MOE and _model_type(c) not in SCAN]
 
 def _smallest(model_type: str) -> str:
     return min((c for c in DENSE if _model_type(c) == model_type), key=lambda c: count_params(spec_of(c)).total)
-
-
-def raw_config(name: str) -> dict:
-    return json.loads((DATA / f"{name}.json").read_text())
 
 
 def build_transformers(raw: dict, device: str = "meta", experts: str | None = None):
