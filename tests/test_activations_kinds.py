@@ -102,6 +102,15 @@ FEATURES = {
 }  # fmt: skip
 
 MIXED = {
+    # Gemma-4-like: windowed local layers; a global kind of wider heads, one key/value head whose keys serve as
+    # values, proportional rotary on a quarter of each head; per-head QK-norm, scale 1, sandwich norms
+    "gemma4-local-global": dict(**LLAMA, decoder_layers=3, n_kv_heads=2, norm_position="sandwich",
+                                attention=std(qk_norm="head", scale=1.0),
+                                kinds={"local": {"attention": std(sliding_window=3)},
+                                       "global": {"attention": std(shared_kv=True), "d_head": 16, "n_kv_heads": 1,
+                                                  "position": {"kind": "rotary", "base": 1e6, "fraction": 0.25,
+                                                               "proportional": True}}},
+                                layers={"pattern": ["local", "local", "global"]}),
     # Gemma-3-like: windowed local layers and a global one with another rotary base and width
     "local-global": dict(**LLAMA, decoder_layers=4, n_kv_heads=2,
                          kinds={"local": {"attention": std(sliding_window=3)},
