@@ -193,6 +193,9 @@ class StandardAttention(_Member):
     shared_kv: bool = Field(
         False, description="keys serve as values: no value projection (Gemma 4's global layers; needs d_value = d_head)"
     )
+    value_norm: bool = Field(
+        False, description="a weightless RMSNorm over each value head of self-attention (Gemma 4's v_norm)"
+    )
 
 
 class Indexer(_Table):

@@ -423,6 +423,11 @@ def test_a_bad_proportional_rotary_is_one_line_naming_the_field(extra, message):
     refused("params", "gpt2", "--set", "position.kind=rotary", *extra, message=message)
 
 
+def test_a_bad_value_norm_is_one_line_naming_the_field():
+    message = "attention.value_norm: Input should be a valid boolean"
+    refused("params", "gpt2", "--set", "attention.value_norm=maybe", message=message)
+
+
 @pytest.mark.parametrize("item, message", SET_REFUSED, ids=[i[:30] for i, _ in SET_REFUSED])
 def test_a_bad_set_value_is_one_line_naming_the_field(item, message):
     refused("params", "gpt2", "--set", item, message=message)

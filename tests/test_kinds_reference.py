@@ -38,7 +38,7 @@ def kind_tables(draw, model_position: str) -> dict:
         limit = draw(st.sampled_from([None, "sliding_window", "chunk"]))
         if limit:
             att[limit] = draw(st.sampled_from([2, 3, 5]))
-        for flag in ("sinks", "gate", "shared_kv"):
+        for flag in ("sinks", "gate", "shared_kv", "value_norm"):
             if draw(st.booleans()):
                 att[flag] = True
         if draw(st.booleans()):
@@ -276,6 +276,26 @@ def test_proportional_rotary_is_gemma4s():
     assert verify(spec, seq_len=9).ok and torch.isfinite(build(spec, seed=0)(torch.zeros(1, 5, dtype=torch.long))).all()
     with pytest.raises(SpecError, match="excludes position.interleaved"):
         spec.replace(position={"kind": "rotary", "fraction": 0.25, "proportional": True, "interleaved": True})
+
+
+def test_value_norm_is_gemma4s_v_norm_on_the_raw_keys_it_takes_as_values():
+    """attention.value_norm: Gemma 4's weightless Gemma4RMSNorm (with_scale=False) over each value head; with
+    shared_kv the values are the raw keys, normed so (before the keys' own norm and rotation)."""
+    gemma4 = pytest.importorskip("transformers.models.gemma4.modeling_gemma4")
+    attention = {"kind": "standard", "shared_kv": True, "qk_norm": "head", "value_norm": True}
+    spec = ModelSpec(**BASE, decoder_layers=1, position="rotary", norm="rmsnorm", norm_eps=1e-6, attention=attention)
+    att = build(spec, seed=0).decoder.layers[0].attention
+    assert not list(att.v_norm.parameters())
+    x = torch.randn(1, 5, 4, 8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(att.v_norm(x), gemma4.Gemma4RMSNorm(8, eps=1e-6, with_scale=False)(x))
+    seen = {}
+    core = att.core
+    att.core = lambda q, k, v, *args, **kwargs: core(q, k, seen.setdefault("v", v), *args, **kwargs)
+    h = torch.randn(1, 5, 32)
+    att(h)
+    raw_k = att.qkv(h).split(att.split, dim=-1)[1].view(1, 5, 4, 8).transpose(1, 2)
+    torch.testing.assert_close(seen["v"], att.v_norm(raw_k))
+    assert verify(spec, seq_len=9).ok
 
 
 def test_l2_qk_norm_is_llama4s_and_runs_after_the_rotation():

@@ -111,14 +111,13 @@ _GEMMA4_ROPE = {"sliding_attention": {"rope_type": "default", "rope_theta": 10_0
 
 
 def _gemma4(cfg: Config, where: str) -> dict[str, Any]:
-    """Gemma4TextDecoderLayer: Gemma 3's four norms (x * w, no offset), a per-head QK-norm with weights, an
-    attention scale of 1 (the weightless RMSNorm on each value head, v_norm, has no parameters and no matmul: it
-    changes the computation only and is not represented), a window on the sliding layers and their
+    """Gemma4TextDecoderLayer: Gemma 3's four norms (x * w, no offset), a per-head QK-norm with weights, a
+    weightless RMSNorm on each value head (v_norm), an attention scale of 1, a window on the sliding layers and their
     own rotary; the full-attention layers with global_head_dim wide heads, num_global_key_value_heads key/value
     heads where attention_k_eq_v (whose keys serve as values: no v_proj), and their own rotary (proportional, on
     a quarter of each head, by default). With enable_moe_block, a dense MLP of intermediate_size beside experts
     of moe_intermediate_size (router with a weightless norm, a per-channel scale and a scale per expert)."""
-    attention: dict[str, Any] = {"kind": "standard", "qk_norm": "head", "scale": 1.0}
+    attention: dict[str, Any] = {"kind": "standard", "qk_norm": "head", "value_norm": True, "scale": 1.0}
     data: dict[str, Any] = {
         "position": {"kind": "rotary", **_gemma4_rope(cfg, "sliding_attention", where)},
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
