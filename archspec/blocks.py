@@ -81,7 +81,7 @@ class AttentionShape(NamedTuple):
     d_value: int
     qkv_bias: bool
     out_bias: bool
-    rotary_dims: int = 0  # per head, of queries and keys
+    rotary_dims: int = 0  # per head, of queries and keys (the whole head for proportional rotary: see `of`)
     gated: bool = False  # the query projection also emits an output gate (heads · d_value)
     shared_kv: bool = False  # the keys serve as values: no value projection
 
@@ -89,8 +89,11 @@ class AttentionShape(NamedTuple):
     def of(cls, spec: ModelSpec) -> AttentionShape:
         b, att = spec.biases, spec.attention
         gated, shared = (att.gate, att.shared_kv) if att.kind == "standard" else (False, False)
+        # proportional rotary turns the whole head (its unrotated pairs at frequency 0), as transformers does
+        p = spec.position
+        rotated = spec.d_head if p.kind == "rotary" and p.proportional else spec.rotary_dims
         return cls(spec.d_model, spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value, b.qkv, b.out,
-                   spec.rotary_dims, gated, shared)  # fmt: skip
+                   rotated, gated, shared)  # fmt: skip
 
     @property
     def gate(self) -> int:
@@ -582,6 +585,8 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
             projections = (Linear("q", d, a.q, a.qkv_bias), Linear("kv", d, a.k + a.v, a.qkv_bias, rows="source"))
         else:
             projections = (Linear("qkv", d, a.q + a.gate + a.k + a.v, a.qkv_bias), *_qk_norms(spec, a))
+            if att.value_norm:  # weightless, per value head
+                projections += (Norm("v_norm", a.d_value, "l2norm", per_row=a.kv_heads * a.d_value),)
             limit = att.sliding_window or att.chunk
             if att.sinks:
                 extra += (Param("sinks", (a.heads,)),)
@@ -672,6 +677,8 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
                   Saved(component, nh, dtype="int64", attention="eager", kept=SCORES)]  # fmt: skip
     if std and att.gate:  # sigmoid(gate) and the heads' output before the gate
         saved += [Saved(component, a.gate), Saved(component, a.out_in)]
+    if std and att.value_norm:
+        saved = _value_norm_saved(spec, a, component, kv, keys, saved)
     runs = explicit_attention(spec, a, cross)
     if runs == "explicit":  # the eager tensors in either mode, never the fused kernel's
         saved = [s._replace(attention=None) if s.attention == "eager" else s for s in saved if s.attention != "flash"]
@@ -745,6 +752,28 @@ def latent_saved(spec: ModelSpec, lat: LatentShape, a: AttentionShape, component
               Saved(f"{component}_scores", 2 * nh, rows="pairs", dtype="mask", attention=eager,
                     kept=SCORES)]  # fmt: skip
     return tuple(saved)
+
+
+def _value_norm_saved(spec: ModelSpec, a: AttentionShape, component: str, kv: int, keys: Rows,
+                      saved: list[Saved]) -> list[Saved]:  # fmt: skip
+    """What the weightless norm per value head (Gemma 4's v_norm, in fp32) changes: it keeps 1/rms per row and
+    its fp32 input, a view of the fused output in fp32 (so kept then in every mode) and a copy in 16 bits; the
+    normed v is a new tensor, the core's input in the fused kernel and under selective recomputation. The fused
+    output, which the core kept through its v view, stays kept in 16 bits only where q and k are views of it
+    too (no rotation and no QK-norm)."""
+    v, mode = a.kv_heads * a.d_value, spec.attention.qk_norm
+    if a.rotary_dims or mode:  # q and k are new tensors: the fused output is now kept by the norm's input alone
+        saved = list(saved)
+        # the first of each: a later entry may be alike (with shared_kv, the rotated q and k are as wide)
+        for fused in (Saved(component, kv, rows=keys, attention="flash", kept=SCORES),
+                      Saved(component, kv, rows=keys, kept=SELECTIVE)):  # fmt: skip
+            i = saved.index(fused)
+            saved[i] = fused._replace(dtype="fp32_self")
+    saved += [Saved(component, v, attention="flash", kept=SCORES), Saved(component, v, kept=SELECTIVE),
+              Saved(component, a.kv_heads, dtype="fp32"), Saved(component, v, dtype="fp32_copy")]  # fmt: skip
+    if not mode or (mode == "l2" and a.rotary_dims):  # no QK-norm keeps the fused output in eager mode already
+        saved += [Saved(component, kv, dtype="fp32_self", attention="eager", kept=SCORES)]
+    return saved
 
 
 def _qk_norm_saved(spec: ModelSpec, a: AttentionShape, component: str, kv: int) -> list[Saved]:

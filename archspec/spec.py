@@ -108,6 +108,12 @@ class RotaryPosition(_Member):
         1.0, gt=0, le=1, strict=False, description="fraction of d_head rotated (GPT-NeoX 0.25, Phi-2 0.4)"
     )
     interleaved: bool = Field(False, description="rotate pairs (x0, x1) as GPT-J does, not the two halves")
+    proportional: bool = Field(
+        False,
+        description="Gemma 4's proportional rotary (rope_type 'proportional'): frequencies base^(-2i/d_head) over "
+        "the whole head on its first fraction * d_head / 2 pairs of the two halves (x_i, x_i+d_head/2); the other "
+        "pairs pass unrotated (frequency 0). Counts and matmul FLOPs are those of fraction",
+    )
 
 
 class AlibiPosition(_Member):
@@ -235,6 +241,9 @@ class StandardAttention(_Member):
         None,
         description="a Mamba-2 mixer beside the attention, reading the same normalised input; the two outputs add "
         "before the residual (Falcon-H1's parallel hybrid layer)",
+    )
+    value_norm: bool = Field(
+        False, description="a weightless RMSNorm over each value head of self-attention (Gemma 4's v_norm)"
     )
 
 
@@ -712,6 +721,13 @@ class ModelSpec(BaseModel):
             )
         if self.position.kind == "sinusoidal" and self.d_model % 2:
             raise ValueError(f"sinusoidal positions need an even d_model, got d_model={self.d_model}")
+        if self.position.kind == "rotary" and self.position.proportional:
+            if self.position.interleaved:
+                raise ValueError(
+                    "position.proportional turns pairs of the two halves; it excludes position.interleaved"
+                )
+            if self.attention.kind == "latent":
+                raise ValueError("position.proportional is for standard attention, not attention kind 'latent'")
         if self.position.kind == "rotary" and (self.rotary_dims % 2 or self.rotary_dims < 2):
             if self.position.fraction == 1:
                 raise ValueError(f"rotary positions need an even d_head, got d_head={self.d_head}")

@@ -124,13 +124,15 @@ def rotary_of(spec: ModelSpec, dims: int | None = None) -> Rotary | None:
     p = spec.position
     if p.kind != "rotary":
         return None
+    if p.proportional:  # the whole head turns, its first rotary_dims / 2 pairs of the halves at nonzero rates
+        return Rotary(spec.d_head, p.base, False, pairs=spec.rotary_dims // 2)
     return Rotary(dims or spec.rotary_dims, p.base, p.interleaved)
 
 
 class SelfAttention(AttentionCore):
     """Multi-head self-attention with grouped-query K/V, independent d_head / d_value, and the options
-    of its kind: QK-norm (per head, over all heads, or weightless L2), score scale, soft-capping, a
-    sliding window or chunks, sinks, an output gate, keys serving as values.
+    of its kind: QK-norm (per head, over all heads, or weightless L2), a weightless norm per value head,
+    score scale, soft-capping, a sliding window or chunks, sinks, an output gate, keys serving as values.
 
     The fused projection's output is [q | gate | k | v] in that order, each block head-major: q is
     nh · dk, the gate nh · dv (with `gate`: attn(..) * sigmoid(gate) before the output projection,
@@ -162,6 +164,7 @@ class SelfAttention(AttentionCore):
             self.q_norm, self.k_norm = L2Norm(spec.norm_eps), L2Norm(spec.norm_eps)
         else:
             self.q_norm = self.k_norm = None
+        self.v_norm = L2Norm(spec.norm_eps) if att.value_norm else None  # weightless, per value head (Gemma 4)
         self.rotary = rotary_of(spec)
         self.sinks = nn.Parameter(torch.empty(self.nh)) if att.sinks else None
         self.out = nn.Linear(self.nh * self.dv, spec.d_model, bias=b.out)
@@ -209,6 +212,8 @@ class SelfAttention(AttentionCore):
         q = q.view(B, T, self.nh, self.dk).transpose(1, 2)  # (B, nh, T, dk)
         k = k.view(B, T, self.nkv, self.dk).transpose(1, 2)  # (B, nkv, T, dk)
         v = v.view(B, T, self.nkv, self.dv).transpose(1, 2)  # (B, nkv, T, dv)
+        if self.v_norm is not None:
+            v = self.v_norm(v)
         if self.qk_norm == "head":
             q, k = self.q_norm(q), self.k_norm(k)
         start = cache.get("seen", 0) if cache is not None else 0

@@ -64,17 +64,23 @@ class SinusoidalPosition(nn.Module):
 
 class Rotary(nn.Module):
     """Rotary position embedding (Su et al. 2021) on the first `dims` of each head, in LLaMA's
-    rotate-half layout or GPT-J's interleaved pairs; frequencies are a buffer."""
+    rotate-half layout or GPT-J's interleaved pairs; frequencies are a buffer. With `pairs` (Gemma 4's
+    proportional rotary), `dims` is the whole head and only its first `pairs` pairs of the two halves
+    turn, at frequencies base^(-2i/dims); the others have frequency 0 (cos 1, sin 0)."""
 
     component = "position"
 
-    def __init__(self, dims: int, base: float, interleaved: bool):
+    def __init__(self, dims: int, base: float, interleaved: bool, pairs: int | None = None):
         super().__init__()
-        self.dims, self.base, self.interleaved = dims, base, interleaved
+        self.dims, self.base, self.interleaved, self.pairs = dims, base, interleaved, pairs
         self.register_buffer("inv_freq", self._inv_freq(), persistent=False)
 
     def _inv_freq(self, device=None) -> torch.Tensor:
-        return 1.0 / self.base ** (torch.arange(0, self.dims, 2, dtype=torch.float32, device=device) / self.dims)
+        turned = self.dims if self.pairs is None else 2 * self.pairs
+        inv = 1.0 / self.base ** (torch.arange(0, turned, 2, dtype=torch.float32, device=device) / self.dims)
+        if self.pairs is None:
+            return inv
+        return torch.cat((inv, torch.zeros(self.dims // 2 - self.pairs, device=device)))  # (dims/2,)
 
     def reset_buffers(self) -> None:
         self.inv_freq = self._inv_freq(self.inv_freq.device)

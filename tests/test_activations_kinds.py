@@ -45,6 +45,14 @@ FEATURES = {
     "sinks": dict(**LLAMA, attention=std(sinks=True)),
     "output-gate": dict(**LLAMA, attention=std(gate=True)),
     "shared-kv": dict(**LLAMA, attention=std(shared_kv=True)),
+    # Gemma 4's global layers: keys as values, a per-head QK-norm, proportional rotary on a quarter of each head
+    "shared-kv-qk-norm-proportional-rotary": dict(**{**LLAMA, "position": {"kind": "rotary", "fraction": 0.25,
+                                                                         "proportional": True}},
+                                                  attention=std(shared_kv=True, qk_norm="head", scale=1.0)),
+    "value-norm": dict(**LLAMA, n_kv_heads=2, attention=std(value_norm=True)),
+    "value-norm-nope": dict(norm="rmsnorm", attention=std(value_norm=True)),
+    "shared-kv-value-norm-qk-norm": dict(**LLAMA, attention=std(shared_kv=True, value_norm=True, qk_norm="head")),
+    "proportional-rotary": dict(**{**LLAMA, "position": {"kind": "rotary", "fraction": 0.5, "proportional": True}}),
     "qk-norm-head": dict(**LLAMA, n_kv_heads=2, attention=std(qk_norm="head")),
     "qk-norm-head-partial-rotary": dict(**{**LLAMA, "position": {"kind": "rotary", "fraction": 0.5}},
                                         attention=std(qk_norm=True)),
@@ -123,6 +131,15 @@ FEATURES = {
 }  # fmt: skip
 
 MIXED = {
+    # Gemma-4-like: windowed local layers; a global kind of wider heads, one key/value head whose keys serve as
+    # values, proportional rotary on a quarter of each head; per-head QK- and value norms, scale 1, sandwich norms
+    "gemma4-local-global": dict(**LLAMA, decoder_layers=3, n_kv_heads=2, norm_position="sandwich",
+                                attention=std(qk_norm="head", value_norm=True, scale=1.0),
+                                kinds={"local": {"attention": std(sliding_window=3)},
+                                       "global": {"attention": std(shared_kv=True), "d_head": 16, "n_kv_heads": 1,
+                                                  "position": {"kind": "rotary", "base": 1e6, "fraction": 0.25,
+                                                               "proportional": True}}},
+                                layers={"pattern": ["local", "local", "global"]}),
     # Gemma-3-like: windowed local layers and a global one with another rotary base and width
     "local-global": dict(**LLAMA, decoder_layers=4, n_kv_heads=2,
                          kinds={"local": {"attention": std(sliding_window=3)},

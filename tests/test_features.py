@@ -63,7 +63,7 @@ def modern_specs(draw) -> ModelSpec:
     elif draw(st.booleans()):
         data["attention"] = {"kind": "standard", "qk_norm": draw(st.sampled_from([False, True, "full", "l2"])),
                              "sinks": draw(st.booleans()), "gate": draw(st.booleans()),
-                             "shared_kv": draw(st.booleans()),
+                             "shared_kv": draw(st.booleans()), "value_norm": draw(st.booleans()),
                              "scale": draw(st.sampled_from([None, 1.0])),
                              "softcap": draw(st.sampled_from([None, 20.0])),
                              "sliding_window": draw(st.sampled_from([None, 3])),

@@ -36,7 +36,7 @@ def raw_config_type(name: str):
 
 
 # real files whose shapes the spec cannot represent: refused by key, never counted wrong
-REFUSED = {"opt-350m": "word_embed_proj_dim=512", "gemma-4-26b-a4b": "text_config model_type 'gemma4_text'"}
+REFUSED = {"opt-350m": "word_embed_proj_dim=512"}
 # model types with an adapter but no released config.json found verbatim (tested at toy size in VARIANTS)
 NO_RELEASED_CONFIG = {"gemma3_text": "google/gemma-3-1b-it's file was not found reproduced verbatim"}
 COUNTED = [c for c in CONFIGS if c not in REFUSED]
@@ -58,8 +58,20 @@ def _model_type(name: str) -> str:
 
 MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma4_text",
              "glm4_moe", "olmoe", "minimax_m2", "deepseek_v32", "qwen3_next", "qwen3_5_moe_text")  # fmt: skip
-MOE = {c for c in COUNTED if _model_type(c) in MOE_TYPES
-       or "E" in json.loads((DATA / f"{c}.json").read_text()).get("hybrid_override_pattern", "")}  # fmt: skip
+
+
+def _dense_gemma4(name: str) -> bool:
+    """Gemma 4 has experts only with enable_moe_block (the 26B-A4B; the 31B is dense)."""
+    text = raw_config(name).get("text_config") or {}
+    return _model_type(name) == "gemma4_text" and not text.get("enable_moe_block")
+
+
+def raw_config(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+MOE = {c for c in COUNTED if (_model_type(c) in MOE_TYPES and not _dense_gemma4(c))
+       or "E" in raw_config(c).get("hybrid_override_pattern", "")}  # fmt: skip
 WRAPPED = {c for c in COUNTED if raw_config_type(c) in hf.WRAPPERS}
 
 
@@ -76,10 +88,6 @@ DENSE = [c for c in COUNTED if c not in MOE and _model_type(c) not in SCAN]
 
 def _smallest(model_type: str) -> str:
     return min((c for c in DENSE if _model_type(c) == model_type), key=lambda c: count_params(spec_of(c)).total)
-
-
-def raw_config(name: str) -> dict:
-    return json.loads((DATA / f"{name}.json").read_text())
 
 
 def build_transformers(raw: dict, device: str = "meta", experts: str | None = None):
@@ -141,8 +149,10 @@ COMPONENT_PATTERNS = [
     (r"mixer\.", "mixer"),
     (r"\bembeddings$", "embed"),
     (r"(norm|Norm|ln_\w+|layernorm_embedding|norm_[12f])$", "norm"),  # MPT, DBRX: norm_1, norm_2, norm_f
+    (r"layers\.\d+\.router\.", "router"),  # Gemma 4: router.proj, router.scale, router.per_expert_scale
+    (r"layers\.\d+\.experts\.", "experts"),  # Gemma 4: the experts beside the layer's mlp
     (r"(encoder_attn|EncDecAttention|crossattention)\.", "cross_attention"),
-    (r"mlp\.gate$", "router"),
+    (r"mlp\.gate$|mlp\.gate\.moe_statics\.e_score_correction_bias$", "router"),  # ERNIE 4.5's correction
     (r"(mlp|block_sparse_moe)\.router$|mlp\.gate\.wg$|ffn\.router\.layer$", "router"),  # Phi-MoE, Granite, DBRX
     (r"(mlp|block_sparse_moe|ffn)\.experts\.", "experts"),
     (r"mlp\.shared_expert(s|_gate)?\b|\bshared_mlp\b", "shared_experts"),
@@ -182,6 +192,16 @@ def forward_flops(model, kind: str) -> int:
     return counter.get_total_flops()
 
 
+# frozen nn.Parameters that the checkpoint stores and archspec counts: ERNIE 4.5's score-correction bias
+# (moe_statics.e_score_correction_bias, requires_grad=False in transformers, a tensor of the released weights)
+STORED_FROZEN = re.compile(r"\.moe_statics\.e_score_correction_bias$")
+
+
+def counted(pname: str, p) -> bool:
+    """A parameter archspec counts: trainable, or frozen but stored in the checkpoint (STORED_FROZEN)."""
+    return p.requires_grad or bool(STORED_FROZEN.search(pname))
+
+
 @cache
 def measured(name: str) -> dict:
     """transformers' counts of one config, built once (the big ones take seconds on meta).
@@ -196,7 +216,7 @@ def measured(name: str) -> dict:
             if "language_model." not in pname and not pname.startswith("lm_head."):
                 continue
             pname = pname.split("language_model.", 1)[-1]
-        if not p.requires_grad:
+        if not counted(pname, p):
             frozen += p.numel()
             continue
         key = component_of(pname)
@@ -275,7 +295,13 @@ def test_deepseek_v32_indexer_flops_equal_flop_counter_on_transformers_model():
 
 # MoE configs cut to 2 layers: transformers' "batched_mm" experts gather each token's top-k experts, so the
 # meta device runs them; FlopCounterMode then sees the routed experts' matmuls
-MOE_FLOPS = ["gpt-oss-20b", "qwen3-30b-a3b", "llama-4-scout-17b-16e-instruct", "llama-4-maverick-17b-128e-instruct"]
+MOE_FLOPS = [
+    "gpt-oss-20b",
+    "qwen3-30b-a3b",
+    "llama-4-scout-17b-16e-instruct",
+    "llama-4-maverick-17b-128e-instruct",
+    "gemma-4-26b-a4b",
+]
 
 
 def two_layers(raw: dict, layers: int = 2) -> dict:
@@ -336,7 +362,9 @@ def test_adapter_defaults_are_transformers_config_class_defaults(model_type):
     # defaults come from the modelling code or the family's files, named in archspec/hf/
     not_fields = {"gpt_neox": {"rotary_pct", "rotary_emb_base"}, "bloom": {"seq_length"},
                   "t5": {"n_positions"}, "mt5": {"n_positions"}, "umt5": {"n_positions"}, "roberta": set(),
-                  "deepseek_v2": {"rope_interleave"}}  # fmt: skip
+                  "deepseek_v2": {"rope_interleave"},
+                  # Gemma 4's __post_init__ pops these kwargs (512 and None), and the defaults test counts them
+                  "gemma4_text": {"global_head_dim", "num_global_key_value_heads"}}  # fmt: skip
     # Qwen3-Next's and Qwen3.5's full_attention_interval is read by __post_init__ (default 4), not a field
     for key, value in family.defaults.items():
         if key in not_fields.get(model_type, set()):
@@ -357,6 +385,12 @@ DEFAULTS_THAT_DO_NOT_BUILD = {
 }
 
 
+# defaults that hold a feature the adapter refuses by name (tested in the refusals): the one key that turns it off
+DEFAULTS_REFUSED = {
+    "gemma4_text": {"hidden_size_per_layer_input": 0},  # 256: Gemma 3n-style per-layer embeddings (PLE)
+}
+
+
 @pytest.mark.parametrize("model_type", sorted(hf.FAMILIES))
 def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type):
     """A config.json with nothing but model_type and architectures: every shape comes from defaults."""
@@ -365,10 +399,11 @@ def test_a_config_of_defaults_counts_what_transformers_builds_from_it(model_type
     if model_type == "deepseek_v2":
         raw["num_experts_per_tok"] = 6  # no default (None); the spec needs top-k
     raw.update(DEFAULTS_THAT_DO_NOT_BUILD.get(model_type, {}))
+    raw.update(DEFAULTS_REFUSED.get(model_type, {}))
     if model_type == "glm4_moe":  # the defaults' head_dim 4096 // 96 = 42 has an odd rotary half (21)
         raw["head_dim"] = 128
     model = build_transformers(raw)
-    expected = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    expected = sum(p.numel() for n, p in model.named_parameters() if counted(n, p))
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "defaults").data)
     assert count_params(spec).total == expected
 
@@ -557,7 +592,7 @@ def test_adapter_variants_count_what_transformers_builds(variant):
     model = as_released(build_transformers(raw), raw)
     expected: dict[str, int] = {}
     for pname, p in model.named_parameters():
-        if p.requires_grad and p.numel():  # GLM-4.5 builds its shared expert 0 wide without shared experts
+        if counted(pname, p) and p.numel():  # GLM-4.5 builds its shared expert 0 wide without shared experts
             expected[component_of(pname)] = expected.get(component_of(pname), 0) + p.numel()
     spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, variant).data)
     assert {k: v for k, v in count_params(spec).components.items() if v} == expected
@@ -618,6 +653,21 @@ ZOO_TOYS = {
                         "scale_attn_weights": False, "tie_word_embeddings": False},
     "mpt": {"model_type": "mpt", "architectures": ["MptForCausalLM"], "vocab_size": 100, "d_model": 64, "n_layers": 2,
             "n_heads": 4, "max_seq_len": 32, "attn_config": {"softmax_scale": 0.5}},
+    "ernie4_5": {"model_type": "ernie4_5", "architectures": ["Ernie4_5ForCausalLM"], **TOY, "head_dim": None,
+                 "use_bias": True, "tie_word_embeddings": False},
+    "ernie4_5_moe": {"model_type": "ernie4_5_moe", "architectures": ["Ernie4_5_MoeForCausalLM"], **TOY,
+                     "num_hidden_layers": 6, "head_dim": 24, "moe_num_experts": 4, "moe_k": 2,
+                     "moe_intermediate_size": 32, "moe_num_shared_experts": 2, "moe_layer_start_index": 1,
+                     "moe_layer_end_index": 4, "moe_layer_interval": 2},
+    "gemma4_text": {"model_type": "gemma4_text", "architectures": ["Gemma4ForCausalLM"], **TOY, "num_hidden_layers": 4,
+                    "head_dim": 16, "global_head_dim": 32, "num_global_key_value_heads": 1, "attention_k_eq_v": True,
+                    "sliding_window": 8, "hidden_size_per_layer_input": 0, "final_logit_softcapping": 30.0,
+                    "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]},
+    "gemma4_text_k_and_v": {"model_type": "gemma4_text", "architectures": ["Gemma4ForCausalLM"], **TOY,
+                            "num_hidden_layers": 3, "head_dim": 16, "hidden_size_per_layer_input": 0,
+                            "num_global_key_value_heads": 1, "tie_word_embeddings": False,
+                            "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
+                                                "full_attention": {"rope_type": "default", "rope_theta": 1e4}}},
     "dbrx": {"model_type": "dbrx", "architectures": ["DbrxForCausalLM"], "vocab_size": 100, "d_model": 64,
              "n_layers": 2, "n_heads": 4, "max_seq_len": 32, "attn_config": {"kv_n_heads": 2, "rope_theta": 500000.0},
              "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}},
@@ -667,6 +717,17 @@ def test_zoo_toy_configs_count_and_compute_what_transformers_builds(name):
         assert counted.active == sum(expected.values()) - routed + routed * spec.mlp.top_k // spec.mlp.experts
     else:
         assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(model, spec.kind)
+
+
+def test_ernie_moe_toy_forward_flops_equal_flop_counter_with_batched_experts():
+    """ERNIE 4.5's MoE at toy size (experts on layers 1 and 3 only, by start, end and interval; two shared
+    experts' width; the correction bias): transformers' batched_mm experts run on the meta device."""
+    raw = ZOO_TOYS["ernie4_5_moe"]
+    spec = archspec.ModelSpec.model_validate(hf.from_mapping(raw, "ernie4_5_moe").data)
+    assert spec.layers is not None and spec.mlp.correction_bias and spec.mlp.d_shared == 64
+    model = build_transformers(raw, experts="batched_mm")
+    assert [type(layer.mlp).__name__ for layer in model.model.layers].count("Ernie4_5_MoeSparseMoeBlock") == 2
+    assert count_flops(spec, batch=1, seq_len=SEQ).forward == forward_flops(model, "decoder-only")
 
 
 @pytest.mark.parametrize("name", sorted(ZOO_TOYS))
@@ -1200,6 +1261,28 @@ def _write(tmp_path, obj, name="config.json") -> str:
         ({"model_type": "deberta-v2", "embedding_size": 128}, "deberta-v2 key embedding_size=128 is not supported"),
         ({"model_type": "deberta-v2", "attention_head_size": 32}, "deberta-v2 key attention_head_size=32 is not"),
         ({"model_type": "deberta-v2", "pos_att_type": "p2p|c2p"}, "deberta-v2 key pos_att_type='p2p|c2p' is not"),
+        ({"model_type": "ernie4_5_moe", "use_bias": True}, "ernie4_5_moe key use_bias=True is not supported"),
+        ({"model_type": "gemma4_text"}, "gemma4_text key hidden_size_per_layer_input=256 is not supported"),
+        (
+            {"model_type": "gemma4", "text_config": {"hidden_size_per_layer_input": 0, "num_kv_shared_layers": 4}},
+            "gemma4_text key num_kv_shared_layers=4 is not supported",
+        ),
+        (
+            {"model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "use_bidirectional_attention": "all"},
+            "gemma4_text key use_bidirectional_attention='all' is not supported",
+        ),
+        (
+            {
+                "model_type": "gemma4_text",
+                "hidden_size_per_layer_input": 0,
+                "rope_parameters": {"full_attention": {"rope_type": "yarn"}, "sliding_attention": {}},
+            },
+            "rope_parameters.full_attention.rope_type='yarn' is not supported",
+        ),
+        (
+            {"model_type": "ernie4_5_moe", "moe_layer_interval": 0},
+            "ernie4_5_moe key moe_layer_interval=0 is not supported",
+        ),
     ],
     ids=str.split(
         "unknown-type unknown-class no-type albert-groups activation t5-activation bart-ffn bart-untied "
@@ -1216,7 +1299,8 @@ def _write(tmp_path, obj, name="config.json") -> str:
         "falcon-h1-attention-layers falcon-h1-no-mlp modernbert-layer-types modernbert-every modernbert-untied "
         "electra-decoder bert-pretraining xlm-roberta-cross deberta-no-terms "
         "deberta-absolute-and-relative deberta-conv deberta-rel-norm deberta-embedding-size "
-        "deberta-head-size deberta-att-type"
+        "deberta-head-size deberta-att-type "
+        "ernie-moe-bias ernie-moe-interval gemma4-ple gemma4-kv-shared gemma4-bidirectional gemma4-rope-type"
     ),
 )
 def test_bad_configs_are_refused_with_one_line_and_exit_2(content, message, run_cli, tmp_path):
@@ -1258,6 +1342,7 @@ NO_RELEASED_CONFIG_YET = {
     "xlm-roberta", "electra", "modernbert",
     # only a re-saved question-answering fine-tune of microsoft/deberta-v3-base found
     "deberta-v2",
+    "ernie4_5", "ernie4_5_moe",
 }  # fmt: skip
 
 

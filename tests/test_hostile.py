@@ -428,6 +428,22 @@ def test_a_bad_encoder_field_is_one_line_naming_the_field(extra, message):
     refused("params", "bert-base", "--set", "norm_position=post", *extra, message=message)
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--set", "position.proportional=maybe"], "position.proportional: Input should be a valid boolean"),
+    (["--set", "position.proportional=true", "--set", "position.interleaved=true"],
+     "position.proportional turns pairs of the two halves; it excludes position.interleaved"),
+    (["--set", "position.proportional=true", "--set", "position.fraction=0.01"],
+     "rotary positions need an even rotated width of at least 2"),
+], ids=["not-a-bool", "interleaved", "too-few-pairs"])  # fmt: skip
+def test_a_bad_proportional_rotary_is_one_line_naming_the_field(extra, message):
+    refused("params", "gpt2", "--set", "position.kind=rotary", *extra, message=message)
+
+
+def test_a_bad_value_norm_is_one_line_naming_the_field():
+    message = "attention.value_norm: Input should be a valid boolean"
+    refused("params", "gpt2", "--set", "attention.value_norm=maybe", message=message)
+
+
 @pytest.mark.parametrize("item, message", SET_REFUSED, ids=[i[:30] for i, _ in SET_REFUSED])
 def test_a_bad_set_value_is_one_line_naming_the_field(item, message):
     refused("params", "gpt2", "--set", item, message=message)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
-from archspec import ModelSpec, count_params  # noqa: E402
+from archspec import ModelSpec, SpecError, count_params  # noqa: E402
 from archspec.flops import count_flops  # noqa: E402
 from archspec.layers import layer_kinds  # noqa: E402
 from archspec.memory import kv_cache_bytes  # noqa: E402
@@ -38,15 +38,16 @@ def kind_tables(draw, model_position: str) -> dict:
         limit = draw(st.sampled_from([None, "sliding_window", "chunk"]))
         if limit:
             att[limit] = draw(st.sampled_from([2, 3, 5]))
-        for flag in ("sinks", "gate", "shared_kv"):
+        for flag in ("sinks", "gate", "shared_kv", "value_norm"):
             if draw(st.booleans()):
                 att[flag] = True
         if draw(st.booleans()):
             att["qk_norm"] = draw(st.sampled_from(QK))
         kind["attention"] = att
     if model_position in ("rotary", "none") and draw(st.booleans()):
+        proportional = {"kind": "rotary", "fraction": 0.5, "proportional": True}
         kind["position"] = draw(st.sampled_from(["none", {"kind": "rotary", "base": 1e6},
-                                                 {"kind": "rotary", "fraction": 0.5}]))  # fmt: skip
+                                                 {"kind": "rotary", "fraction": 0.5}, proportional]))  # fmt: skip
     if draw(st.booleans()):
         kind["n_kv_heads"] = draw(st.sampled_from([1, 2]))
     if draw(st.booleans()):
@@ -244,6 +245,57 @@ def test_clamped_swiglu_is_gpt_oss_gate():
     gate_up = torch.randn(3, 16, generator=torch.Generator().manual_seed(0)) * 5
     theirs = gpt_oss.GptOssExperts._apply_gate(SimpleNamespace(alpha=1.702, limit=2.0), gate_up)
     torch.testing.assert_close(clamped_swiglu(gate_up[..., ::2], gate_up[..., 1::2], 2.0), theirs)
+
+
+def test_proportional_rotary_is_gemma4s():
+    """position.proportional: transformers' 'proportional' frequencies (over the whole head, zero past the
+    rotated pairs) applied by Gemma 4's apply_rotary_pos_emb to the whole head; a spec with it verifies, runs on
+    the CPU and turns only the first fraction * d_head / 2 pairs of the two halves."""
+    gemma4 = pytest.importorskip("transformers.models.gemma4.modeling_gemma4")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    from archspec.reference.attention import rotary_of
+
+    spec = ModelSpec(**{**BASE, "d_head": 16}, decoder_layers=2, position={"kind": "rotary", "base": 1e4,
+                     "fraction": 0.25, "proportional": True}, norm="rmsnorm")  # fmt: skip
+    rotary = rotary_of(spec)
+    config = SimpleNamespace(head_dim=16, hidden_size=32, num_attention_heads=4, standardize_rope_params=lambda: None,
+                             rope_parameters={"rope_type": "proportional", "rope_theta": 1e4,
+                                              "partial_rotary_factor": 0.25})  # fmt: skip
+    inv_freq, _ = ROPE_INIT_FUNCTIONS["proportional"](config)
+    torch.testing.assert_close(rotary.inv_freq, inv_freq)
+    x = torch.randn(1, 4, 6, 16, generator=torch.Generator().manual_seed(0))  # (B, h, T, dk)
+    angles = torch.arange(6.0)[:, None] * inv_freq
+    emb = torch.cat((angles, angles), dim=-1)
+    expected = gemma4.apply_rotary_pos_emb(x, emb.cos()[None], emb.sin()[None], unsqueeze_dim=1)
+    torch.testing.assert_close(rotary(x), expected)
+    turned = [0, 1, 8, 9]  # pairs (0, 8) and (1, 9) of the two halves
+    still = [i for i in range(16) if i not in turned]
+    torch.testing.assert_close(rotary(x)[..., still], x[..., still])
+    assert not torch.allclose(rotary(x)[..., turned], x[..., turned])
+    assert verify(spec, seq_len=9).ok and torch.isfinite(build(spec, seed=0)(torch.zeros(1, 5, dtype=torch.long))).all()
+    with pytest.raises(SpecError, match="excludes position.interleaved"):
+        spec.replace(position={"kind": "rotary", "fraction": 0.25, "proportional": True, "interleaved": True})
+
+
+def test_value_norm_is_gemma4s_v_norm_on_the_raw_keys_it_takes_as_values():
+    """attention.value_norm: Gemma 4's weightless Gemma4RMSNorm (with_scale=False) over each value head; with
+    shared_kv the values are the raw keys, normed so (before the keys' own norm and rotation)."""
+    gemma4 = pytest.importorskip("transformers.models.gemma4.modeling_gemma4")
+    attention = {"kind": "standard", "shared_kv": True, "qk_norm": "head", "value_norm": True}
+    spec = ModelSpec(**BASE, decoder_layers=1, position="rotary", norm="rmsnorm", norm_eps=1e-6, attention=attention)
+    att = build(spec, seed=0).decoder.layers[0].attention
+    assert not list(att.v_norm.parameters())
+    x = torch.randn(1, 5, 4, 8, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(att.v_norm(x), gemma4.Gemma4RMSNorm(8, eps=1e-6, with_scale=False)(x))
+    seen = {}
+    core = att.core
+    att.core = lambda q, k, v, *args, **kwargs: core(q, k, seen.setdefault("v", v), *args, **kwargs)
+    h = torch.randn(1, 5, 32)
+    att(h)
+    raw_k = att.qkv(h).split(att.split, dim=-1)[1].view(1, 5, 4, 8).transpose(1, 2)
+    torch.testing.assert_close(seen["v"], att.v_norm(raw_k))
+    assert verify(spec, seq_len=9).ok
 
 
 def test_l2_qk_norm_is_llama4s_and_runs_after_the_rotation():

@@ -3,7 +3,7 @@
 One declarative adapter per ``model_type`` (a ``Family``, archspec.hf.engine), grouped by lineage in
 the modules of this package (``gpt``, ``llama``, ``qwen``, ``gemma``, ``openai``, ``glm``, ``olmo``,
 ``minimax``, ``deepseek``, ``t5``, ``seq2seq``, ``encoders``, ``decoders``, ``granite``, ``cohere``,
-``hybrids``); ``FAMILIES`` gathers them. An adapter says which config keys it reads and the spec
+``hybrids``, ``ernie``); ``FAMILIES`` gathers them. An adapter says which config keys it reads and the spec
 field each becomes, transformers' defaults for missing keys (transformers 5.24), the values every
 model of the family shares, the keys it refuses by name, small derivations, and the classes of
 ``architectures`` it counts. Adding a family is one entry in its lineage's module plus its test
@@ -24,6 +24,7 @@ from archspec.hf import (
     decoders,
     deepseek,
     encoders,
+    ernie,
     gemma,
     glm,
     gpt,
@@ -42,7 +43,7 @@ from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported, Wrapper
 __all__ = ["CLASSES", "FAMILIES", "WRAPPERS", "Family", "Imported", "Wrapper", "from_mapping", "spec_name"]
 
 LINEAGES = (gpt, llama, qwen, gemma, openai, glm, olmo, minimax, deepseek, t5, seq2seq, encoders, decoders, granite,
-            cohere, hybrids)  # fmt: skip
+            cohere, hybrids, ernie)  # fmt: skip
 
 FAMILIES: dict[str, Family] = {}
 for _f in (f for lineage in LINEAGES for f in lineage.FAMILIES):

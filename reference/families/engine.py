@@ -193,15 +193,35 @@ def input_weighting(s: ModelSpec) -> str | None:
     return None
 
 
-def unbuilt_features(s: ModelSpec) -> str | None:
-    """Features of the newer adapters that no family here builds (no checkpoint of theirs is checked):
-    refused by every one, on any layer kind."""
-    for k in layer_specs(s):
-        if k.attention.kind == "standard" and k.attention.ssm is not None:
-            return "attention.ssm (a Mamba-2 mixer beside attention, Falcon-H1's: no family here builds it)"
-        if k.position.kind == "relative" and k.position.per_layer:
-            return "position.per_layer=true (a relative bias table in every layer, umT5's: no family here builds it)"
-    return None
+# Options of a layer that only some transformers classes build: option -> (its value when off, the description,
+# the model_types whose checkpoint entry builds it). Every other entry refuses a spec with the option on, on any
+# layer kind (a need on a field reads the model's defaults only; layer kinds override them).
+LAYER_OPTIONS: dict[str, tuple[Any, str, frozenset[str]]] = {
+    "attention.chunk": (None, "chunked attention (Llama 4)", frozenset({"llama4_text"})),
+    "attention.sinks": (False, "attention sinks (gpt-oss)", frozenset({"gpt_oss"})),
+    "attention.gate": (False, "gated attention output (Qwen3-Next)", frozenset({"qwen3_next"})),
+    "attention.shared_kv": (False, "keys serving as values (Gemma 4)", frozenset()),
+    "attention.value_norm": (False, "a norm over each value head (Gemma 4)", frozenset()),
+    "attention.ssm": (None, "a Mamba-2 mixer beside attention (Falcon-H1)", frozenset()),
+    "position.per_layer": (False, "a relative bias table in every layer (umT5)", frozenset()),
+    "position.proportional": (False, "proportional rotary (Gemma 4)", frozenset()),
+    "attention_norm": (True, "a layer without a norm before its mixer (ModernBERT)", frozenset()),
+}
+
+
+def layer_options(model_type: str) -> Callable[[ModelSpec], str | None]:
+    """The relation refusing the LAYER_OPTIONS that `model_type`'s class does not build."""
+    refused = {k: v for k, v in LAYER_OPTIONS.items() if model_type not in v[2]}
+
+    def check(s: ModelSpec) -> str | None:
+        for k in {id(k): k for k in (s, *layer_specs(s))}.values():
+            for name, (off, what, _) in refused.items():
+                value = _get(k, name)
+                if value is not _ABSENT and value != off:
+                    return f"{name}={_show(name, value)} ({what}: this family does not build it)"
+        return None
+
+    return check
 
 
 # A transformers decoder-only language model; each family changes what it has (where its adapter fixes a
@@ -289,7 +309,7 @@ class Checkpoint:
         for name, allowed in fixed_needs(self.adapter.fixed).items():
             if name not in merged or merged[name] is not None:
                 merged[name] = allowed
-        shared = (gemma4_moe, unbuilt_features) + (() if self.input_weighting else (input_weighting,))
+        shared = (gemma4_moe, layer_options(self.model_type)) + (() if self.input_weighting else (input_weighting,))
         return (*(Need(k, v) for k, v in merged.items() if v is not None), *self.relations, *shared)
 
     def unsupported(self, spec: ModelSpec) -> list[str]:
