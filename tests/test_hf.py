@@ -898,7 +898,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 NO_RELEASED_CONFIG_YET = {
     "seed_oss", "ministral", "smollm3", "hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "stablelm", "nemotron",
     "phimoe", "granite", "granitemoe", "granitemoeshared", "cohere", "cohere2", "gpt_bigcode", "mpt",
-    "dbrx", "glm", "glm4", "olmo", "olmo3", "olmoe",
+    "dbrx", "glm", "glm4", "olmo", "olmo3",
 }  # fmt: skip
 
 
