@@ -193,3 +193,40 @@ def test_a_damaged_or_unwritable_cache_is_only_slower(family_copy):
         assert _specs(["gpt2", "bert-base"]) == expected
     finally:
         os.chmod(cache.parent, 0o700)
+
+
+# ---------------------------------------------------------------- presets typed from released config.json files
+
+HF_DATA = Path(__file__).resolve().parent / "data" / "hf"
+# preset -> the released config.json (tests/data/hf/, sources in SOURCES.md) it is typed from
+TYPED_FROM_A_RELEASED_CONFIG = {
+    "qwen3-0.6b": "qwen3-0.6b", "qwen3-8b": "qwen3-8b", "qwen3-32b": "qwen3-32b", "qwen3-30b-a3b": "qwen3-30b-a3b",
+    "qwen3-235b-a22b": "qwen3-235b-a22b",
+    "llama-3.2-1b": "llama-3.2-1b", "llama-3.2-3b": "llama-3.2-3b", "llama-4-scout": "llama-4-scout-17b-16e-instruct",
+    "llama-4-maverick": "llama-4-maverick-17b-128e-instruct", "gpt-oss-20b": "gpt-oss-20b",
+    "gpt-oss-120b": "gpt-oss-120b",
+    "deepseek-v3": "deepseek-v3", "deepseek-v3.2": "deepseek-v3.2", "glm-4.5-air": "glm-4.5-air", "phi-4": "phi-4",
+    "kimi-k2": "kimi-k2-instruct", "minimax-m2": "minimax-m2.5",
+    "olmo-2-13b": "olmo-2-1124-13b", "gemma-2-27b": "gemma-2-27b",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(TYPED_FROM_A_RELEASED_CONFIG))
+def test_preset_equals_what_the_importer_reads_from_its_released_config(name):
+    """The preset (typed by hand, with provenance comments) and archspec's reading of the same released file
+    are two derivations of one model: the same spec field by field, the same counts component by component."""
+    from archspec.params import count_params
+
+    config = HF_DATA / f"{TYPED_FROM_A_RELEASED_CONFIG[name]}.json"
+    preset, released = archspec.preset(name), archspec.load_spec(str(config))
+    assert preset.model_dump(exclude={"name"}) == released.model_dump(exclude={"name"})
+    for mtp in (False, True):
+        ours, theirs = count_params(preset, mtp=mtp), count_params(released, mtp=mtp)
+        assert (ours.total, ours.active, ours.components) == (theirs.total, theirs.active, theirs.components)
+
+
+def test_params_of_a_preset_and_of_its_released_config_agree_on_the_command_line(run_json):
+    """`archspec params PRESET CONFIG.json`: one call, two objects with the same exact counts."""
+    preset, config = run_json("params", "minimax-m2", str(HF_DATA / "minimax-m2.5.json"), "--mtp")
+    assert preset["name"] == "minimax-m2" and config["name"] == "minimax-m2.5"
+    assert {k: v for k, v in preset.items() if k != "name"} == {k: v for k, v in config.items() if k != "name"}
