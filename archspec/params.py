@@ -1,6 +1,6 @@
 """The exact parameter counter: a roll-up of the model's description (archspec.blocks).
 
-Conventions (docs/architecture.md, "Counting conventions"):
+Conventions (docs/architecture.md, "Conventions that everything shares"):
 
 - a parameter is a unique tensor: a tied matrix counts once (a tied head multiplies by the token
   embedding and owns nothing); buffers (sinusoidal tables, rotary frequencies, masks) are not
@@ -22,21 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from archspec.blocks import COMPONENTS, ROLES, Linear, Part, describe, stack_shapes
+from archspec.blocks import Linear, Part, describe, stack_shapes
 from archspec.checks import check_args
 from archspec.spec import ModelSpec
+from archspec.vocab import COMPONENTS, ROLES
 
 __all__ = ["COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
-
-ESTIMATE_OMITS = (
-    "biases",
-    "norms",
-    "position and token-type tables",
-    "cross-attention",
-    "untied output projection",
-    "pooler",
-    "deviations from d_ff = 4 d_model, n_heads * d_head = d_model, n_kv_heads = n_heads",
-)
 
 
 @dataclass(frozen=True)
@@ -54,7 +45,6 @@ class ParamCount:
     matmul: int = 0  # parameters that take part in matmuls, a tied matrix once (PaLM's N)
     # stack -> layer kind -> {"layers": how many, component -> parameters of one layer, "total"}
     kinds: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
-    estimate_omits: tuple[str, ...] = field(default=ESTIMATE_OMITS)
 
     def share(self, component: str) -> float:
         return self.components[component] / self.total if self.total else 0.0

@@ -139,7 +139,7 @@ def colour_enabled(stream=None) -> bool:
         return False
 
 
-BOLD, RED, GREEN, YELLOW, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[33m", "\033[0m"
+BOLD, RED, GREEN, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[0m"
 
 
 def paint(text: str, colour: str) -> str:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -274,12 +273,3 @@ def measure(raw: dict[str, Any], name: str, where: str, batch: int = 1, seq_len:
         forward=forward,
         flops_note=flops_note,
     )
-
-
-_INSTALL = "pip install 'archspec-transformers[hf]'"
-
-
-def missing_dependency(exc: ImportError) -> str:
-    """What the refusal says is missing (torch or transformers)."""
-    name = getattr(exc, "name", None) or str(exc)
-    return re.sub(r"\..*", "", str(name))

@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 from archspec import ModelSpec  # noqa: E402
 from archspec.memory import estimate_memory  # noqa: E402
 from archspec.reference.memory_measure import measure_activations  # noqa: E402
+from archspec.vocab import ATTENTION, RECOMPUTE  # noqa: E402
 
 GPT2_WIDTH = dict(name="gpt2-width", vocab_size=2048, d_model=768, n_heads=12, max_positions=128)
 LLAMA_STYLE = dict(name="llama-style", vocab_size=2048, d_model=512, n_heads=8, n_kv_heads=2, d_ff=1376,
@@ -19,7 +20,7 @@ LLAMA_STYLE = dict(name="llama-style", vocab_size=2048, d_model=512, n_heads=8, 
 
 @pytest.mark.parametrize("layers", [2, 4])
 @pytest.mark.parametrize("base", [GPT2_WIDTH, LLAMA_STYLE], ids=["gpt2-width", "llama-style"])
-@pytest.mark.parametrize("attention", ["flash", "eager"])
+@pytest.mark.parametrize("attention", ATTENTION)
 def test_activations_equal_the_saved_tensors_in_fp32(base, layers, attention):
     spec = ModelSpec(**base, decoder_layers=layers)
     measured = measure_activations(spec, 2, 64, "fp32", attention)
@@ -41,8 +42,8 @@ VARIANTS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
-@pytest.mark.parametrize("attention", ["flash", "eager"])
+@pytest.mark.parametrize("recompute", RECOMPUTE)
+@pytest.mark.parametrize("attention", ATTENTION)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("spec", VARIANTS.values(), ids=VARIANTS.keys())
 def test_activations_equal_the_saved_tensors_in_every_mode(spec, dtype, attention, recompute):

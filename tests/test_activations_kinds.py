@@ -19,6 +19,7 @@ from archspec import ModelSpec  # noqa: E402
 from archspec.memory import estimate_memory  # noqa: E402
 from archspec.reference import build  # noqa: E402
 from archspec.reference.memory_measure import measure_activations  # noqa: E402
+from archspec.vocab import ATTENTION, RECOMPUTE  # noqa: E402
 
 BASE = dict(vocab_size=53, d_model=32, n_heads=4, d_head=8, max_positions=24, decoder_layers=2)
 LLAMA = dict(position="rotary", norm="rmsnorm", activation="swiglu", bias=False)
@@ -157,8 +158,8 @@ def planned_and_measured(spec, model, dtype, attention, recompute, B=2, T=9):
     return planned.activations_bytes, measured.total_bytes
 
 
-@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
-@pytest.mark.parametrize("attention", ["flash", "eager"])
+@pytest.mark.parametrize("recompute", RECOMPUTE)
+@pytest.mark.parametrize("attention", ATTENTION)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize("name", SPECS)
 def test_activations_of_every_feature_equal_the_saved_tensors(models, name, dtype, attention, recompute):

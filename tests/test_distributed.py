@@ -13,6 +13,7 @@ from archspec.reference import build  # noqa: E402
 from archspec.reference.distributed import DistributedUnavailable, measure_plans, measure_ranks  # noqa: E402
 from archspec.reference.memory_measure import random_batch, training_loss  # noqa: E402
 from archspec.reference.model import MLP, CrossAttention, SelfAttention  # noqa: E402
+from archspec.vocab import ZERO_STAGES  # noqa: E402
 
 RANKS = 2
 FP32 = 4
@@ -115,7 +116,7 @@ def expected_tp(spec, t: int) -> dict[str, int]:
     }
 
 
-@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+@pytest.mark.parametrize("zero", ZERO_STAGES)
 def test_zero_largest_rank_holds_ceil_of_dim0_over_ranks(reports, zero):
     assert reports[(zero, 1)].largest == expected_zero(GPT2_TOY, zero, RANKS)
 

@@ -22,6 +22,7 @@ from archspec.reference.memory_measure import (  # noqa: E402
     random_batch,
     training_loss,
 )
+from archspec.vocab import ATTENTION  # noqa: E402
 
 INDEX = 8  # int64 token ids
 FP32 = 4
@@ -205,7 +206,7 @@ def check(spec, model, name, dtype, attention, recompute):
 
 
 @pytest.mark.parametrize("layers", [2, 4])
-@pytest.mark.parametrize("attention", ["flash", "eager"])
+@pytest.mark.parametrize("attention", ATTENTION)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("name", ["gpt2-width", "llama-style"])
 def test_saved_tensors_equal_the_inventory(built, name, dtype, attention, layers):
@@ -213,7 +214,7 @@ def test_saved_tensors_equal_the_inventory(built, name, dtype, attention, layers
     check(spec, model, name, dtype, attention, "none")
 
 
-@pytest.mark.parametrize("attention", ["flash", "eager"])
+@pytest.mark.parametrize("attention", ATTENTION)
 @pytest.mark.parametrize("name", [n for n in VARIANTS if n not in ("gpt2-width", "llama-style")])
 def test_saved_tensors_equal_the_inventory_across_architectures(built, name, attention):
     spec, model = built(name, 2, torch.float32)
@@ -221,7 +222,7 @@ def test_saved_tensors_equal_the_inventory_across_architectures(built, name, att
 
 
 @pytest.mark.parametrize("recompute", ["selective", "full"])
-@pytest.mark.parametrize("attention", ["flash", "eager"])
+@pytest.mark.parametrize("attention", ATTENTION)
 @pytest.mark.parametrize("name", ["gpt2-width", "llama-style", "encoder-decoder-untied-gqa"])
 def test_recomputation_keeps_what_the_inventory_says(built, name, attention, recompute):
     spec, model = built(name, 2, torch.float32)
