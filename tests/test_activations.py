@@ -7,6 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from matrix import fast_corner  # noqa: E402
+
 from archspec import ModelSpec  # noqa: E402
 from archspec.memory import estimate_memory  # noqa: E402
 from archspec.reference.memory_measure import measure_activations  # noqa: E402
@@ -18,8 +20,9 @@ LLAMA_STYLE = dict(name="llama-style", vocab_size=2048, d_model=512, n_heads=8, 
                    tie_embeddings=False)  # fmt: skip
 
 
-@pytest.mark.parametrize("layers", [2, 4])
-@pytest.mark.parametrize("base", [GPT2_WIDTH, LLAMA_STYLE], ids=["gpt2-width", "llama-style"])
+@pytest.mark.parametrize("layers", [2, pytest.param(4, marks=pytest.mark.slow)])  # seconds each, at these widths
+@pytest.mark.parametrize("base", [GPT2_WIDTH, pytest.param(LLAMA_STYLE, marks=pytest.mark.slow)],
+                         ids=["gpt2-width", "llama-style"])  # fmt: skip
 @pytest.mark.parametrize("attention", ATTENTION)
 def test_activations_equal_the_saved_tensors_in_fp32(base, layers, attention):
     spec = ModelSpec(**base, decoder_layers=layers)
@@ -42,10 +45,11 @@ VARIANTS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("recompute", RECOMPUTE)
-@pytest.mark.parametrize("attention", ATTENTION)
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("spec", VARIANTS.values(), ids=VARIANTS.keys())
+@pytest.mark.parametrize(
+    "spec, dtype, attention, recompute",
+    fast_corner(VARIANTS.values(), ["fp32", "bf16"], ATTENTION, RECOMPUTE, corner=("bf16", "flash", "none"),
+                ids=VARIANTS.keys()),
+)  # fmt: skip
 def test_activations_equal_the_saved_tensors_in_every_mode(spec, dtype, attention, recompute):
     S = 7 if spec.kind == "encoder-decoder" else None
     measured = measure_activations(spec, 2, 9, dtype, attention, recompute, src_len=S)

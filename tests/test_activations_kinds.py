@@ -15,6 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from matrix import fast_corner  # noqa: E402
+
 from archspec import ModelSpec  # noqa: E402
 from archspec.memory import estimate_memory  # noqa: E402
 from archspec.reference import build  # noqa: E402
@@ -158,10 +160,11 @@ def planned_and_measured(spec, model, dtype, attention, recompute, B=2, T=9):
     return planned.activations_bytes, measured.total_bytes
 
 
-@pytest.mark.parametrize("recompute", RECOMPUTE)
-@pytest.mark.parametrize("attention", ATTENTION)
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", SPECS)
+# the fast set: every feature in mixed precision with the fused kernel, the first in every mode
+@pytest.mark.parametrize(
+    "name, dtype, attention, recompute",
+    fast_corner(SPECS, ["fp32", "bf16"], ATTENTION, RECOMPUTE, corner=("bf16", "flash", "none")),
+)
 def test_activations_of_every_feature_equal_the_saved_tensors(models, name, dtype, attention, recompute):
     planned, measured = planned_and_measured(SPECS[name], models(name, dtype), dtype, attention, recompute)
     assert planned == measured
