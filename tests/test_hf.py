@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from matrix import fast_only
 
 import archspec
 from archspec import hf, loading, specfile
@@ -201,16 +202,21 @@ def spec_of(name: str):
 
 FLOPS_CHECKED = sorted({_smallest(t) for t in {_model_type(c) for c in DENSE}} | set(FLOPS_EXTRA))
 
+# the fast set's representatives (`-m "not slow"`): small configs of the main lineages, dense and MoE,
+# encoder, decoder and encoder-decoder; every config of tests/data/hf/ runs in CI
+FAST = {"gpt2", "llama-3.2-1b", "qwen3-0.6b", "bert-base-uncased", "t5-base", "bart-base", "qwen1.5-moe-a2.7b",
+        "deepseek-coder-v2-lite-base"}  # fmt: skip
+
 
 # ---------------------------------------------------------------- counts
 
 
-@pytest.mark.parametrize("name", COUNTED)
+@pytest.mark.parametrize("name", fast_only(COUNTED, FAST))
 def test_count_equals_transformers_model_of_the_same_config(name):
     assert count_params(spec_of(name)).total == measured(name)["total"]
 
 
-@pytest.mark.parametrize("name", COUNTED)
+@pytest.mark.parametrize("name", fast_only(COUNTED, FAST))
 def test_count_equals_transformers_component_by_component(name):
     ours = {k: v for k, v in count_params(spec_of(name)).components.items() if v}
     assert ours == measured(name)["components"]
@@ -223,7 +229,7 @@ def test_frozen_sinusoidal_tables_are_the_only_parameters_left_out():
     assert spec_of("opus-mt-de-zh").position.kind == "sinusoidal"
 
 
-@pytest.mark.parametrize("name", sorted(MOE))
+@pytest.mark.parametrize("name", fast_only(sorted(MOE), FAST & MOE))
 def test_active_parameters_count_top_k_routed_experts(name):
     """active = total - routed experts a token does not use; transformers' routed experts are the
     parameters under mlp.experts, split evenly among the experts."""
@@ -238,7 +244,7 @@ def test_active_parameters_count_top_k_routed_experts(name):
 # ---------------------------------------------------------------- FLOPs
 
 
-@pytest.mark.parametrize("name", FLOPS_CHECKED)
+@pytest.mark.parametrize("name", fast_only(FLOPS_CHECKED, FAST & set(FLOPS_CHECKED)))
 def test_forward_flops_equal_flop_counter_on_transformers_model(name):
     """Forward matmul FLOPs at 1 x 16 tokens (source and target for an encoder-decoder), eager attention.
     MoE configs are left out: their routing is data-dependent and cannot run on the meta device."""
