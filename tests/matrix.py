@@ -25,12 +25,11 @@ def fast_corner(cases, *axes, corner: tuple | None = None, ids=None) -> list:
 
 
 def fast_only(cases, fast, ids=None) -> list:
-    """pytest.param(case) for each of `cases`, marked slow unless its name is in `fast` (the
-    representatives the fast set keeps); every name in `fast` must be a case."""
+    """pytest.param(case) for each of `cases` (a tuple: one value per argument name), marked slow unless
+    its name is in `fast` (the representatives the fast set keeps); every name in `fast` must be a case."""
     cases = list(cases)
     names = list(ids) if ids is not None else [str(c) for c in cases]
     missing = set(fast) - set(names)
     assert not missing, f"fast cases that are not cases: {sorted(missing)}"
-    return [
-        pytest.param(c, id=n, marks=() if n in fast else pytest.mark.slow) for c, n in zip(cases, names, strict=True)
-    ]
+    return [pytest.param(*(c if isinstance(c, tuple) else (c,)), id=n, marks=() if n in fast else pytest.mark.slow)
+            for c, n in zip(cases, names, strict=True)]  # fmt: skip
