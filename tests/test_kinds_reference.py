@@ -110,6 +110,7 @@ def kind_specs(draw) -> ModelSpec:
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
+@pytest.mark.slow  # 120 drawn stacks; the patterns one by one are fast tests below
 @settings(max_examples=120, **SETTINGS)
 @given(kind_specs())
 def test_any_layer_pattern_analytic_equals_instantiated_tensor_by_tensor(spec):
@@ -126,6 +127,7 @@ def test_any_layer_pattern_analytic_equals_instantiated_tensor_by_tensor(spec):
         assert count_by_role(with_mtp) == count_params(spec, mtp=True).roles
 
 
+@pytest.mark.slow  # dozens of drawn stacks; the patterns one by one are fast tests below
 @settings(max_examples=60, **SETTINGS)
 @given(kind_specs(), st.integers(1, 2), st.integers(1, 9))
 def test_any_layer_pattern_forward_flops_equal_flopcountermode_on_meta(spec, batch, T):
@@ -135,6 +137,7 @@ def test_any_layer_pattern_forward_flops_equal_flopcountermode_on_meta(spec, bat
     assert all(by_component.get(c, 0) == v for c, v in analytic.components.items())
 
 
+@pytest.mark.slow  # dozens of drawn stacks; the patterns one by one are fast tests below
 @settings(max_examples=25, **SETTINGS)
 @given(kind_specs())
 def test_any_layer_pattern_runs_on_cpu_with_its_flops(spec):
@@ -146,6 +149,7 @@ def test_any_layer_pattern_runs_on_cpu_with_its_flops(spec):
     assert total == count_flops(spec, 2, 7).forward
 
 
+@pytest.mark.slow  # dozens of drawn stacks; the patterns one by one are fast tests below
 @settings(max_examples=30, **SETTINGS)
 @given(kind_specs(), st.integers(1, 4))
 def test_any_layer_pattern_decodes_with_a_cache_as_the_full_pass(spec, prompt):
