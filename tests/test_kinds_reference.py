@@ -311,9 +311,10 @@ def test_norm_affine_builds_layernorm_without_bias_or_weights():
 
 @pytest.mark.parametrize("mixer", [
     {"kind": "mamba", "d_inner": 64, "dt_rank": 4, "d_state": 8},
-    {"kind": "mamba2", "heads": 4, "head_dim": 16, "d_state": 8, "groups": 2},
-    {"kind": "gated_deltanet", "key_heads": 2, "value_heads": 4, "d_key": 8, "d_value_head": 8},
-], ids=lambda m: m["kind"])  # fmt: skip
+    pytest.param({"kind": "mamba2", "heads": 4, "head_dim": 16, "d_state": 8, "groups": 2}, marks=pytest.mark.slow),
+    pytest.param({"kind": "gated_deltanet", "key_heads": 2, "value_heads": 4, "d_key": 8, "d_value_head": 8},
+                 marks=pytest.mark.slow),
+], ids=["mamba", "mamba2", "gated_deltanet"])  # fmt: skip
 def test_hybrid_stacks_build_their_recurrent_mixers(mixer):
     pytest.importorskip("archspec.reference.mixers")
     spec = ModelSpec(**BASE, decoder_layers=4, position="rotary", norm="rmsnorm",

@@ -17,7 +17,8 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, 
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("name", ["gpt2", "transformer-base", "gpt3-175b"])
+@pytest.mark.parametrize("name", ["gpt2", pytest.param("transformer-base", marks=pytest.mark.slow),
+                                  pytest.param("gpt3-175b", marks=pytest.mark.slow)])  # fmt: skip
 def test_weights_equal_the_reference_models_tensors(name, dtype):
     spec = archspec.preset(name)
     model = build(spec, device="meta", dtype=DTYPES[dtype])
