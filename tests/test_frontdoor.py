@@ -166,6 +166,7 @@ def test_fit_lora_is_what_memory_says_fits_and_one_fewer_device_does_not(model, 
     assert tried
 
 
+@pytest.mark.slow  # every accelerator and rank planned: seconds; the other LoRA fit tests are fast
 def test_fit_lora_qlora_base_and_rank_reach_the_plan(run_json):
     spec, a100 = archspec.preset("llama-2-7b"), ACCELERATORS["a100"]
     q = fit(spec, a100, "nf4", "lora", 4, 2048, lora_rank=64, lora_targets="attention")
