@@ -223,11 +223,18 @@ def test_count_equals_transformers_component_by_component(name):
     assert ours == measured(name)["components"]
 
 
+@pytest.mark.slow  # every released config built by transformers (in a full run, once for the tests above too)
 def test_frozen_sinusoidal_tables_are_the_only_parameters_left_out():
     """transformers keeps Marian's sinusoidal positions as frozen nn.Parameters: 2 stacks x 512 x 512."""
     frozen = {name: measured(name)["frozen"] for name in COUNTED if measured(name)["frozen"]}
     assert frozen == {"opus-mt-de-zh": 2 * 512 * 512}
     assert spec_of("opus-mt-de-zh").position.kind == "sinusoidal"
+
+
+def test_marians_frozen_sinusoidal_tables_are_left_out_and_the_representatives_have_none():
+    assert measured("opus-mt-de-zh")["frozen"] == 2 * 512 * 512
+    assert spec_of("opus-mt-de-zh").position.kind == "sinusoidal"
+    assert [measured(name)["frozen"] for name in sorted(FAST)] == [0] * len(FAST)
 
 
 @pytest.mark.parametrize("name", fast_only(sorted(MOE), FAST & MOE))
