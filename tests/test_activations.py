@@ -89,6 +89,7 @@ def test_verify_memory_exits_1_when_the_plan_drifts(run_cli, monkeypatch):
     assert code == 1 and "MISMATCH" in out
 
 
+@pytest.mark.slow  # GPT-3 175B planned and refused: seconds
 def test_verify_memory_of_a_model_too_large_to_train_here_says_so(run_cli):
     code, out, _ = run_cli("verify", "gpt3-175b", "--memory")
     assert code == 0 and "skipped: gpt3-175b is too large to train on this CPU" in out.replace("\n", " ")

@@ -160,10 +160,17 @@ def planned_and_measured(spec, model, dtype, attention, recompute, B=2, T=9):
     return planned.activations_bytes, measured.total_bytes
 
 
-# the fast set: every feature in mixed precision with the fused kernel, the first in every mode
+# the fast set: every feature in mixed precision with the fused kernel, the first in every mode; of the
+# recurrent mixers (seconds each) one case per kind and the hybrid, their variants in CI
+RECURRENT_VARIANTS = ("mamba-dt-norms", "mamba2-one-group-bias", "gated-deltanet-fused",
+                      "gated-deltanet-fused-one-value-head-per-key")  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "name, dtype, attention, recompute",
-    fast_corner(SPECS, ["fp32", "bf16"], ATTENTION, RECOMPUTE, corner=("bf16", "flash", "none")),
+    fast_corner(
+        SPECS, ["fp32", "bf16"], ATTENTION, RECOMPUTE, corner=("bf16", "flash", "none"), slow=RECURRENT_VARIANTS
+    ),
 )
 def test_activations_of_every_feature_equal_the_saved_tensors(models, name, dtype, attention, recompute):
     planned, measured = planned_and_measured(SPECS[name], models(name, dtype), dtype, attention, recompute)
