@@ -699,7 +699,7 @@ def test_bloom_legacy_n_embed_reads_as_hidden_size():
 # ---------------------------------------------------------------- import writes a spec that counts the same
 
 
-@pytest.mark.parametrize("name", COUNTED)
+@pytest.mark.parametrize("name", fast_only(COUNTED, FAST))
 def test_imported_spec_file_loads_to_the_same_spec(name, run_cli, tmp_path):
     code, out, err = run_cli("import", str(DATA / f"{name}.json"))
     assert code == 0, err
