@@ -57,15 +57,12 @@ from archspec.entries import (
 )
 from archspec.layers import LayerGroup, layer_groups
 from archspec.spec import MIXERS, ModelSpec
+from archspec.vocab import Role
 
 __all__ = ["Attend", "Cached", "Conv", "Lengths", "Linear", "Norm", "Param", "Part", "Pointwise", "Saved",
            "StackShape", "Table", "Work", "describe", "stack_shapes", "tensors"]  # fmt: skip
 
-Role = Literal["embedding", "dense", "head", "router", "expert", "shared_expert"]
-
-COMPONENTS = ("embed", "position", "token_type", "attention", "cross_attention", "mixer", "mlp", "router",
-              "experts", "shared_experts", "norm", "pooler", "head", "mtp")  # fmt: skip
-ROLES = ("embedding", "dense", "head", "router", "expert", "shared_expert")
+# the breakdown's components and roles (Part.component, Part.role): archspec.vocab.COMPONENTS and ROLES
 
 
 # ---------------------------------------------------------------- shapes (each width written once)
@@ -402,7 +399,7 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
     # a bias on the scores is an input of every recomputed region (selective: the core; full: the
     # block), which keeps it, once per stack: ALiBi's (heads, keys) before its expansion over the
     # queries, T5's (heads, T, T) from its table
-    recomputed = ("selective", "full")
+    recomputed = SELECTIVE + CHECKPOINT
     if kind == "alibi":
         keep = (Saved("positions", spec.n_heads, kept=recomputed, per_batch=False),)
         out.append(Part(f"{at}.position", "position", "embedding", (), stack=stack, saved=keep))

@@ -26,6 +26,7 @@ from archspec.errors import SpecError, shown
 from archspec.hardware import Accelerator
 from archspec.records import record
 from archspec.spec import ModelSpec
+from archspec.vocab import ZERO_STAGES
 
 TASKS = ("inference", "training", "lora")
 # lora: the frozen base's storage format (archspec.memory.STORAGE); the adapters train in bf16
@@ -158,7 +159,7 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
             return memo[(*tag, tp, dp, zero)]
 
         for tp in _valid_tp(spec):
-            for zero in (0, 1, 2, 3):
+            for zero in ZERO_STAGES:
                 hi = 1 if zero == 0 else MAX_DEVICES // tp
                 dp = _smallest(1, hi, lambda d, tp=tp, z=zero: fits(per_device(tp, d, z), cap)["training"])
                 if dp is None:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from archspec.errors import SpecError
-from archspec.hardware import Accelerator, accelerator
+from archspec.hardware import MATH_DTYPES, Accelerator, accelerator
 from archspec.layers import moe_specs
 from archspec.spec import ModelSpec
 
@@ -389,7 +389,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         "prefill compute-bound: exact forward matmul FLOPs (full attention score matrix; a mixture of experts "
         f"its top-k experts: the active FLOPs) / ({acc.title} dense peak {peak / 1e12:g} TFLOP/s x mfu {mfu:g}"
         + (f" x {tp * ep} devices of a stage" if tp * ep > 1 else "") + ")"
-        + ("; quantised and 8-bit weights computed at the 16-bit peak" if key not in ("fp32", "bf16", "fp16")
+        + ("; quantised and 8-bit weights computed at the 16-bit peak" if key not in MATH_DTYPES
            else ""),
         f"decode memory-bound: (weights read + mean KV cache read) / (bandwidth {acc.bandwidth_gbs:g} GB/s x mbu "
         f"{mbu:g}) per step{', stages one after another' if pp > 1 else ''}; kernel launches and compute not "

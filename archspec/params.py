@@ -1,6 +1,6 @@
 """The exact parameter counter: a roll-up of the model's description (archspec.blocks).
 
-Conventions (docs/architecture.md, "Counting conventions"):
+Conventions (docs/architecture.md, "Conventions that everything shares"):
 
 - a parameter is a unique tensor: a tied matrix counts once (a tied head multiplies by the token
   embedding and owns nothing); buffers (sinusoidal tables, rotary frequencies, masks) are not
@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from archspec.blocks import COMPONENTS, ROLES, Linear, Part, describe, stack_shapes
+from archspec.blocks import Linear, Part, describe, stack_shapes
 from archspec.checks import check_args
 from archspec.records import record
 from archspec.spec import ModelSpec
+from archspec.vocab import COMPONENTS, ROLES
 
 __all__ = ["COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
 

@@ -3,8 +3,10 @@
 The planner's validators (archspec.memory), the command line's ``choices=`` and the reference model
 (archspec.reference) read them from here; tests/test_vocab.py holds every copy equal. What belongs
 to one model stays with it: the spec's activations (archspec.spec.Activation, GATED_ACTIVATIONS),
-the storage formats and their bits (archspec.memory.STORAGE), the components and roles
-(archspec.blocks). This module imports nothing of archspec.
+the storage formats and their bits (archspec.memory.STORAGE). The breakdown's components and
+roles are here because the reference model tags its modules with them and must not import the
+description (docs/architecture.md, "Layers and what each may import"). This module imports nothing
+of archspec.
 """
 
 from __future__ import annotations
@@ -50,6 +52,17 @@ RECOMPUTE: tuple[str, ...] = get_args(Recompute)  # activation recomputation (Ko
 OFFLOAD = ("optimizer",)  # --offload: what may live in host memory (the optimizer states and fp32 master copy)
 
 ZERO_STAGES = (0, 1, 2, 3)  # ZeRO (Rajbhandari et al. 2020): nothing, optimizer, + gradients, + weights sharded
+
+# ---------------------------------------------------------------- the breakdown
+
+# the components of the breakdown by component: the description's Part.component, the reference
+# model's module tags (`component = "mlp"`), count_params(spec).components' keys, in this order
+COMPONENTS = ("embed", "position", "token_type", "attention", "cross_attention", "mixer", "mlp", "router",
+              "experts", "shared_experts", "norm", "pooler", "head", "mtp")  # fmt: skip
+
+# what a parameter does for one token (active parameters): Part.role and the reference modules' `role`
+Role = Literal["embedding", "dense", "head", "router", "expert", "shared_expert"]
+ROLES: tuple[str, ...] = get_args(Role)
 
 
 def attention_runs(mode: str, *, softcap: float | None = None, sinks: bool = False, d_qk: int, d_v: int,

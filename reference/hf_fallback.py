@@ -273,6 +273,3 @@ def measure(raw: dict[str, Any], name: str, where: str, batch: int = 1, seq_len:
         forward=forward,
         flops_note=flops_note,
     )
-
-
-_INSTALL = "pip install 'archspec-transformers[hf]'"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from archspec.blocks import ROLES
-from archspec.params import COMPONENTS
+from archspec.vocab import COMPONENTS, ROLES
 
 
 def owners(model: nn.Module) -> dict[str, str]:

@@ -1,9 +1,19 @@
 import json
+import os
+import tempfile
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 import archspec
 from archspec.cli import main
+
+# hypothesis keeps no example database and its caches outside the working directory (it would make
+# .hypothesis/ there): the suite writes nothing into the tree it runs from
+settings.register_profile("archspec", database=None)
+settings.load_profile("archspec")
+set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "archspec-hypothesis"))
 
 
 @pytest.fixture

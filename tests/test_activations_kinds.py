@@ -15,10 +15,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from matrix import fast_corner  # noqa: E402
+
 from archspec import ModelSpec  # noqa: E402
 from archspec.memory import estimate_memory  # noqa: E402
 from archspec.reference import build  # noqa: E402
 from archspec.reference.memory_measure import measure_activations  # noqa: E402
+from archspec.vocab import ATTENTION, RECOMPUTE  # noqa: E402
 
 BASE = dict(vocab_size=53, d_model=32, n_heads=4, d_head=8, max_positions=24, decoder_layers=2)
 LLAMA = dict(position="rotary", norm="rmsnorm", activation="swiglu", bias=False)
@@ -209,10 +212,18 @@ def planned_and_measured(spec, model, dtype, attention, recompute, B=2, T=9):
     return planned.activations_bytes, measured.total_bytes
 
 
-@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
-@pytest.mark.parametrize("attention", ["flash", "eager"])
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", SPECS)
+# the fast set: every feature in mixed precision with the fused kernel, the first in every mode; of the
+# recurrent mixers (seconds each) one case per kind and the hybrid, their variants in CI
+RECURRENT_VARIANTS = ("mamba-dt-norms", "mamba2-one-group-bias", "gated-deltanet-fused",
+                      "gated-deltanet-fused-one-value-head-per-key")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, dtype, attention, recompute",
+    fast_corner(
+        SPECS, ["fp32", "bf16"], ATTENTION, RECOMPUTE, corner=("bf16", "flash", "none"), slow=RECURRENT_VARIANTS
+    ),
+)
 def test_activations_of_every_feature_equal_the_saved_tensors(models, name, dtype, attention, recompute):
     planned, measured = planned_and_measured(SPECS[name], models(name, dtype), dtype, attention, recompute)
     assert planned == measured

@@ -13,6 +13,7 @@ from archspec.reference import build  # noqa: E402
 from archspec.reference.distributed import DistributedUnavailable, measure_plans, measure_ranks  # noqa: E402
 from archspec.reference.memory_measure import random_batch, training_loss  # noqa: E402
 from archspec.reference.model import MLP, CrossAttention, SelfAttention  # noqa: E402
+from archspec.vocab import ZERO_STAGES  # noqa: E402
 
 RANKS = 2
 FP32 = 4
@@ -115,11 +116,13 @@ def expected_tp(spec, t: int) -> dict[str, int]:
     }
 
 
-@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+@pytest.mark.slow  # starts local processes (torch.distributed), seconds each run
+@pytest.mark.parametrize("zero", ZERO_STAGES)
 def test_zero_largest_rank_holds_ceil_of_dim0_over_ranks(reports, zero):
     assert reports[(zero, 1)].largest == expected_zero(GPT2_TOY, zero, RANKS)
 
 
+@pytest.mark.slow  # starts local processes (torch.distributed), seconds each run
 def test_fsdp2_pads_every_rank_to_the_largest_parameter_shard(reports):
     """FSDP2 stores each parameter (and gradient) shard padded to ceil(dim0 / N) rows on every rank;
     the optimizer's moments are the unpadded local shard, so rank 1 holds less."""
@@ -132,16 +135,19 @@ def test_fsdp2_pads_every_rank_to_the_largest_parameter_shard(reports):
     assert per_rank[1].optimizer_bytes == 2 * FP32 * (full - shard0) + STEP * len(named)
 
 
+@pytest.mark.slow  # starts local processes (torch.distributed), seconds each run
 def test_tensor_parallel_largest_rank_follows_the_megatron_split(reports):
     assert reports[(0, 2)].largest == expected_tp(GPT2_TOY, RANKS)
 
 
+@pytest.mark.slow  # starts local processes (torch.distributed), seconds each run
 def test_llama_layout_shards_the_same_way(llama_reports):
     """Grouped-query heads, a gated MLP, an untied head with a bias: every gradient as its parameter."""
     assert llama_reports[(3, 1)].largest == expected_zero(LLAMA_TOY, 3, RANKS)
     assert llama_reports[(0, 2)].largest == expected_tp(LLAMA_TOY, RANKS)
 
 
+@pytest.mark.slow  # starts local processes (torch.distributed), seconds each run
 @pytest.mark.parametrize("spec", [GPT2_TOY, LLAMA_TOY], ids=["gpt2", "llama"])
 def test_sharded_runs_compute_the_same_loss_as_one_process(reports, llama_reports, spec):
     """Both tensor-parallel ranks see rank 0's batch; FSDP2's rank 0 sees it too."""
@@ -186,11 +192,13 @@ def test_tensor_parallel_refuses_what_it_does_not_split():
         measure_ranks(GPT2_TOY.replace(position="alibi"), ranks=2, zero=0, tp=2)
 
 
+@pytest.mark.slow  # starts local processes (torch.distributed), seconds each run
 def test_with_no_data_parallel_dimension_every_zero_stage_holds_the_same_bytes(reports):
     assert reports[(3, 2)].largest == reports[(0, 2)].largest
     assert reports[(3, 2)].largest != reports[(3, 1)].largest  # the two runs did shard differently
 
 
+@pytest.mark.slow  # starts local processes (torch.distributed), seconds each run
 @pytest.mark.parametrize("plan", PLANS, ids=[f"zero{z}-tp{t}" for z, t in PLANS])
 def test_the_planner_equals_the_largest_rank_of_a_real_run(reports, plan):
     """archspec memory --gpus 2 --zero S --tp T, fp32 AdamW, against the measured largest rank: weights
@@ -232,6 +240,7 @@ def test_verify_ranks_refuses_impossible_plans_before_starting(run_cli, argv, me
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
 
 
+@pytest.mark.slow  # starts local processes (torch.distributed), seconds each run
 def test_verify_ranks_with_tensor_parallelism_over_every_rank_takes_the_default_zero_stage(run_cli):
     """--ranks 2 --tp 2 leaves no data-parallel dimension: the default ZeRO stage (3) means what 0 means."""
     import json

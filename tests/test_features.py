@@ -6,6 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from matrix import fast_only  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
 import archspec  # noqa: E402
@@ -91,6 +92,7 @@ def modern_specs(draw) -> ModelSpec:
         assume(False)
 
 
+@pytest.mark.slow  # dozens of drawn models; the features one by one are fast tests below
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(modern_specs())
 def test_any_modern_spec_analytic_equals_instantiated_tensor_by_tensor(spec):
@@ -101,6 +103,7 @@ def test_any_modern_spec_analytic_equals_instantiated_tensor_by_tensor(spec):
     assert count_total(model) == count_params(spec).total
 
 
+@pytest.mark.slow  # dozens of drawn models; the features one by one are fast tests below
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(modern_specs(), st.integers(1, 2), st.integers(1, 9))
 def test_any_modern_spec_forward_flops_equal_flopcountermode_on_meta(spec, batch, T):
@@ -111,6 +114,7 @@ def test_any_modern_spec_forward_flops_equal_flopcountermode_on_meta(spec, batch
     assert all(by_component.get(c, 0) == v for c, v in analytic.components.items())
 
 
+@pytest.mark.slow  # dozens of drawn models; the features one by one are fast tests below
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(modern_specs())
 def test_any_modern_spec_runs_on_cpu_and_routes_its_tokens(spec):
@@ -138,7 +142,7 @@ def test_active_parameters_leave_out_the_experts_a_token_skips():
     assert pc.components["router"] == 2 * 32 * 4 and pc.components["shared_experts"] == 2 * (3 * 32 * 16 + 32)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)])
 def test_moe_flops_on_the_cpu_with_real_routing_equal_the_analytic_count(seed):
     """Whatever the router picks, N tokens make N·k expert passes: the count is exact."""
     model = build(MOE, seed=seed)
@@ -169,9 +173,11 @@ def test_gemma4_moe_block_verifies_and_runs_on_the_cpu():
     assert torch.isfinite(model(x)).all()
 
 
-@pytest.mark.parametrize("off", [{}, {"d_dense": 0, "router_norm": False}, {"d_dense": 0, "expert_scales": False},
-                                 {"router_norm": False, "expert_scales": False}],
-                         ids=["all", "expert_scales", "router_norm", "d_dense"])  # fmt: skip
+GEMMA4_OFF = [{}, {"d_dense": 0, "router_norm": False}, {"d_dense": 0, "expert_scales": False},
+              {"router_norm": False, "expert_scales": False}]  # fmt: skip
+
+
+@pytest.mark.parametrize("off", fast_only(GEMMA4_OFF, {"all"}, ids=["all", "expert_scales", "router_norm", "d_dense"]))
 def test_gemma4_moe_options_keep_what_autograd_measures_in_fp32(off):
     from archspec.reference import verify_memory
 

@@ -17,6 +17,7 @@ from archspec.fit import fit
 from archspec.hardware import ACCELERATORS, accelerator
 from archspec.memory import estimate_memory
 from archspec.render import table
+from archspec.vocab import ZERO_STAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -155,7 +156,7 @@ def test_fit_lora_is_what_memory_says_fits_and_one_fewer_device_does_not(model, 
     for tp in (1, 2, 4, 8):
         if n % tp:
             continue
-        for zero in (0, 1, 2, 3):
+        for zero in ZERO_STAGES:
             try:
                 less = _lora_plan(spec, 1, 2048, base, tp, n // tp, zero)
             except archspec.SpecError:
@@ -165,6 +166,7 @@ def test_fit_lora_is_what_memory_says_fits_and_one_fewer_device_does_not(model, 
     assert tried
 
 
+@pytest.mark.slow  # every accelerator and rank planned: seconds; the other LoRA fit tests are fast
 def test_fit_lora_qlora_base_and_rank_reach_the_plan(run_json):
     spec, a100 = archspec.preset("llama-2-7b"), ACCELERATORS["a100"]
     q = fit(spec, a100, "nf4", "lora", 4, 2048, lora_rank=64, lora_targets="attention")

@@ -60,7 +60,7 @@ def _logits_and_cache(spec, ids, step: int | None):
     return torch.cat(outs, dim=1), cache
 
 
-@pytest.mark.parametrize("step", [1, 3])
+@pytest.mark.parametrize("step", [1, pytest.param(3, marks=pytest.mark.slow)])
 def test_incremental_decoding_equals_the_full_pass(step):
     spec = toy()
     ids = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(1))
@@ -102,7 +102,7 @@ def _ours(name: str) -> str:
     return name
 
 
-@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("attn", ["eager", pytest.param("sdpa", marks=pytest.mark.slow)])
 def test_two_layers_equal_transformers_deepseek_v32(attn):
     """Two dense layers with the indexer keeping 5 of 12 keys: logits within 1e-5 of transformers'
     DeepseekV32ForCausalLM in float32 with the same weights, prompt and token by token."""

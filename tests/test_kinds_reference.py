@@ -111,6 +111,7 @@ def kind_specs(draw) -> ModelSpec:
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
+@pytest.mark.slow  # 120 drawn stacks; the patterns one by one are fast tests below
 @settings(max_examples=120, **SETTINGS)
 @given(kind_specs())
 def test_any_layer_pattern_analytic_equals_instantiated_tensor_by_tensor(spec):
@@ -127,6 +128,7 @@ def test_any_layer_pattern_analytic_equals_instantiated_tensor_by_tensor(spec):
         assert count_by_role(with_mtp) == count_params(spec, mtp=True).roles
 
 
+@pytest.mark.slow  # dozens of drawn stacks; the patterns one by one are fast tests below
 @settings(max_examples=60, **SETTINGS)
 @given(kind_specs(), st.integers(1, 2), st.integers(1, 9))
 def test_any_layer_pattern_forward_flops_equal_flopcountermode_on_meta(spec, batch, T):
@@ -136,6 +138,7 @@ def test_any_layer_pattern_forward_flops_equal_flopcountermode_on_meta(spec, bat
     assert all(by_component.get(c, 0) == v for c, v in analytic.components.items())
 
 
+@pytest.mark.slow  # dozens of drawn stacks; the patterns one by one are fast tests below
 @settings(max_examples=25, **SETTINGS)
 @given(kind_specs())
 def test_any_layer_pattern_runs_on_cpu_with_its_flops(spec):
@@ -147,6 +150,7 @@ def test_any_layer_pattern_runs_on_cpu_with_its_flops(spec):
     assert total == count_flops(spec, 2, 7).forward
 
 
+@pytest.mark.slow  # dozens of drawn stacks; the patterns one by one are fast tests below
 @settings(max_examples=30, **SETTINGS)
 @given(kind_specs(), st.integers(1, 4))
 def test_any_layer_pattern_decodes_with_a_cache_as_the_full_pass(spec, prompt):
@@ -359,9 +363,10 @@ def test_norm_affine_builds_layernorm_without_bias_or_weights():
 
 @pytest.mark.parametrize("mixer", [
     {"kind": "mamba", "d_inner": 64, "dt_rank": 4, "d_state": 8},
-    {"kind": "mamba2", "heads": 4, "head_dim": 16, "d_state": 8, "groups": 2},
-    {"kind": "gated_deltanet", "key_heads": 2, "value_heads": 4, "d_key": 8, "d_value_head": 8},
-], ids=lambda m: m["kind"])  # fmt: skip
+    pytest.param({"kind": "mamba2", "heads": 4, "head_dim": 16, "d_state": 8, "groups": 2}, marks=pytest.mark.slow),
+    pytest.param({"kind": "gated_deltanet", "key_heads": 2, "value_heads": 4, "d_key": 8, "d_value_head": 8},
+                 marks=pytest.mark.slow),
+], ids=["mamba", "mamba2", "gated_deltanet"])  # fmt: skip
 def test_hybrid_stacks_build_their_recurrent_mixers(mixer):
     pytest.importorskip("archspec.reference.mixers")
     spec = ModelSpec(**BASE, decoder_layers=4, position="rotary", norm="rmsnorm",

@@ -22,6 +22,7 @@ from archspec.reference.memory_measure import (  # noqa: E402
     random_batch,
     training_loss,
 )
+from archspec.vocab import ATTENTION  # noqa: E402
 
 INDEX = 8  # int64 token ids
 FP32 = 4
@@ -204,16 +205,17 @@ def check(spec, model, name, dtype, attention, recompute):
 # ---------------------------------------------------------------- saved tensors == inventory
 
 
-@pytest.mark.parametrize("layers", [2, 4])
-@pytest.mark.parametrize("attention", ["flash", "eager"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("name", ["gpt2-width", "llama-style"])
+@pytest.mark.parametrize("layers", [2, pytest.param(4, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("attention", ATTENTION)
+@pytest.mark.parametrize("dtype", [torch.float32, pytest.param(torch.bfloat16, marks=pytest.mark.slow)],
+                         ids=["fp32", "bf16"])  # fmt: skip
+@pytest.mark.parametrize("name", ["gpt2-width", pytest.param("llama-style", marks=pytest.mark.slow)])
 def test_saved_tensors_equal_the_inventory(built, name, dtype, attention, layers):
     spec, model = built(name, layers, dtype)
     check(spec, model, name, dtype, attention, "none")
 
 
-@pytest.mark.parametrize("attention", ["flash", "eager"])
+@pytest.mark.parametrize("attention", ["flash", pytest.param("eager", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", [n for n in VARIANTS if n not in ("gpt2-width", "llama-style")])
 def test_saved_tensors_equal_the_inventory_across_architectures(built, name, attention):
     spec, model = built(name, 2, torch.float32)
@@ -221,8 +223,9 @@ def test_saved_tensors_equal_the_inventory_across_architectures(built, name, att
 
 
 @pytest.mark.parametrize("recompute", ["selective", "full"])
-@pytest.mark.parametrize("attention", ["flash", "eager"])
-@pytest.mark.parametrize("name", ["gpt2-width", "llama-style", "encoder-decoder-untied-gqa"])
+@pytest.mark.parametrize("attention", ["flash", pytest.param("eager", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["gpt2-width", *(pytest.param(n, marks=pytest.mark.slow)
+                                                  for n in ("llama-style", "encoder-decoder-untied-gqa"))])  # fmt: skip
 def test_recomputation_keeps_what_the_inventory_says(built, name, attention, recompute):
     spec, model = built(name, 2, torch.float32)
     check(spec, model, name, torch.float32, attention, recompute)
@@ -237,6 +240,7 @@ def test_bf16_recomputation_keeps_what_the_inventory_says(built):
 # ---------------------------------------------------------------- rules the inventory relies on
 
 
+@pytest.mark.slow  # two models' saved tensors inventoried; test_eager_attention_stores_the_probabilities is fast
 def test_flash_keeps_no_score_matrix_and_eager_keeps_one_per_head(built):
     """The difference between the modes is the probabilities, less what the fused kernel keeps instead."""
     spec, model = built("gpt2-width", 2, torch.float32)
@@ -261,6 +265,7 @@ def test_weights_are_not_activations(built):
     operations keep: every weight matrix (a linear layer keeps its transposed weight, a view; the tied
     head keeps the embedding) and every norm parameter; not linear biases, not the position table."""
     spec, model = built("gpt2-width", 2, torch.float32)
+    model.set_execution("flash", "none")  # the shared model may come from a test that recomputed
     inputs, targets = random_batch(spec, 2, 16, None, "cpu")
 
     def measured(exclude_weights: bool) -> int:
@@ -316,7 +321,7 @@ def test_eager_attention_with_a_cache_matches_the_full_pass():
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("recompute", ["selective", "full"])
+@pytest.mark.parametrize("recompute", ["selective", pytest.param("full", marks=pytest.mark.slow)])
 def test_recomputation_gives_the_same_gradients(recompute):
     spec = VARIANTS["encoder-decoder-untied-gqa"]
     grads = {}
@@ -376,6 +381,7 @@ def test_kv_cache_bytes_follow_the_formula(built, name):
     assert measure_kv_cache(spec, B, T, src_len=S, model=model) == expected
 
 
+@pytest.mark.slow  # a large model's cache and weights, measured on meta: seconds
 def test_kv_cache_and_weights_measure_on_the_meta_device():
     """Sizes only, no memory: GPT-3 175B's bf16 cache after 2048 tokens and its bf16 weights."""
     spec = archspec.preset("gpt3-175b")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from matrix import fast_only
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -180,7 +181,7 @@ def _x(dtype=torch.float32):
 # ---------------------------------------------------------------- parity with transformers
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", fast_only(CASES, set(list(CASES)[:1])))
 def test_mixer_matches_transformers(case):
     theirs, _, _, ours = build(case)
     x = _x()
@@ -190,7 +191,7 @@ def test_mixer_matches_transformers(case):
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", fast_only(CASES, set(list(CASES)[:1])))  # each case trains a model: seconds
 def test_every_weight_matters(case):
     """The nudge-a-weight check, for every tensor: changing one element of it breaks equality."""
     theirs, _, _, ours = build(case)
@@ -224,7 +225,7 @@ def test_falcon_h1_norm_order_is_needed(case):
         assert (ours(x) - theirs(x)).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", fast_only(CASES, set(list(CASES)[:1])))
 def test_incremental_decoding_equals_full_pass(case):
     """Prefill 3 tokens, then 1, 2 and 1 at a time: the same outputs as one pass over 7."""
     _, _, _, ours = build(case)
@@ -335,7 +336,7 @@ def _nbytes(tensors) -> int:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", fast_only(CASES, set(list(CASES)[:1])))
 def test_cache_equals_transformers_cache(case, dtype):
     """After a forward over T tokens: the part's cached widths x batch x bytes (the conv state in
     the model's dtype, the recurrent state in fp32) = what the reference module keeps = what

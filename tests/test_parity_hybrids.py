@@ -19,6 +19,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.slow  # each case builds two whole models and runs both, as tests/test_parity_families.py
 
 from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.memory import kv_cache_bytes  # noqa: E402

@@ -81,8 +81,8 @@ def test_plot_json_is_the_data_drawn(run_cli, tmp_path):
 
 @pytest.mark.parametrize("kind, argv", [
     ("breakdown", ["gpt2", "bert-base"]),
-    ("memory", ["gpt2", "--gpu", "h100"]),
-    ("scaling", ["gpt2", "--vary", "d_model=384:1536:384"]),
+    pytest.param("memory", ["gpt2", "--gpu", "h100"], marks=pytest.mark.slow),
+    pytest.param("scaling", ["gpt2", "--vary", "d_model=384:1536:384"], marks=pytest.mark.slow),
 ])  # fmt: skip
 def test_png_and_svg_are_written_by_suffix(run_cli, tmp_path, kind, argv):
     png, svg = tmp_path / f"{kind}.png", tmp_path / f"{kind}.svg"

@@ -58,6 +58,7 @@ def specs(draw) -> ModelSpec:
     return ModelSpec(**data)
 
 
+@pytest.mark.slow  # dozens of drawn specs, each built (and run); one-spec tests elsewhere are fast
 @settings(max_examples=150, deadline=None)
 @given(specs())
 def test_any_valid_spec_analytic_equals_instantiated(spec):
@@ -67,6 +68,7 @@ def test_any_valid_spec_analytic_equals_instantiated(spec):
     assert compare_tensors(spec, model) == []  # every tensor, by path and shape
 
 
+@pytest.mark.slow  # dozens of drawn specs, each built (and run); one-spec tests elsewhere are fast
 @settings(max_examples=25, deadline=None)
 @given(specs())
 def test_any_valid_spec_runs_forward_on_cpu(spec):
@@ -79,6 +81,7 @@ def test_any_valid_spec_runs_forward_on_cpu(spec):
     assert out.shape == (2, T, width) and torch.isfinite(out).all()
 
 
+@pytest.mark.slow  # dozens of drawn specs, each built (and run); one-spec tests elsewhere are fast
 @settings(max_examples=60, deadline=None)
 @given(specs(), st.integers(1, 3), st.integers(1, 12), st.integers(1, 12))
 def test_any_valid_spec_forward_flops_equal_flopcountermode(spec, batch, T, S):
@@ -93,6 +96,7 @@ def test_any_valid_spec_forward_flops_equal_flopcountermode(spec, batch, T, S):
     assert all(by_component.get(c, 0) == v for c, v in analytic.components.items())
 
 
+@pytest.mark.slow  # dozens of drawn specs, each built (and run); one-spec tests elsewhere are fast
 @settings(max_examples=30, deadline=None)
 @given(specs(), st.integers(1, 3), st.integers(1, 9))
 def test_any_decoder_kv_cache_equals_the_cached_tensors(spec, batch, T):

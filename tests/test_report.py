@@ -60,6 +60,7 @@ class Resources(HTMLParser):
                 self.loads.append(f"{tag} {key}={a[key]}")
 
 
+@pytest.mark.slow  # a browser renders the page: seconds
 def test_page_loads_nothing_from_elsewhere(page):
     text = page.read_text(encoding="utf-8")
     parser = Resources()
@@ -97,6 +98,7 @@ def render(page, tmp_path, width: int):
     return json.loads(html.unescape(m.group(1)))
 
 
+@pytest.mark.slow  # a browser renders the page: seconds
 @pytest.mark.parametrize("width", [1280, 700])
 def test_rendered_page_has_every_section_and_fits_the_window(page, tmp_path, width):
     r = render(page, tmp_path, width)
@@ -109,6 +111,7 @@ def test_rendered_page_has_every_section_and_fits_the_window(page, tmp_path, wid
     assert all(s["width"] > 200 and s["height"] > 100 and s["right"] <= r["viewport"] for s in r["svgs"])
 
 
+@pytest.mark.slow  # a browser renders the page: seconds
 def test_rendered_text_holds_the_library_numbers(page, tmp_path):
     text = render(page, tmp_path, 1280)["text"]
     for name in MODELS:
@@ -125,6 +128,7 @@ def test_rendered_text_holds_the_library_numbers(page, tmp_path):
     assert "Parameters by component (total beside each model)" in text  # SVG text, rendered as text
 
 
+@pytest.mark.slow  # a browser renders the page: seconds
 def test_screenshot_is_the_window_size(page, tmp_path):
     shot = tmp_path / "shot.png"
     subprocess.run(

@@ -7,6 +7,7 @@ from typing import get_args
 
 import pytest
 
+import archspec
 from archspec import vocab
 from archspec.cli import build_parser
 from archspec.fit import TASKS
@@ -134,3 +135,48 @@ def test_the_planner_and_the_reference_fall_back_alike():
     assert attention_mode(toy, "flash") == "flash"
     assert attention_mode(toy.replace(attention={"kind": "standard", "softcap": 30.0}), "flash") == "eager"
     assert attention_mode(toy.replace(d_value=4), "flash") == "eager"
+
+
+def test_what_each_recompute_mode_keeps_is_named_from_the_vocabulary():
+    """The description's kept-sets (archspec.entries) are subsets of the recompute modes, every mode
+    keeps a layer's input (LAYER or CHECKPOINT), and the published approximation answers every mode."""
+    from archspec import entries
+    from archspec.memory import korthikanti_bytes_per_layer
+
+    for kept in (entries.LAYER, entries.SCORES, entries.SELECTIVE, entries.CHECKPOINT):
+        assert set(kept) <= set(vocab.RECOMPUTE), kept
+    assert entries.ALWAYS == vocab.RECOMPUTE
+    assert set(entries.LAYER) | set(entries.CHECKPOINT) == set(vocab.RECOMPUTE)
+    gpt2 = archspec.preset("gpt2")
+    assert [korthikanti_bytes_per_layer(gpt2, 1, 1024, r) > 0 for r in vocab.RECOMPUTE] == [True] * 3
+
+
+def test_every_part_of_every_preset_has_a_component_and_role_of_the_vocabulary():
+    from archspec.blocks import describe
+    from archspec.params import count_params
+
+    for name in archspec.presets():
+        spec = archspec.preset(name)
+        parts = describe(spec)
+        assert {p.component for p in parts} <= set(vocab.COMPONENTS), name
+        assert {p.role for p in parts} <= set(vocab.ROLES), name
+        assert tuple(count_params(spec).components) == vocab.COMPONENTS, name
+
+
+def test_the_reference_modules_are_tagged_from_the_vocabulary():
+    """Every component and role tag on the reference model's modules (and their own parameters filed
+    elsewhere) is a name of archspec.vocab, for models with experts, shared experts and a router."""
+    pytest.importorskip("torch")
+    from archspec.reference import build
+
+    moe = archspec.ModelSpec(name="toy-moe", vocab_size=64, d_model=32, n_heads=4, decoder_layers=2, max_positions=16,
+                             mlp={"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 8, "d_shared": 8,
+                                  "correction_bias": True, "expert_scales": True, "router_norm": True,
+                                  "dense_layers": 1},
+                             )  # fmt: skip
+    for name, spec in (("toy-moe", moe), ("gpt2", archspec.preset("gpt2")), ("bert", archspec.preset("bert-base"))):
+        for _, module in build(spec, device="meta").named_modules():
+            for tag, vocabulary in (("component", vocab.COMPONENTS), ("role", vocab.ROLES)):
+                value = getattr(module, tag, None)
+                assert value is None or value in vocabulary, (name, type(module).__name__, value)
+                assert set(getattr(module, f"parameter_{tag}s", {}).values()) <= set(vocabulary)

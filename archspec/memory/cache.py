@@ -1,0 +1,58 @@
+"""The KV cache and recurrent states: what each cached entry of the description holds (archspec/memory).
+
+Per layer, n_kv_heads x (d_head + d_value) x cached length x batch x bytes, the cached length being
+the sequence, a sliding window or a chunk; a recurrent mixer's constant state per sequence; plus the
+cross-attention keys and values over the source for an encoder-decoder; in kv_cache_dtype(dtype):
+the dtype asked for, except a weight-only format, whose cache stays in bf16.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from archspec.blocks import Cached, Lengths, describe
+from archspec.checks import check_args
+from archspec.memory.storage import DTYPE_BYTES, STORAGE, canonical_dtype, canonical_format, dtype_bytes, nbytes
+from archspec.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from archspec.memory.parallel import Slot
+
+
+def kv_cache_dtype(dtype: str) -> str:
+    """The one policy for the KV cache's dtype: the dtype asked for, except a weight-only format (int4
+    as GPTQ and AWQ store it, nf4, mxfp4, the GGUF kinds), whose keys and values stay in bf16. Every
+    command and function asks this one."""
+    key = canonical_format(dtype, "dtype") if isinstance(dtype, str) and dtype.strip().lower() in STORAGE else None
+    key = key or canonical_dtype(dtype)
+    return "bf16" if STORAGE[key].quantised else key
+
+
+def kv_stage_bytes(spec: ModelSpec, slots: list[Slot], batch: int, tokens: int, dtype: str) -> Fraction:
+    """Cache bytes of `batch` sequences of `tokens` tokens held by the parts of one pipeline stage, in
+    kv_cache_dtype(dtype) (a recurrent state kept in fp32 in fp32)."""
+    lengths = Lengths(batch, tokens, tokens if spec.encoder_layers else None)
+    per = dtype_bytes(kv_cache_dtype(dtype))
+    return sum((s.layers * batch * c.values(lengths, s.part.stack) * cached_bytes(c, per) for s in slots
+                if s.part.layered for c in s.part.cached), Fraction(0))  # fmt: skip
+
+
+def kv_cache_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16", src_len: int | None = None) -> int:
+    """Keys and values cached for `batch` sequences of `seq_len` (and, cross-attention, `src_len`)
+    tokens, in kv_cache_dtype(dtype): a sum over the model's cached entries."""
+    check_args("kv_cache_bytes", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, src_len=src_len)
+    lengths = Lengths(batch, seq_len, (src_len if src_len is not None else seq_len) if spec.encoder_layers else None)
+    per = dtype_bytes(kv_cache_dtype(dtype))
+    return nbytes(sum(part.repeat * batch * c.values(lengths, part.stack) * cached_bytes(c, per)
+                      for part in describe(spec) for c in part.cached), 1)  # fmt: skip
+
+
+def cached_bytes(c: Cached, per: Fraction) -> Fraction:
+    """Bytes per cached value: the cache's dtype, or fp32 for a state kept in fp32 (recurrent states)."""
+    return DTYPE_BYTES["fp32"] if c.dtype == "fp32" else per
+
+
+def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16") -> int:
+    """Cache per (target) token of one sequence, one source token per target token for an encoder-decoder."""
+    return kv_cache_bytes(spec, 1, 1, dtype, 1 if spec.kind == "encoder-decoder" else None)

@@ -1,0 +1,255 @@
+"""Where the weights sit: pipeline stages, Megatron-LM's tensor-parallel splits, expert parallelism,
+ZeRO/FSDP shards, and the layouts a number of devices allows (archspec/memory).
+
+ZeRO stage 1 divides optimizer states by the data-parallel degree, stage 2 also gradients, stage 3
+also weights; tensor and pipeline parallel degrees divide the weights, gradients and optimizer
+states. Each tensor is held in its storage format (archspec.memory.storage.STORAGE).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import NamedTuple
+
+from archspec.blocks import AttentionShape, Linear, Part, describe, stack_shapes
+from archspec.checks import check_args
+from archspec.errors import SpecError
+from archspec.memory.storage import STORAGE, canonical_format, dtype_bytes, nbytes
+from archspec.params import count_params
+from archspec.spec import ModelSpec
+from archspec.vocab import ZERO_STAGES
+
+# Tensor parallelism (Megatron-LM): column-parallel maps split their output rows, row-parallel maps
+# their input columns (their biases stay whole); vocabulary tables split their rows; norms, position
+# tables and token types stay whole on every rank.
+COLUMN_PARALLEL = ("qkv", "q", "kv", "gate", "up", "q_a", "q_b", "kv_a", "kv_b", "router")
+ROW_PARALLEL = ("out", "down")
+
+
+def more_bits_layers(part: Part, lo: int, hi: int) -> int:
+    """How many of the part's layers among lo .. hi - 1 use_more_bits picks: the first n/8 and the last
+    n/8 layers, and every third in between ((i - n/8) % 3 == 2), counted over the kind's placement."""
+    n, where, kind = part.stack.layers, part.group.placement, part.kind
+    a, b = n // 8, 7 * n // 8
+    return (where.count_in(kind, lo, min(hi, a)) + where.count_in(kind, max(lo, b), hi)
+            + where.count_in(kind, max(lo, a), min(hi, b), 3, a + 2))  # fmt: skip
+
+
+class Slot(NamedTuple):
+    """One part on one pipeline stage: the layers lo .. hi - 1 of its stack that the stage holds (0, 1
+    for a part outside the blocks), of which `layers` have the part's kind."""
+
+    part: Part
+    lo: int
+    hi: int
+    layers: int = 1
+
+    @property
+    def copies(self) -> int:
+        if not self.part.holds:
+            return 0
+        return min(self.layers, 1) if self.part.shared else self.layers
+
+
+def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1) -> list[list[Slot]]:
+    """The parts of each of `pipeline_parallel` stages: stage s holds layers s·k .. (s + 1)·k - 1 of all
+    the stacks' layers in data-flow order, k = ceil(layers / p); a part outside the blocks sits with the
+    next block (embeddings on the first stage, final norm and head on the last); a tied head keeps a
+    copy of its table on the last stage (as Megatron-LM does) when p > 1."""
+    parts = [p for p in describe(spec)]
+    total = spec.n_layers
+    k = -(-total // pipeline_parallel)
+    offsets, at = {}, 0
+    for st in stack_shapes(spec):
+        offsets[st.name] = at
+        at += st.layers
+    stages: list[list[Slot]] = [[] for _ in range(pipeline_parallel)]
+    pending: list[Part] = []
+    for part in parts:
+        if not part.layered:
+            pending.append(part)
+            continue
+        g0, depth = offsets[part.stack.name], part.stack.layers
+        for s in range(pipeline_parallel):
+            lo, hi = max(g0, s * k) - g0, min(g0 + depth, (s + 1) * k) - g0
+            n = part.group.placement.count_in(part.kind, lo, hi) if lo < hi else 0
+            if n:
+                stages[s] += [Slot(p, 0, 1) for p in pending]
+                pending = []
+                stages[s].append(Slot(part, lo, hi, n))
+    stages[-1] += [Slot(p, 0, 1) for p in pending]
+    head = next((p for p in parts if p.role == "head"), None)
+    tied = head is not None and any(isinstance(e, Linear) and e.tied for e in head.entries)
+    if pipeline_parallel > 1 and tied:
+        stages[-1] += [Slot(p, 0, 1) for p in parts if p.path == "embed"]
+    return stages
+
+
+def module_name(part: Part, entry_name: str) -> str:
+    return ".".join(n for n in (part.path, entry_name) if n).rsplit(".", 1)[-1]
+
+
+def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_parallel: int = 1,
+               expert_parallel: int = 1, tied_table: bool = False) -> Fraction:  # fmt: skip
+    """Bytes one device holds of `slot`: every tensor in its format (STORAGE), split as Megatron-LM splits
+    it over `tensor_parallel` devices, a routed expert stack over `expert_parallel` devices.
+    `tied_table`: the token table also serves as the head (a quantised format may store it as the head)."""
+    part, n = slot.part, slot.copies
+    if not n:
+        return Fraction(0)
+    fmt = experts if (experts and part.role == "expert") else weights
+    f = STORAGE[fmt]
+
+    def bits(kind: str) -> Fraction:  # kind: matrix, table, head, vector, router
+        if not f.quantised:
+            return f.bits
+        name = {"matrix": None, "table": f.tables, "head": f.head, "vector": f.vectors, "router": f.router}[kind]
+        return STORAGE[name or fmt].bits
+
+    t = tensor_parallel
+    out = Fraction(0)
+    for e in part.entries:
+        module = module_name(part, e.name)
+        copies = getattr(e, "copies", 1)
+        for leaf, shape in e.tensors():
+            shape = list(shape)
+            if copies > 1:  # a stack of routed experts: (copies, n_out[, n_in])
+                if part.role == "expert":
+                    shape[0] = -(-shape[0] // expert_parallel)
+                body = shape[1:]
+            else:
+                body = shape
+            if t > 1 and module in ROW_PARALLEL:
+                if leaf == "weight":
+                    body[-1] = -(-body[-1] // t)
+            elif t > 1 and (module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head")):
+                body[0] = -(-body[0] // t)
+            shape = shape[:1] + body if copies > 1 else body
+            values = 1
+            for x in shape:
+                values *= x
+            if len(body) == 1:
+                kind = "vector"
+            elif part.role == "embedding":
+                kind = "head" if tied_table and module == "embed" else "table"
+            else:
+                kind = "head" if part.role == "head" else "router" if part.role == "router" else "matrix"
+            out += values * bits(kind) * n
+            more_bits = f.more_bits and kind == "matrix" and leaf == "weight" and part.layered
+            if more_bits and module in ("down", "qkv", "kv"):
+                more = STORAGE[f.more_bits].bits - f.bits
+                picked = more_bits_layers(part, slot.lo, slot.hi)
+                if module == "down":
+                    out += picked * values * more
+                elif part.component in ("attention", "cross_attention"):  # the value rows of the fused projection
+                    v = AttentionShape.of(part.group.spec).v
+                    v = -(-v // t) if t > 1 else v
+                    out += picked * v * shape[-1] * more
+    return out / 8
+
+
+def _head_tied(spec: ModelSpec) -> bool:
+    return spec.head.kind != "none" and spec.tie_embeddings
+
+
+def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | None = None, tensor_parallel: int = 1,
+                         expert_parallel: int = 1, pipeline_parallel: int = 1) -> int:  # fmt: skip
+    """Bytes of weights on the largest device, each tensor in its storage format (STORAGE: `weights`
+    for all, `experts` for the routed experts when given), split over tensor, expert and pipeline
+    parallel devices."""
+    w = canonical_format(weights)
+    x = canonical_format(experts, "--experts") if experts else None
+    tied = _head_tied(spec)
+    return max(
+        math.ceil(sum(slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied) for s in stage))
+        for stage in stage_slots(spec, pipeline_parallel)
+    )
+
+
+def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
+    """All parameters stored in `dtype` (a quantised one as STORAGE says which tensors it holds)."""
+    check_args("weights_bytes", spec=spec, dtype=dtype)
+    key = canonical_format(dtype, "dtype")
+    if not STORAGE[key].quantised:
+        return nbytes(count_params(spec).total, dtype_bytes(key))
+    return stored_weights_bytes(spec, key)
+
+
+COLUMN_PARALLEL = ("qkv", "q", "kv", "gate", "up", "q_a", "q_b", "kv_a", "kv_b", "router")
+ROW_PARALLEL = ("out", "down")
+
+
+def rank_elements(spec: ModelSpec, shards: int, tensor_parallel: int = 1) -> int:
+    """Parameter elements the largest rank holds: each tensor split `tensor_parallel` ways as
+    Megatron-LM splits it, then its dimension 0 split `shards` ways as FSDP2 (ZeRO-3) shards it —
+    ceil(rows / shards) rows on the first rank, which every rank pads to."""
+    total = 0
+    for part in describe(spec):  # one copy of each part times its copies: the cost follows the kinds, not the depth
+        for entry in part.entries:
+            for leaf, shape in entry.tensors():
+                module = module_name(part, entry.name)
+                shape = list(shape)
+                if tensor_parallel > 1:
+                    if module in ROW_PARALLEL:
+                        if leaf == "weight":
+                            shape[-1] = -(-shape[-1] // tensor_parallel)
+                    elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
+                        shape[0] = -(-shape[0] // tensor_parallel)
+                shape[0] = -(-shape[0] // shards)
+                n = 1
+                for s in shape:
+                    n *= s
+                total += part.copies * n
+    return total
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """How `gpus` devices split one model: data x tensor x pipeline parallel, with a ZeRO stage."""
+
+    gpus: int
+    data_parallel: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    zero_stage: int
+
+
+def parallel_layout(spec: ModelSpec, gpus: int = 1, tensor_parallel: int = 1, pipeline_parallel: int = 1,
+                    zero_stage: int = 0) -> ParallelLayout:  # fmt: skip
+    """`gpus` split into data-parallel replicas of tensor x pipeline parallel groups, checked against the
+    model: tensor parallelism splits heads, key/value heads and the MLP width; each pipeline stage
+    needs at least one layer. A layout that cannot be is a SpecError naming the numbers."""
+    for what, n in (("gpus", gpus), ("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise SpecError(f"{what} must be a positive whole number, got {n!r}")
+    if zero_stage not in ZERO_STAGES:
+        raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    if gpus % (tensor_parallel * pipeline_parallel):
+        raise SpecError(
+            f"gpus={gpus} is not divisible by tensor_parallel={tensor_parallel} x pipeline_parallel={pipeline_parallel}"
+        )
+    check_split(spec, tensor_parallel, pipeline_parallel)
+    return ParallelLayout(gpus, gpus // (tensor_parallel * pipeline_parallel), tensor_parallel, pipeline_parallel,
+                          zero_stage)  # fmt: skip
+
+
+def check_split(spec: ModelSpec, tensor_parallel: int, pipeline_parallel: int) -> None:
+    """Tensor parallelism t splits query heads, key/value heads and d_ff t ways (Megatron-LM's column
+    and row split); pipeline parallelism p needs at least p layers."""
+    if tensor_parallel > 1:
+        from archspec.layers import kind_specs
+
+        for k in kind_specs(spec):  # every kind's widths (Gemma 4: other heads on its global layers)
+            for what, n in (("n_heads", k.n_heads), ("n_kv_heads", k.n_kv_heads), ("d_ff", k.d_ff)):
+                if n % tensor_parallel:
+                    raise SpecError(
+                        f"tensor_parallel={tensor_parallel} does not divide {what}={n} of {spec.name}; "
+                        f"tensor parallelism splits {what} evenly across devices"
+                    )
+    if pipeline_parallel > spec.n_layers:
+        raise SpecError(
+            f"pipeline_parallel={pipeline_parallel} is more stages than {spec.name} has layers ({spec.n_layers}); "
+            "each stage needs at least one layer"
+        )
