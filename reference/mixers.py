@@ -75,41 +75,55 @@ def run_scan(scan, cache: dict | None, *inputs: torch.Tensor):
     return scan(*inputs)
 
 
+def steps(x: torch.Tensor) -> range:
+    """The time steps a scan runs over x (B, T, ...): every one; on the meta device, where tensors hold no
+    values, the first only. A step is element-wise (no FLOPs for FlopCounterMode, nothing autograd keeps
+    under checkpoint), so one step gives the output's and state's shapes and the graph, and a 262,144-token
+    meta pass (verify at max_positions) costs what a one-token pass does."""
+    return range(1) if x.is_meta else range(x.shape[1])
+
+
+def stacked(outputs: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """The per-step outputs as (B, T, ...); on the meta device the one step computed, broadcast over T."""
+    y = torch.stack(outputs, dim=1)
+    return y.expand(y.shape[0], x.shape[1], *y.shape[2:]) if x.is_meta else y
+
+
 def mamba_scan(u, dt, A, B, C, h):
     """h_t = exp(dt_t A) h_{t-1} + dt_t B_t u_t, y_t = C_t h_t per channel: u, dt (B, T, I); A (I, N);
     B, C (B, T, N); h (B, I, N). Returns y (B, T, I) and the last h."""
     ys = []
-    for t in range(u.shape[1]):
+    for t in steps(u):
         decay = torch.exp(dt[:, t, :, None] * A)  # (B, I, N)
         x = dt[:, t, :, None] * B[:, t, None, :] * u[:, t, :, None]  # (B, I, N)
         h = decay * h + x
         ys.append((h * C[:, t, None, :]).sum(-1))  # (B, I)
-    return torch.stack(ys, dim=1), h
+    return stacked(ys, u), h
 
 
 def mamba2_scan(x, dt, A, B, C, h):
     """Mamba-2's recurrence with a scalar decay per head: h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_tᵀ,
     y_t = h_t C_t: x (B, T, H, P); dt (B, T, H); A (H,); B, C (B, T, H, N); h (B, H, P, N)."""
     ys = []
-    for t in range(x.shape[1]):
+    for t in steps(x):
         decay = torch.exp(dt[:, t] * A)[..., None, None]  # (B, H, 1, 1)
         inp = (dt[:, t, :, None] * B[:, t])[:, :, None, :] * x[:, t, ..., None]  # (B, H, P, N)
         h = h * decay + inp
         ys.append((h * C[:, t, :, None, :]).sum(-1))  # (B, H, P)
-    return torch.stack(ys, dim=1), h
+    return stacked(ys, x), h
 
 
 def deltanet_scan(q, k, v, g, beta, S):
     """The gated delta rule: S_t = exp(g_t) S_{t-1} + k_t (beta_t (v_t - S_{t-1}ᵀ k_t))ᵀ after the
     decay, o_t = S_tᵀ q_t: q, k (B, T, H, dk); v (B, T, H, dv); g, beta (B, T, H); S (B, H, dk, dv)."""
     outs = []
-    for t in range(q.shape[1]):
+    for t in steps(q):
         S = S * torch.exp(g[:, t])[..., None, None]
         remembered = (S * k[:, t, ..., None]).sum(-2)  # (B, H, dv)
         delta = (v[:, t] - remembered) * beta[:, t, :, None]  # (B, H, dv)
         S = S + k[:, t, ..., None] * delta[:, :, None, :]  # (B, H, dk, dv)
         outs.append((S * q[:, t, ..., None]).sum(-2))  # (B, H, dv)
-    return torch.stack(outs, dim=1), S
+    return stacked(outs, q), S
 
 
 # ---------------------------------------------------------------- the mixers
