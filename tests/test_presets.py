@@ -201,12 +201,12 @@ HF_DATA = Path(__file__).resolve().parent / "data" / "hf"
 # preset -> the released config.json (tests/data/hf/, sources in SOURCES.md) it is typed from
 TYPED_FROM_A_RELEASED_CONFIG = {
     "qwen3-0.6b": "qwen3-0.6b", "qwen3-8b": "qwen3-8b", "qwen3-32b": "qwen3-32b", "qwen3-30b-a3b": "qwen3-30b-a3b",
-    "qwen3-235b-a22b": "qwen3-235b-a22b",
+    "qwen3-235b-a22b": "qwen3-235b-a22b", "qwen3-next-80b-a3b": "qwen3-next-80b-a3b-thinking",
     "llama-3.2-1b": "llama-3.2-1b", "llama-3.2-3b": "llama-3.2-3b", "llama-4-scout": "llama-4-scout-17b-16e-instruct",
     "llama-4-maverick": "llama-4-maverick-17b-128e-instruct", "gpt-oss-20b": "gpt-oss-20b",
     "gpt-oss-120b": "gpt-oss-120b",
     "deepseek-v3": "deepseek-v3", "deepseek-v3.2": "deepseek-v3.2", "glm-4.5-air": "glm-4.5-air", "phi-4": "phi-4",
-    "kimi-k2": "kimi-k2-instruct", "minimax-m2": "minimax-m2.5",
+    "kimi-k2": "kimi-k2-instruct", "minimax-m2": "minimax-m2.5", "nemotron-h-56b": "nemotron-h-56b-base-8k",
     "olmo-2-13b": "olmo-2-1124-13b", "gemma-2-27b": "gemma-2-27b",
 }  # fmt: skip
 
