@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Literal
@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from archspec.errors import SpecError, clip, describe_validation_error, did_you_mean, shown
 from archspec.limits import MAX_EXPONENT, float_or_int
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 
 SUFFIX = {"K": 3, "M": 6, "B": 9, "T": 12}  # powers of ten
@@ -210,20 +211,30 @@ def status_of(computed, claimed, precision) -> tuple[str, float | int]:
     return ("near" if abs(deviation) <= NEAR else "off"), deviation
 
 
+def _number(d: Decimal) -> int | float:
+    return int(d) if d == d.to_integral_value() else float_or_int(d)
+
+
 @dataclass(frozen=True)
 class Assessment:
-    """A claim measured against the spec: the computed value, deviation, status and what-ifs."""
+    """A claim measured against the spec: the computed value, deviation, status and what-ifs. Its JSON
+    record is its fields, in this order, with the claim's quantity, printed figure, source and
+    explanation."""
 
-    claim: Claim
-    claimed: Decimal
-    precision: Decimal
+    claim: Claim = field(metadata=rendered(expand=("quantity",)))
+    claimed: Decimal = field(metadata=rendered(convert=_number))
+    precision: Decimal = field(metadata=rendered(hidden=True))
     computed: int | float
     deviation: float
     status: str
-    method_note: str
-    what_if: dict[str, Any] | None = None
-    implied: dict[str, Any] | None = None
-    using_params: dict[str, Any] | None = None
+    method_note: str = field(metadata=rendered("method"))
+    what_if: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
+    implied: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
+    using_params: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
+
+    @property
+    def explanation(self) -> str:
+        return self.claim.explanation or ""
 
     @property
     def explained(self) -> bool:
@@ -234,26 +245,8 @@ class Assessment:
         return self.status == "off" and not self.explained
 
     def to_dict(self) -> dict[str, Any]:
-        c = self.claim
-        out: dict[str, Any] = {
-            "quantity": c.quantity,
-            "claimed": _number(self.claimed),
-            "printed": c.printed,
-            "source": c.source,
-            "computed": self.computed,
-            "deviation": self.deviation,
-            "status": self.status,
-            "explanation": c.explanation or "",
-            "method": self.method_note,
-        }
-        for key in ("what_if", "implied", "using_params"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        return out
-
-
-def _number(d: Decimal) -> int | float:
-    return int(d) if d == d.to_integral_value() else float_or_int(d)
+        return record(self, derived=(("claim.printed", "claimed"), ("claim.source", "claimed"),
+                                     ("explanation", "status")))  # fmt: skip
 
 
 def compute(spec: ModelSpec, claim: Claim) -> tuple[int | float, str]:

@@ -5,60 +5,41 @@ The planning columns of `archspec compare`, as data a script can read; the CLI r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from archspec.flops import count_flops, exact_number
 from archspec.memory import kv_cache_bytes_per_token, kv_cache_dtype, training_bytes_per_param, weights_bytes
 from archspec.params import ParamCount, count_params
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison:
-    """One model's row: its shape, exact counts and the planning figures at `seq_len` in `dtype`."""
+    """One model's row: its shape, exact counts and the planning figures at `seq_len` in `dtype`. Its
+    JSON record is the spec's shape, the count's totals and the fields below, in this order."""
 
-    spec: ModelSpec
-    count: ParamCount
+    spec: ModelSpec = field(metadata=rendered(expand=(
+        "name", "kind", "encoder_layers", "decoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff",
+        "vocab_size", "max_positions")))  # fmt: skip
+    count: ParamCount = field(metadata=rendered(expand=("total", "active", "non_embedding", "estimate", "components")))
     seq_len: int
+    seq_len_clamped: bool = False  # the asked length was beyond the model's context, so its context was used
+    forward_per_token: Fraction = field(metadata=rendered(convert=exact_number))
+    training_per_token: Fraction = field(metadata=rendered(convert=exact_number))
     dtype: str
-    forward_per_token: Fraction
-    training_per_token: Fraction
     weights_bytes: int
     training_bytes_per_param: float
     kv_cache_bytes_per_token: int
-    seq_len_clamped: bool = False  # the asked length was beyond the model's context, so its context was used
+
+    @property
+    def kv_cache_dtype(self) -> str:
+        return kv_cache_dtype(self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
-        s, c = self.spec, self.count
-        return {
-            "name": s.name,
-            "kind": s.kind,
-            "encoder_layers": s.encoder_layers,
-            "decoder_layers": s.decoder_layers,
-            "d_model": s.d_model,
-            "n_heads": s.n_heads,
-            "n_kv_heads": s.n_kv_heads,
-            "d_head": s.d_head,
-            "d_ff": s.d_ff,
-            "vocab_size": s.vocab_size,
-            "max_positions": s.max_positions,
-            "total": c.total,
-            "active": c.active,
-            "non_embedding": c.non_embedding,
-            "estimate": c.estimate,
-            "components": dict(c.components),
-            "seq_len": self.seq_len,
-            "seq_len_clamped": self.seq_len_clamped,
-            "forward_per_token": exact_number(self.forward_per_token),
-            "training_per_token": exact_number(self.training_per_token),
-            "dtype": self.dtype,
-            "weights_bytes": self.weights_bytes,
-            "training_bytes_per_param": self.training_bytes_per_param,
-            "kv_cache_dtype": kv_cache_dtype(self.dtype),
-            "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
-        }
+        return record(self, derived=(("kv_cache_dtype", "training_bytes_per_param"),))
 
 
 DEFAULT_SEQ_LEN = 4096

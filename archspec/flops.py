@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import ClassVar
 
 from archspec.blocks import AttentionShape, describe
 from archspec.checks import check_args
@@ -28,6 +29,7 @@ from archspec.entries import NON_MATMUL_CATEGORIES, Lengths, Work
 from archspec.errors import SpecError
 from archspec.limits import float_or_int
 from archspec.params import ParamCount, count_params
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 
 PF_DAY = 10**15 * 24 * 3600  # one petaFLOP/s sustained for a day: 8.64e19 FLOPs
@@ -45,23 +47,32 @@ NOT_MODELLED = (
 )
 
 
+def exact_number(x: Fraction) -> int | float:
+    """An int when the fraction is whole, else the nearest float."""
+    return int(x) if x.denominator == 1 else float_or_int(x)
+
+
 @dataclass(frozen=True)
 class FlopCount:
-    """Exact forward matmul FLOPs for one workload, by component and operation."""
+    """Exact forward matmul FLOPs for one workload, by component and operation. Its JSON record is its
+    fields and the figures to_dict derives; causal_half shows as attention_scores."""
 
     name: str
     batch: int
     seq_len: int
-    src_len: int | None
+    src_len: int | None = field(metadata=rendered(omit_none=True))
     forward: int
     components: dict[str, int]
     operations: dict[str, int]
-    non_matmul: dict[str, int]
-    causal_half: bool = False
-    params: int = 0
+    non_matmul: dict[str, int] = field(metadata=rendered("non_matmul_estimate"))
+    causal_half: bool = field(default=False, metadata=rendered(hidden=True))
+    params: int = field(default=0, metadata=rendered(hidden=True))
     approximations: dict[str, dict] = field(default_factory=dict)
     # '{stack}.{kind}' -> {"layers": how many, "forward_per_layer": exact matmul FLOPs of one such layer}
     kinds: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    unit: ClassVar[str] = "FLOPs (2 per multiply-accumulate); macs = FLOPs / 2, fvcore's 'flop'"
+    not_modelled: ClassVar[tuple[str, ...]] = NOT_MODELLED
 
     @property
     def tokens(self) -> int:
@@ -89,35 +100,25 @@ class FlopCount:
         return Fraction(self.training, self.tokens)
 
     @property
-    def non_matmul_total(self) -> int:
+    def non_matmul_estimate_total(self) -> int:
         return sum(self.non_matmul.values())
+
+    @property
+    def attention_scores(self) -> str:
+        """Which query-key pairs attention counts."""
+        return "causal half" if self.causal_half else "full matrix"
 
     def training_for(self, tokens: int) -> int:
         """Exact training FLOPs for `tokens` (target) tokens at this sequence length, rounded to an int."""
         return round(self.training_per_token * tokens)
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "batch": self.batch,
-            "seq_len": self.seq_len,
-            **({"src_len": self.src_len} if self.src_len is not None else {}),
-            "forward": self.forward,
-            "forward_per_token": exact_number(self.forward_per_token),
-            "backward": self.backward,
-            "training": self.training,
-            "training_per_token": exact_number(self.training_per_token),
-            "macs": self.macs,
-            "unit": "FLOPs (2 per multiply-accumulate); macs = FLOPs / 2, fvcore's 'flop'",
-            "attention_scores": "causal half" if self.causal_half else "full matrix",
-            "components": dict(self.components),
-            "operations": dict(self.operations),
-            "non_matmul_estimate": dict(self.non_matmul),
-            "non_matmul_estimate_total": self.non_matmul_total,
-            "not_modelled": list(NOT_MODELLED),
-            "approximations": {k: dict(v) for k, v in self.approximations.items()},
-            "kinds": {k: dict(v) for k, v in self.kinds.items()},
-        }
+        return record(self, derived=(
+            ("forward_per_token", "forward", exact_number), ("backward", "forward"), ("training", "forward"),
+            ("training_per_token", "forward", exact_number), ("macs", "forward"), ("unit", "forward"),
+            ("attention_scores", "forward"),
+            ("non_matmul_estimate_total", "non_matmul"), ("not_modelled", "non_matmul"),
+        ))  # fmt: skip
 
 
 def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: int | None) -> Lengths:
@@ -139,11 +140,6 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
                     f"{what}={n} is longer than the learned position table (max_positions={spec.max_positions})"
                 )
     return Lengths(batch, T, S)
-
-
-def exact_number(x: Fraction) -> int | float:
-    """An int when the fraction is whole, else the nearest float."""
-    return int(x) if x.denominator == 1 else float_or_int(x)
 
 
 def count_flops(

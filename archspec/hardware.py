@@ -13,25 +13,29 @@ from dataclasses import dataclass
 
 from archspec.checks import check_args
 from archspec.errors import SpecError, did_you_mean, shown
+from archspec.records import record
 
 # the math precisions an accelerator's peak is read for (Accelerator.peak; flops --dtype)
 MATH_DTYPES = ("fp32", "bf16", "fp16")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Accelerator:
+    """One accelerator's published peaks and memory, with sources; its JSON record is its fields, in this
+    order, with memory_bytes after memory_gib."""
+
     name: str
     title: str
     bf16_tflops: float | None  # dense; None where the chip has no bf16 tensor path
     fp16_tflops: float | None  # dense; None where the vendor publishes no fp16 matrix peak
     fp32_tflops: float | None  # dense fp32 (not TF32); None where the vendor publishes none
-    memory_gib: float
-    source: str
-    bandwidth_gbs: float  # peak memory bandwidth, GB/s (10^9 bytes per second), as the vendor prints it
-    bandwidth_source: str
-    interconnect_gbs: float | None = None  # device-to-device bandwidth, GB/s per direction per GPU (vendor figure)
-    interconnect_source: str = ""
     fp8_tflops: float | None = None  # dense fp8 matrix peak; None where the chip has no fp8 tensor path
+    memory_gib: float
+    bandwidth_gbs: float  # peak memory bandwidth, GB/s (10^9 bytes per second), as the vendor prints it
+    interconnect_gbs: float | None = None  # device-to-device bandwidth, GB/s per direction per GPU (vendor figure)
+    source: str
+    bandwidth_source: str
+    interconnect_source: str = ""
 
     @property
     def memory_bytes(self) -> int:
@@ -56,21 +60,7 @@ class Accelerator:
         return value * 1e12
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "bf16_tflops": self.bf16_tflops,
-            "fp16_tflops": self.fp16_tflops,
-            "fp32_tflops": self.fp32_tflops,
-            "fp8_tflops": self.fp8_tflops,
-            "memory_gib": self.memory_gib,
-            "memory_bytes": self.memory_bytes,
-            "bandwidth_gbs": self.bandwidth_gbs,
-            "interconnect_gbs": self.interconnect_gbs,
-            "source": self.source,
-            "bandwidth_source": self.bandwidth_source,
-            "interconnect_source": self.interconnect_source,
-        }
+        return record(self, derived=(("memory_bytes", "memory_gib"),))
 
 
 _NVLINK3 = "NVLink 3: 600 GB/s total (both directions) = 300 GB/s per direction"
@@ -83,119 +73,206 @@ _TPU_FP32 = "fp32: no published figure, bf16/4 assumed (fp32 matmuls run as seve
 ACCELERATORS = {
     a.name: a
     for a in (
-        Accelerator("v100", "NVIDIA V100 SXM2", None, 125.0, 15.7, 32,
-                    "NVIDIA Tesla V100 datasheet: 125 TFLOPS tensor (fp16), 15.7 TFLOPS fp32",
-                    900.0, "NVIDIA Tesla V100 datasheet: SXM2 HBM2 bandwidth 900 GB/s",
-                    150.0, "NVIDIA Tesla V100 datasheet: NVLink 2: 300 GB/s total = 150 GB/s per direction"),
-        Accelerator("a100-40gb", "NVIDIA A100 40GB SXM4", 312.0, 312.0, 19.5, 40,
-                    "NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5",
-                    1555.0, "NVIDIA A100 datasheet: A100 40GB SXM HBM2 bandwidth 1,555 GB/s",
-                    300.0, f"NVIDIA A100 datasheet: {_NVLINK3}"),
-        Accelerator("a100", "NVIDIA A100 80GB SXM4", 312.0, 312.0, 19.5, 80,
-                    "NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5",
-                    2039.0, "NVIDIA A100 datasheet: A100 80GB SXM HBM2e bandwidth 2,039 GB/s",
-                    300.0, f"NVIDIA A100 datasheet: {_NVLINK3}"),
-        Accelerator("h100", "NVIDIA H100 SXM5", 989.0, 989.0, 67.0, 80,
-                    "NVIDIA H100 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67; "
-                    "fp8 3,958 with sparsity = 1,979 dense",
-                    3350.0, "NVIDIA H100 datasheet: H100 SXM HBM3 bandwidth 3.35 TB/s",
-                    450.0, f"NVIDIA H100 datasheet: {_NVLINK4}", 1979.0),
-        Accelerator("h100-pcie", "NVIDIA H100 PCIe", 756.0, 756.0, 51.0, 80,
-                    "NVIDIA H100 datasheet: H100 PCIe bf16/fp16 tensor 1,513 TFLOPS with sparsity = 756 dense, "
-                    "fp32 51; fp8 3,026 with sparsity = 1,513 dense",
-                    2000.0, "NVIDIA H100 datasheet: H100 PCIe HBM2e bandwidth 2 TB/s",
-                    300.0, "NVIDIA H100 datasheet: H100 PCIe NVLink bridge 600 GB/s total = 300 GB/s per direction "
-                    "(PCIe Gen5 128 GB/s total without the bridge)", 1513.0),
-        Accelerator("h200", "NVIDIA H200 SXM", 989.0, 989.0, 67.0, 141,
-                    "NVIDIA H200 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67; "
-                    "fp8 3,958 with sparsity = 1,979 dense",
-                    4800.0, "NVIDIA H200 datasheet: H200 SXM HBM3e bandwidth 4.8 TB/s",
-                    450.0, f"NVIDIA H200 datasheet: {_NVLINK4}", 1979.0),
-        Accelerator("h20", "NVIDIA H20", 148.0, 148.0, 44.0, 96,
-                    "NVIDIA H20 specifications (published through NVIDIA's partners; no public datasheet): "
-                    "bf16/fp16 tensor 148 TFLOPS dense, fp8 296 dense, fp32 44",
-                    4000.0, "NVIDIA H20 specifications: HBM3 bandwidth 4.0 TB/s",
-                    450.0, f"NVIDIA H20 specifications: {_NVLINK4}", 296.0),
-        Accelerator("b200", "NVIDIA B200 (HGX, per GPU)", 2250.0, 2250.0, 75.0, 180,
-                    "NVIDIA HGX B200 datasheet, per GPU (one eighth of the 8-GPU board): bf16/fp16 tensor "
-                    "36 PFLOPS with sparsity / 8 = 4.5 = 2.25 dense; fp8 72 / 8 = 9 with sparsity = 4.5 dense; "
-                    "fp32 600 TFLOPS / 8 = 75; 1,440 GB / 8 = 180 GB",
-                    8000.0, "NVIDIA HGX B200 datasheet: HBM3e bandwidth 8 TB/s per GPU (64 TB/s per board)",
-                    900.0, f"NVIDIA HGX B200 datasheet: {_NVLINK5}", 4500.0),
-        Accelerator("b300", "NVIDIA B300 (HGX, per GPU)", 2250.0, 2250.0, 75.0, 288,
-                    "NVIDIA HGX B300 datasheet, per GPU (one eighth of the 8-GPU board): bf16/fp16 tensor "
-                    "36 PFLOPS with sparsity / 8 = 4.5 = 2.25 dense; fp8 72 / 8 = 9 with sparsity = 4.5 dense; "
-                    "fp32 600 TFLOPS / 8 = 75; 2.3 TB / 8 = 288 GB",
-                    8000.0, "NVIDIA HGX B300 datasheet: HBM3e bandwidth 8 TB/s per GPU",
-                    900.0, f"NVIDIA HGX B300 datasheet: {_NVLINK5}", 4500.0),
-        Accelerator("gb200", "NVIDIA GB200 (NVL72, per GPU)", 2500.0, 2500.0, 80.0, 186,
-                    "NVIDIA GB200 NVL72 datasheet, per GPU (one 72nd of the rack): bf16/fp16 tensor 360 PFLOPS "
-                    "with sparsity / 72 = 5 = 2.5 dense; fp8 720 / 72 = 10 with sparsity = 5 dense; "
-                    "fp32 5,760 TFLOPS / 72 = 80; 13.4 TB HBM3e / 72 = 186 GB",
-                    8000.0, "NVIDIA GB200 NVL72 datasheet: HBM3e bandwidth 8 TB/s per GPU (576 TB/s / 72)",
-                    900.0, f"NVIDIA GB200 NVL72 datasheet: {_NVLINK5} (130 TB/s / 72)", 5000.0),
-        Accelerator("l40s", "NVIDIA L40S", 362.05, 362.05, 91.6, 48,
-                    "NVIDIA L40S datasheet: bf16/fp16 tensor 733 TFLOPS with sparsity = 362.05 dense, fp32 91.6; "
-                    "fp8 1,466 with sparsity = 733 dense",
-                    864.0, "NVIDIA L40S datasheet: GDDR6 bandwidth 864 GB/s",
-                    32.0, "NVIDIA L40S datasheet: no NVLink; PCIe Gen4 x16 64 GB/s total = 32 GB/s per direction",
-                    733.0),
-        Accelerator("rtx4090", "NVIDIA GeForce RTX 4090", 165.2, 165.2, 82.6, 24,
-                    "NVIDIA Ada Lovelace architecture whitepaper, RTX 4090: fp16/bf16 tensor with fp32 accumulate "
-                    "165.2 TFLOPS dense (330.4 with sparsity), fp8 with fp32 accumulate 330.3 dense, fp32 82.6",
-                    1008.0, "NVIDIA Ada Lovelace architecture whitepaper: RTX 4090 GDDR6X bandwidth 1,008 GB/s",
-                    32.0, "NVIDIA GeForce RTX 4090 specifications: no NVLink; PCIe Gen4 x16 = 32 GB/s per direction",
-                    330.3),
-        Accelerator("rtx5090", "NVIDIA GeForce RTX 5090", 209.5, 209.5, 104.8, 32,
-                    "NVIDIA RTX Blackwell GPU architecture whitepaper, RTX 5090: fp16/bf16 tensor with fp32 "
-                    "accumulate 419 TFLOPS with sparsity = 209.5 dense, fp8 with fp32 accumulate 838 with "
-                    "sparsity = 419 dense, fp32 104.8",
-                    1792.0, "NVIDIA GeForce RTX 5090 specifications: GDDR7 bandwidth 1,792 GB/s",
-                    64.0, "NVIDIA GeForce RTX 5090 specifications: no NVLink; PCIe Gen5 x16 = 64 GB/s per direction",
-                    419.0),
-        Accelerator("mi300x", "AMD Instinct MI300X", 1307.4, 1307.4, 163.4, 192,
-                    "AMD MI300X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4; fp8 2,614.9 dense",
-                    5300.0, "AMD MI300X datasheet: HBM3 peak bandwidth 5.3 TB/s",
-                    448.0, "AMD MI300X datasheet: 7 Infinity Fabric links x 128 GB/s total = 896 GB/s = 448 GB/s "
-                    "per direction", 2614.9),
-        Accelerator("mi325x", "AMD Instinct MI325X", 1307.4, 1307.4, 163.4, 256,
-                    "AMD MI325X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4; fp8 2,614.9 dense",
-                    6000.0, "AMD MI325X datasheet: HBM3E peak bandwidth 6 TB/s",
-                    448.0, "AMD MI325X datasheet: 7 Infinity Fabric links x 128 GB/s total = 896 GB/s = 448 GB/s "
-                    "per direction", 2614.9),
-        Accelerator("mi355x", "AMD Instinct MI355X", 2516.6, 2516.6, 157.3, 288,
-                    "AMD MI355X datasheet: bf16/fp16 2,516.6 TFLOPS dense (5,033.2 with sparsity), fp32 matrix "
-                    "157.3; fp8 5,033.2 dense",
-                    8000.0, "AMD MI355X datasheet: HBM3E peak bandwidth 8 TB/s",
-                    537.6, "AMD MI355X datasheet: 7 Infinity Fabric links x 153.6 GB/s total = 1,075 GB/s = 537.6 "
-                    "GB/s per direction", 5033.2),
-        Accelerator("tpu-v4", "Google TPU v4", 275.0, 275.0, 275.0 / 4, 32,
-                    f"Google Cloud TPU v4 documentation: 275 TFLOPS bf16 per chip; {_TPU_FP32}",
-                    1200.0, "Google Cloud TPU v4 documentation: HBM2 bandwidth 1,200 GB/s per chip",
-                    None, "Google Cloud TPU v4 documentation: no per-chip inter-chip interconnect figure"),
-        Accelerator("tpu-v5e", "Google TPU v5e", 197.0, 197.0, 197.0 / 4, 16,
-                    f"Google Cloud TPU v5e documentation: 197 TFLOPS bf16 per chip (int8 393 TOPS, no fp8); "
-                    f"{_TPU_FP32}",
-                    819.0, "Google Cloud TPU v5e documentation: HBM2 bandwidth 819 GB/s per chip",
-                    200.0, "Google Cloud TPU v5e documentation: inter-chip interconnect 400 GB/s bidirectional = "
-                    "200 GB/s per direction per chip"),
-        Accelerator("tpu-v5p", "Google TPU v5p", 459.0, 459.0, 459.0 / 4, 95,
-                    f"Google Cloud TPU v5p documentation: 459 TFLOPS bf16 per chip, fp8 459; {_TPU_FP32}",
-                    2765.0, "Google Cloud TPU v5p documentation: HBM2e bandwidth 2,765 GB/s per chip",
-                    600.0, "Google Cloud TPU v5p documentation: inter-chip interconnect 1,200 GB/s bidirectional = "
-                    "600 GB/s per direction per chip", 459.0),
-        Accelerator("tpu-v6e", "Google TPU v6e (Trillium)", 918.0, 918.0, 918.0 / 4, 32,
-                    f"Google Cloud TPU v6e documentation: 918 TFLOPS bf16 per chip (int8 1,836 TOPS, no fp8); "
-                    f"{_TPU_FP32}",
-                    1638.0, "Google Cloud TPU v6e documentation: HBM bandwidth 1,638 GB/s per chip",
-                    400.0, "Google Cloud TPU v6e documentation: inter-chip interconnect 800 GB/s bidirectional = "
-                    "400 GB/s per direction per chip"),
-        Accelerator("gaudi3", "Intel Gaudi 3", 1835.0, None, None, 128,
-                    "Intel Gaudi 3 AI accelerator white paper: bf16 matrix 1,835 TFLOPS, fp8 matrix 1,835; "
-                    "no fp16 or fp32 matrix peak published",
-                    3670.0, "Intel Gaudi 3 AI accelerator white paper: HBM2e bandwidth 3.67 TB/s",
-                    600.0, "Intel Gaudi 3 AI accelerator white paper: 24 x 200 GbE RoCE, 1,200 GB/s bidirectional = "
-                    "600 GB/s per direction", 1835.0),
+        Accelerator(
+            name="v100", title="NVIDIA V100 SXM2",
+            bf16_tflops=None, fp16_tflops=125.0, fp32_tflops=15.7,
+            memory_gib=32, bandwidth_gbs=900.0, interconnect_gbs=150.0,
+            source="NVIDIA Tesla V100 datasheet: 125 TFLOPS tensor (fp16), 15.7 TFLOPS fp32",
+            bandwidth_source="NVIDIA Tesla V100 datasheet: SXM2 HBM2 bandwidth 900 GB/s",
+            interconnect_source="NVIDIA Tesla V100 datasheet: NVLink 2: 300 GB/s total = 150 GB/s per direction",
+        ),
+        Accelerator(
+            name="a100-40gb", title="NVIDIA A100 40GB SXM4",
+            bf16_tflops=312.0, fp16_tflops=312.0, fp32_tflops=19.5,
+            memory_gib=40, bandwidth_gbs=1555.0, interconnect_gbs=300.0,
+            source="NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5",
+            bandwidth_source="NVIDIA A100 datasheet: A100 40GB SXM HBM2 bandwidth 1,555 GB/s",
+            interconnect_source=f"NVIDIA A100 datasheet: {_NVLINK3}",
+        ),
+        Accelerator(
+            name="a100", title="NVIDIA A100 80GB SXM4",
+            bf16_tflops=312.0, fp16_tflops=312.0, fp32_tflops=19.5,
+            memory_gib=80, bandwidth_gbs=2039.0, interconnect_gbs=300.0,
+            source="NVIDIA A100 datasheet: bf16/fp16 tensor 312 TFLOPS dense (624 with sparsity), fp32 19.5",
+            bandwidth_source="NVIDIA A100 datasheet: A100 80GB SXM HBM2e bandwidth 2,039 GB/s",
+            interconnect_source=f"NVIDIA A100 datasheet: {_NVLINK3}",
+        ),
+        Accelerator(
+            name="h100", title="NVIDIA H100 SXM5",
+            bf16_tflops=989.0, fp16_tflops=989.0, fp32_tflops=67.0, fp8_tflops=1979.0,
+            memory_gib=80, bandwidth_gbs=3350.0, interconnect_gbs=450.0,
+            source="NVIDIA H100 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67; "
+                   "fp8 3,958 with sparsity = 1,979 dense",
+            bandwidth_source="NVIDIA H100 datasheet: H100 SXM HBM3 bandwidth 3.35 TB/s",
+            interconnect_source=f"NVIDIA H100 datasheet: {_NVLINK4}",
+        ),
+        Accelerator(
+            name="h100-pcie", title="NVIDIA H100 PCIe",
+            bf16_tflops=756.0, fp16_tflops=756.0, fp32_tflops=51.0, fp8_tflops=1513.0,
+            memory_gib=80, bandwidth_gbs=2000.0, interconnect_gbs=300.0,
+            source="NVIDIA H100 datasheet: H100 PCIe bf16/fp16 tensor 1,513 TFLOPS with sparsity = 756 dense, "
+                   "fp32 51; fp8 3,026 with sparsity = 1,513 dense",
+            bandwidth_source="NVIDIA H100 datasheet: H100 PCIe HBM2e bandwidth 2 TB/s",
+            interconnect_source="NVIDIA H100 datasheet: H100 PCIe NVLink bridge 600 GB/s total = 300 GB/s per "
+                                "direction "
+                                "(PCIe Gen5 128 GB/s total without the bridge)",
+        ),
+        Accelerator(
+            name="h200", title="NVIDIA H200 SXM",
+            bf16_tflops=989.0, fp16_tflops=989.0, fp32_tflops=67.0, fp8_tflops=1979.0,
+            memory_gib=141, bandwidth_gbs=4800.0, interconnect_gbs=450.0,
+            source="NVIDIA H200 datasheet: bf16/fp16 tensor 1,979 TFLOPS with sparsity = 989 dense, fp32 67; "
+                   "fp8 3,958 with sparsity = 1,979 dense",
+            bandwidth_source="NVIDIA H200 datasheet: H200 SXM HBM3e bandwidth 4.8 TB/s",
+            interconnect_source=f"NVIDIA H200 datasheet: {_NVLINK4}",
+        ),
+        Accelerator(
+            name="h20", title="NVIDIA H20",
+            bf16_tflops=148.0, fp16_tflops=148.0, fp32_tflops=44.0, fp8_tflops=296.0,
+            memory_gib=96, bandwidth_gbs=4000.0, interconnect_gbs=450.0,
+            source="NVIDIA H20 specifications (published through NVIDIA's partners; no public datasheet): "
+                   "bf16/fp16 tensor 148 TFLOPS dense, fp8 296 dense, fp32 44",
+            bandwidth_source="NVIDIA H20 specifications: HBM3 bandwidth 4.0 TB/s",
+            interconnect_source=f"NVIDIA H20 specifications: {_NVLINK4}",
+        ),
+        Accelerator(
+            name="b200", title="NVIDIA B200 (HGX, per GPU)",
+            bf16_tflops=2250.0, fp16_tflops=2250.0, fp32_tflops=75.0, fp8_tflops=4500.0,
+            memory_gib=180, bandwidth_gbs=8000.0, interconnect_gbs=900.0,
+            source="NVIDIA HGX B200 datasheet, per GPU (one eighth of the 8-GPU board): bf16/fp16 tensor "
+                   "36 PFLOPS with sparsity / 8 = 4.5 = 2.25 dense; fp8 72 / 8 = 9 with sparsity = 4.5 dense; "
+                   "fp32 600 TFLOPS / 8 = 75; 1,440 GB / 8 = 180 GB",
+            bandwidth_source="NVIDIA HGX B200 datasheet: HBM3e bandwidth 8 TB/s per GPU (64 TB/s per board)",
+            interconnect_source=f"NVIDIA HGX B200 datasheet: {_NVLINK5}",
+        ),
+        Accelerator(
+            name="b300", title="NVIDIA B300 (HGX, per GPU)",
+            bf16_tflops=2250.0, fp16_tflops=2250.0, fp32_tflops=75.0, fp8_tflops=4500.0,
+            memory_gib=288, bandwidth_gbs=8000.0, interconnect_gbs=900.0,
+            source="NVIDIA HGX B300 datasheet, per GPU (one eighth of the 8-GPU board): bf16/fp16 tensor "
+                   "36 PFLOPS with sparsity / 8 = 4.5 = 2.25 dense; fp8 72 / 8 = 9 with sparsity = 4.5 dense; "
+                   "fp32 600 TFLOPS / 8 = 75; 2.3 TB / 8 = 288 GB",
+            bandwidth_source="NVIDIA HGX B300 datasheet: HBM3e bandwidth 8 TB/s per GPU",
+            interconnect_source=f"NVIDIA HGX B300 datasheet: {_NVLINK5}",
+        ),
+        Accelerator(
+            name="gb200", title="NVIDIA GB200 (NVL72, per GPU)",
+            bf16_tflops=2500.0, fp16_tflops=2500.0, fp32_tflops=80.0, fp8_tflops=5000.0,
+            memory_gib=186, bandwidth_gbs=8000.0, interconnect_gbs=900.0,
+            source="NVIDIA GB200 NVL72 datasheet, per GPU (one 72nd of the rack): bf16/fp16 tensor 360 PFLOPS "
+                   "with sparsity / 72 = 5 = 2.5 dense; fp8 720 / 72 = 10 with sparsity = 5 dense; "
+                   "fp32 5,760 TFLOPS / 72 = 80; 13.4 TB HBM3e / 72 = 186 GB",
+            bandwidth_source="NVIDIA GB200 NVL72 datasheet: HBM3e bandwidth 8 TB/s per GPU (576 TB/s / 72)",
+            interconnect_source=f"NVIDIA GB200 NVL72 datasheet: {_NVLINK5} (130 TB/s / 72)",
+        ),
+        Accelerator(
+            name="l40s", title="NVIDIA L40S",
+            bf16_tflops=362.05, fp16_tflops=362.05, fp32_tflops=91.6, fp8_tflops=733.0,
+            memory_gib=48, bandwidth_gbs=864.0, interconnect_gbs=32.0,
+            source="NVIDIA L40S datasheet: bf16/fp16 tensor 733 TFLOPS with sparsity = 362.05 dense, fp32 91.6; "
+                   "fp8 1,466 with sparsity = 733 dense",
+            bandwidth_source="NVIDIA L40S datasheet: GDDR6 bandwidth 864 GB/s",
+            interconnect_source="NVIDIA L40S datasheet: no NVLink; PCIe Gen4 x16 64 GB/s total = 32 GB/s per direction",
+        ),
+        Accelerator(
+            name="rtx4090", title="NVIDIA GeForce RTX 4090",
+            bf16_tflops=165.2, fp16_tflops=165.2, fp32_tflops=82.6, fp8_tflops=330.3,
+            memory_gib=24, bandwidth_gbs=1008.0, interconnect_gbs=32.0,
+            source="NVIDIA Ada Lovelace architecture whitepaper, RTX 4090: fp16/bf16 tensor with fp32 accumulate "
+                   "165.2 TFLOPS dense (330.4 with sparsity), fp8 with fp32 accumulate 330.3 dense, fp32 82.6",
+            bandwidth_source="NVIDIA Ada Lovelace architecture whitepaper: RTX 4090 GDDR6X bandwidth 1,008 GB/s",
+            interconnect_source="NVIDIA GeForce RTX 4090 specifications: no NVLink; PCIe Gen4 x16 = 32 GB/s per "
+                                "direction",
+        ),
+        Accelerator(
+            name="rtx5090", title="NVIDIA GeForce RTX 5090",
+            bf16_tflops=209.5, fp16_tflops=209.5, fp32_tflops=104.8, fp8_tflops=419.0,
+            memory_gib=32, bandwidth_gbs=1792.0, interconnect_gbs=64.0,
+            source="NVIDIA RTX Blackwell GPU architecture whitepaper, RTX 5090: fp16/bf16 tensor with fp32 "
+                   "accumulate 419 TFLOPS with sparsity = 209.5 dense, fp8 with fp32 accumulate 838 with "
+                   "sparsity = 419 dense, fp32 104.8",
+            bandwidth_source="NVIDIA GeForce RTX 5090 specifications: GDDR7 bandwidth 1,792 GB/s",
+            interconnect_source="NVIDIA GeForce RTX 5090 specifications: no NVLink; PCIe Gen5 x16 = 64 GB/s per "
+                                "direction",
+        ),
+        Accelerator(
+            name="mi300x", title="AMD Instinct MI300X",
+            bf16_tflops=1307.4, fp16_tflops=1307.4, fp32_tflops=163.4, fp8_tflops=2614.9,
+            memory_gib=192, bandwidth_gbs=5300.0, interconnect_gbs=448.0,
+            source="AMD MI300X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4; fp8 2,614.9 dense",
+            bandwidth_source="AMD MI300X datasheet: HBM3 peak bandwidth 5.3 TB/s",
+            interconnect_source="AMD MI300X datasheet: 7 Infinity Fabric links x 128 GB/s total = 896 GB/s = 448 GB/s "
+                                "per direction",
+        ),
+        Accelerator(
+            name="mi325x", title="AMD Instinct MI325X",
+            bf16_tflops=1307.4, fp16_tflops=1307.4, fp32_tflops=163.4, fp8_tflops=2614.9,
+            memory_gib=256, bandwidth_gbs=6000.0, interconnect_gbs=448.0,
+            source="AMD MI325X datasheet: bf16/fp16 1,307.4 TFLOPS dense, fp32 matrix 163.4; fp8 2,614.9 dense",
+            bandwidth_source="AMD MI325X datasheet: HBM3E peak bandwidth 6 TB/s",
+            interconnect_source="AMD MI325X datasheet: 7 Infinity Fabric links x 128 GB/s total = 896 GB/s = 448 GB/s "
+                                "per direction",
+        ),
+        Accelerator(
+            name="mi355x", title="AMD Instinct MI355X",
+            bf16_tflops=2516.6, fp16_tflops=2516.6, fp32_tflops=157.3, fp8_tflops=5033.2,
+            memory_gib=288, bandwidth_gbs=8000.0, interconnect_gbs=537.6,
+            source="AMD MI355X datasheet: bf16/fp16 2,516.6 TFLOPS dense (5,033.2 with sparsity), fp32 matrix "
+                   "157.3; fp8 5,033.2 dense",
+            bandwidth_source="AMD MI355X datasheet: HBM3E peak bandwidth 8 TB/s",
+            interconnect_source="AMD MI355X datasheet: 7 Infinity Fabric links x 153.6 GB/s total = 1,075 GB/s = "
+                                "537.6 "
+                                "GB/s per direction",
+        ),
+        Accelerator(
+            name="tpu-v4", title="Google TPU v4",
+            bf16_tflops=275.0, fp16_tflops=275.0, fp32_tflops=275.0 / 4,
+            memory_gib=32, bandwidth_gbs=1200.0, interconnect_gbs=None,
+            source=f"Google Cloud TPU v4 documentation: 275 TFLOPS bf16 per chip; {_TPU_FP32}",
+            bandwidth_source="Google Cloud TPU v4 documentation: HBM2 bandwidth 1,200 GB/s per chip",
+            interconnect_source="Google Cloud TPU v4 documentation: no per-chip inter-chip interconnect figure",
+        ),
+        Accelerator(
+            name="tpu-v5e", title="Google TPU v5e",
+            bf16_tflops=197.0, fp16_tflops=197.0, fp32_tflops=197.0 / 4,
+            memory_gib=16, bandwidth_gbs=819.0, interconnect_gbs=200.0,
+            source=f"Google Cloud TPU v5e documentation: 197 TFLOPS bf16 per chip (int8 393 TOPS, no fp8); "
+                   f"{_TPU_FP32}",
+            bandwidth_source="Google Cloud TPU v5e documentation: HBM2 bandwidth 819 GB/s per chip",
+            interconnect_source="Google Cloud TPU v5e documentation: inter-chip interconnect 400 GB/s bidirectional = "
+                                "200 GB/s per direction per chip",
+        ),
+        Accelerator(
+            name="tpu-v5p", title="Google TPU v5p",
+            bf16_tflops=459.0, fp16_tflops=459.0, fp32_tflops=459.0 / 4, fp8_tflops=459.0,
+            memory_gib=95, bandwidth_gbs=2765.0, interconnect_gbs=600.0,
+            source=f"Google Cloud TPU v5p documentation: 459 TFLOPS bf16 per chip, fp8 459; {_TPU_FP32}",
+            bandwidth_source="Google Cloud TPU v5p documentation: HBM2e bandwidth 2,765 GB/s per chip",
+            interconnect_source="Google Cloud TPU v5p documentation: inter-chip interconnect 1,200 GB/s bidirectional "
+                                "= "
+                                "600 GB/s per direction per chip",
+        ),
+        Accelerator(
+            name="tpu-v6e", title="Google TPU v6e (Trillium)",
+            bf16_tflops=918.0, fp16_tflops=918.0, fp32_tflops=918.0 / 4,
+            memory_gib=32, bandwidth_gbs=1638.0, interconnect_gbs=400.0,
+            source=f"Google Cloud TPU v6e documentation: 918 TFLOPS bf16 per chip (int8 1,836 TOPS, no fp8); "
+                   f"{_TPU_FP32}",
+            bandwidth_source="Google Cloud TPU v6e documentation: HBM bandwidth 1,638 GB/s per chip",
+            interconnect_source="Google Cloud TPU v6e documentation: inter-chip interconnect 800 GB/s bidirectional = "
+                                "400 GB/s per direction per chip",
+        ),
+        Accelerator(
+            name="gaudi3", title="Intel Gaudi 3",
+            bf16_tflops=1835.0, fp16_tflops=None, fp32_tflops=None, fp8_tflops=1835.0,
+            memory_gib=128, bandwidth_gbs=3670.0, interconnect_gbs=600.0,
+            source="Intel Gaudi 3 AI accelerator white paper: bf16 matrix 1,835 TFLOPS, fp8 matrix 1,835; "
+                   "no fp16 or fp32 matrix peak published",
+            bandwidth_source="Intel Gaudi 3 AI accelerator white paper: HBM2e bandwidth 3.67 TB/s",
+            interconnect_source="Intel Gaudi 3 AI accelerator white paper: 24 x 200 GbE RoCE, 1,200 GB/s "
+                                "bidirectional = "
+                                "600 GB/s per direction",
+        ),
     )
 }  # fmt: skip
 

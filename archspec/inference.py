@@ -39,10 +39,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import ClassVar
 
 from archspec.errors import SpecError
 from archspec.hardware import MATH_DTYPES, Accelerator, accelerator
 from archspec.layers import moe_specs
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 
 ACTIVATION_BYTES = 2  # bf16 activations cross the interconnect
@@ -67,10 +69,11 @@ class Layout:
         return self.tensor_parallel * self.expert_parallel * self.pipeline_parallel
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InferenceEstimate:
     """A roofline estimate for one request; times in seconds (floats, None when it does not fit), bytes
-    and FLOPs exact ints (per device: the fullest one)."""
+    and FLOPs exact ints (per device: the fullest one). Its JSON record is its fields, in this order,
+    with the figures to_dict derives."""
 
     name: str
     accelerator: str
@@ -78,26 +81,38 @@ class InferenceEstimate:
     prompt_len: int
     gen_len: int
     dtype: str  # the weights' storage format
-    experts_dtype: str | None
+    experts_dtype: str | None = field(metadata=rendered("experts"))
     kv_dtype: str
-    layout: Layout
-    mfu: float
-    mbu: float
-    peak_flops: float
-    bandwidth: float  # bytes per second
-    interconnect: float | None  # bytes per second per direction
-    capacity_bytes: int
+    layout: Layout = field(metadata=rendered(expand=("tensor_parallel", "expert_parallel", "pipeline_parallel",
+                                                     "devices")))  # fmt: skip
+    suggestions: tuple[str, ...] = field(default=())
+    communication_seconds_per_token: float = field(metadata=rendered(none_unless="fits"))
+    max_batch: int
     prefill_flops: int
     weights_bytes: int  # on the fullest device
     kv_cache_bytes: int  # on the fullest device: the batch's cache at P + G tokens
-    decode_weights_bytes: Fraction  # weights one decode step reads, summed over the stages
-    decode_kv_bytes_per_token: Fraction  # mean cache one decode step reads, summed over the stages
-    communication_seconds_per_token: float
-    prefill_communication_seconds: float
-    expected_experts: float | None  # routed experts a decode step reads per MoE layer (the whole layer)
-    max_batch: int
-    suggestions: tuple[str, ...] = field(default=())
+    # weights one decode step reads, summed over the stages
+    decode_weights_bytes: Fraction = field(metadata=rendered("decode_weights_bytes_per_token", convert=float))
+    # mean cache one decode step reads, summed over the stages
+    decode_kv_bytes_per_token: Fraction = field(metadata=rendered(hidden=True))
+    # routed experts a decode step reads per MoE layer (the whole layer)
+    expected_experts: float | None = field(metadata=rendered("expected_experts_per_layer"))
+    peak_flops: float
+    mfu: float
+    bandwidth: float = field(metadata=rendered("bandwidth_bytes_per_second"))  # bytes per second
+    # bytes per second per direction
+    interconnect: float | None = field(metadata=rendered("interconnect_bytes_per_second"))
+    mbu: float
+    capacity_bytes: int
     assumptions: tuple[str, ...] = field(default=())
+    prefill_communication_seconds: float = field(metadata=rendered(hidden=True))
+
+    estimate: ClassVar[str] = "roofline: prefill bound by compute, decode bound by memory bandwidth"
+
+    @property
+    def weights(self) -> str:
+        """The weights' storage format (dtype), under the name of the option that sets it."""
+        return self.dtype
 
     @property
     def fits(self) -> bool:
@@ -155,46 +170,12 @@ class InferenceEstimate:
         return self.prefill_intensity >= self.ridge_intensity
 
     def to_dict(self) -> dict:
-        lay = self.layout
-        return {
-            "name": self.name,
-            "estimate": "roofline: prefill bound by compute, decode bound by memory bandwidth",
-            "accelerator": self.accelerator,
-            "batch": self.batch,
-            "prompt_len": self.prompt_len,
-            "gen_len": self.gen_len,
-            "dtype": self.dtype,
-            "weights": self.dtype,
-            "experts": self.experts_dtype,
-            "kv_dtype": self.kv_dtype,
-            "tensor_parallel": lay.tensor_parallel,
-            "expert_parallel": lay.expert_parallel,
-            "pipeline_parallel": lay.pipeline_parallel,
-            "devices": lay.devices,
-            "fits": self.fits,
-            "shortfall_bytes": self.shortfall_bytes,
-            "suggestions": list(self.suggestions),
-            "prefill_seconds": self.prefill_seconds,
-            "decode_seconds_per_token": self.decode_seconds_per_token,
-            "tokens_per_second": self.tokens_per_second,
-            "total_seconds": self.total_seconds,
-            "communication_seconds_per_token": self.communication_seconds_per_token if self.fits else None,
-            "max_batch": self.max_batch,
-            "prefill_flops": self.prefill_flops,
-            "weights_bytes": self.weights_bytes,
-            "kv_cache_bytes": self.kv_cache_bytes,
-            "decode_bytes_per_token": float(self.decode_bytes_per_token),
-            "decode_weights_bytes_per_token": float(self.decode_weights_bytes),
-            "expected_experts_per_layer": self.expected_experts,
-            "peak_flops": self.peak_flops,
-            "mfu": self.mfu,
-            "bandwidth_bytes_per_second": self.bandwidth,
-            "interconnect_bytes_per_second": self.interconnect,
-            "mbu": self.mbu,
-            "capacity_bytes": self.capacity_bytes,
-            "prefill_compute_bound": self.prefill_compute_bound,
-            "assumptions": list(self.assumptions),
-        }
+        return record(self, derived=(
+            ("estimate", "name"), ("weights", "dtype"), ("fits", "layout"), ("shortfall_bytes", "layout"),
+            ("prefill_seconds", "suggestions"), ("decode_seconds_per_token", "suggestions"),
+            ("tokens_per_second", "suggestions"), ("total_seconds", "suggestions"),
+            ("decode_bytes_per_token", "kv_cache_bytes", float), ("prefill_compute_bound", "capacity_bytes"),
+        ))  # fmt: skip
 
 
 def check_layout(spec: ModelSpec, layout: Layout) -> None:

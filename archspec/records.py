@@ -1,24 +1,95 @@
-"""Result types render from their fields: a result's JSON record is `dataclasses.asdict` of it (nested
-dicts and lists copied), in the order its fields are declared, plus an explicit list of the figures
-derived from them (properties), each placed after the field it follows. No field is written twice."""
+"""Result types render from their fields: a result's JSON record is its fields, in the order they are
+declared (nested results, dicts, lists and tuples copied as plain data), plus an explicit list of the
+figures derived from them, each placed after the field it follows. No field is written twice.
+
+Where a field's JSON form differs from the field itself, its metadata says so, declaratively
+(``field(metadata=rendered(...))``): a key other than its name, a conversion (a Fraction as an exact
+number), left out when None, shown as None unless a figure holds, spread out into the attributes of
+a nested object, or not rendered at all (data the report keeps for its own text)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
+_KEY = "archspec.record"
 
-def record(result: Any, derived: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
-    """`asdict(result)` with each derived figure `(name, after)`, the property `name`, placed after the
-    field `after`."""
-    follows: dict[str, list[str]] = {}
-    for name, after in derived:
-        follows.setdefault(after, []).append(name)
+
+@dataclass(frozen=True)
+class Rendering:
+    """How one field appears in its result's record (the field's metadata under archspec.record)."""
+
+    key: str | None = None  # the JSON key, when it is not the field's name
+    convert: Callable[[Any], Any] | None = None  # e.g. exact_number for a Fraction
+    omit_none: bool = False  # no key at all when the value is None
+    none_unless: str | None = None  # None when this attribute of the result is false (a plan that does not fit)
+    expand: Mapping[str, str] | None = None  # key -> attribute of the value, written in its place
+    hidden: bool = False  # kept for the text report or a caller, not part of the record
+
+
+def rendered(key: str | None = None, *, convert: Callable[[Any], Any] | None = None, omit_none: bool = False,
+             none_unless: str | None = None, expand: tuple[str, ...] | Mapping[str, str] | None = None,
+             hidden: bool = False) -> dict[str, Rendering]:  # fmt: skip
+    """Field metadata for a field whose record differs from `asdict`'s. `expand`: the attributes of the
+    value (fields or properties) written in the field's place, by name or as a key -> attribute map."""
+    if expand is not None and not isinstance(expand, Mapping):
+        expand = {name: name for name in expand}
+    return {_KEY: Rendering(key, convert, omit_none, none_unless, expand, hidden)}
+
+
+def rendering(f) -> Rendering:
+    """The Rendering of dataclass field `f` (the default: its name, its value)."""
+    return f.metadata.get(_KEY, Rendering())
+
+
+def plain(value: Any) -> Any:
+    """`value` as JSON-ready data: a nested result by its own record (its `to_dict`), dicts, lists and
+    tuples copied (a tuple as a list, as JSON writes it)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return value.to_dict() if hasattr(value, "to_dict") else record(value)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def _attribute(obj: Any, path: str) -> Any:
+    for name in path.split("."):
+        obj = getattr(obj, name)
+    return obj
+
+
+def record(result: Any, derived: tuple[tuple, ...] = ()) -> dict[str, Any]:
+    """The record of dataclass `result`: each field as its metadata renders it (rendered()), and each
+    derived figure `(path, after)` or `(path, after, convert)` — a property, class constant or dotted
+    attribute `path`, keyed by its last name — placed after the field `after`, in the order given."""
+    follows: dict[str, list[tuple]] = {}
+    for entry in derived:
+        follows.setdefault(entry[1], []).append(entry)
     out: dict[str, Any] = {}
-    for key, value in asdict(result).items():
-        out[key] = value
-        for name in follows.pop(key, ()):
-            out[name] = getattr(result, name)
+
+    def put(key: str, value: Any) -> None:
+        if key in out:
+            raise AssertionError(f"{type(result).__name__}'s record has two figures named {key!r}")
+        out[key] = plain(value)
+
+    for f in fields(result):
+        how = rendering(f)
+        value = getattr(result, f.name)
+        if how.hidden or (how.omit_none and value is None):
+            pass
+        elif how.expand is not None:
+            for key, attr in how.expand.items():
+                put(key, _attribute(value, attr))
+        elif how.none_unless is not None and not getattr(result, how.none_unless):
+            put(how.key or f.name, None)
+        else:
+            put(how.key or f.name, value if how.convert is None else how.convert(value))
+        for path, _, *convert in follows.pop(f.name, ()):
+            value = _attribute(result, path)
+            put(path.rsplit(".", 1)[-1], convert[0](value) if convert else value)
     if follows:
         raise AssertionError(f"derived figures placed after no field: {follows}")
     return out

@@ -31,13 +31,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
 from archspec.errors import SpecError
+from archspec.records import record, rendered
 from archspec.reference.build import build, resolve_dtype
 from archspec.reference.memory_measure import random_batch, training_loss
 from archspec.reference.model import MLP, Block, CrossAttention, SelfAttention, Transformer
@@ -67,7 +68,8 @@ class RanksReport:
     dtype: str
     backend: str
     per_rank: tuple[RankBytes, ...]
-    losses: tuple[float, ...]  # each rank's training loss (equal across tensor-parallel ranks)
+    # each rank's training loss (equal across tensor-parallel ranks)
+    losses: tuple[float, ...] = field(metadata=rendered(hidden=True))
 
     @property
     def largest(self) -> dict[str, int]:
@@ -76,16 +78,7 @@ class RanksReport:
         return {k: max(getattr(r, k) for r in self.per_rank) for k in keys}
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "ranks": self.ranks,
-            "zero": self.zero,
-            "tp": self.tp,
-            "dtype": self.dtype,
-            "backend": self.backend,
-            "largest": self.largest,
-            "per_rank": [asdict(r) for r in self.per_rank],
-        }
+        return record(self, derived=(("largest", "backend"),))
 
 
 # ---------------------------------------------------------------- the public entry points

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from archspec.errors import SpecError
+from archspec.records import record, rendered
 from archspec.reference.build import build, resolve_dtype
 from archspec.reference.measure import example_inputs
 from archspec.reference.model import Block, Transformer, cache_bytes
@@ -61,24 +62,13 @@ class ActivationReport:
     dtype: str
     attention: str
     recompute: str
-    total_bytes: int
-    by_component: dict[str, int]
-    by_path: dict[str, int]
-    storages: tuple[SavedStorage, ...] = field(repr=False)
+    total_bytes: int = field(metadata=rendered("activations_bytes"))
+    by_component: dict[str, int] = field(metadata=rendered("components"))
+    by_path: dict[str, int] = field(metadata=rendered("paths"))
+    storages: tuple[SavedStorage, ...] = field(repr=False, metadata=rendered(hidden=True))
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "batch": self.batch,
-            "seq_len": self.seq_len,
-            "src_len": self.src_len,
-            "dtype": self.dtype,
-            "attention": self.attention,
-            "recompute": self.recompute,
-            "activations_bytes": self.total_bytes,
-            "components": dict(self.by_component),
-            "paths": dict(self.by_path),
-        }
+        return record(self)
 
 
 def _storage_key(t: torch.Tensor) -> tuple[str, int]:

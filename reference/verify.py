@@ -15,11 +15,13 @@ The report is data; ``archspec verify`` renders it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from archspec.blocks import describe, tensors
 from archspec.errors import SpecError
 from archspec.flops import count_flops
 from archspec.params import COMPONENTS, count_params
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 from archspec.vocab import ATTENTION
 
@@ -35,25 +37,34 @@ class Pair:
     def ok(self) -> bool:
         return self.analytic == self.measured
 
-    def to_dict(self) -> dict[str, int]:
-        return {"analytic": self.analytic, "instantiated": self.measured}
+
+def sides(analytic: str, measured: str, ok: bool = False):
+    """How a dict of Pairs renders in a record: each Pair's two figures under these names (and, with
+    `ok`, whether they are equal)."""
+
+    def render(pairs: dict[str, Pair]) -> dict[str, dict]:
+        return {k: {analytic: p.analytic, measured: p.measured, **({"ok": p.ok} if ok else {})}
+                for k, p in pairs.items()}  # fmt: skip
+
+    return render
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VerifyReport:
-    """Analytic against instantiated for one spec: tensors, parameters and FLOPs by component."""
+    """Analytic against instantiated for one spec: tensors, parameters and FLOPs by component. Its JSON
+    record is its fields, in this order, with the checks to_dict derives."""
 
     name: str
-    params: Pair
-    components: dict[str, Pair]
-    roles: dict[str, Pair]
+    params: Pair = field(metadata=rendered(expand={"analytic": "analytic", "instantiated": "measured"}))
+    components: dict[str, Pair] = field(metadata=rendered(convert=sides("analytic", "instantiated")))
+    roles: dict[str, Pair] = field(metadata=rendered(convert=sides("analytic", "instantiated")))
     tensor_mismatches: list[str]
-    flops: Pair
-    flops_components: dict[str, Pair]
-    batch: int
-    seq_len: int
-    src_len: int | None = None
-    notes: list[str] = field(default_factory=list)
+    batch: int = field(metadata=rendered("flops_batch"))
+    seq_len: int = field(metadata=rendered("flops_seq_len"))
+    src_len: int | None = field(default=None, metadata=rendered("flops_src_len", omit_none=True))
+    flops: Pair = field(metadata=rendered(expand={"flops_analytic": "analytic", "flops_measured": "measured"}))
+    flops_components: dict[str, Pair]  # each as {"analytic", "measured"}
+    notes: list[str] = field(default_factory=list, metadata=rendered(hidden=True))
 
     @property
     def params_ok(self) -> bool:
@@ -68,6 +79,14 @@ class VerifyReport:
     def ok(self) -> bool:
         return self.params_ok and self.flops_ok
 
+    @property
+    def mismatched_components(self) -> list[str]:
+        return [c for c, p in self.components.items() if not p.ok]
+
+    @property
+    def mismatched_flops_components(self) -> list[str]:
+        return [c for c, p in self.flops_components.items() if not p.ok]
+
     def mismatches(self) -> list[str]:
         """One phrase per difference: the tensor, the component, the figure."""
         out = list(self.tensor_mismatches)
@@ -77,27 +96,10 @@ class VerifyReport:
         return out
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "analytic": self.params.analytic,
-            "instantiated": self.params.measured,
-            "ok": self.ok,
-            "params_ok": self.params_ok,
-            "components": {c: p.to_dict() for c, p in self.components.items()},
-            "mismatched_components": [c for c, p in self.components.items() if not p.ok],
-            "roles": {r: p.to_dict() for r, p in self.roles.items()},
-            "tensor_mismatches": list(self.tensor_mismatches),
-            "flops_batch": self.batch,
-            "flops_seq_len": self.seq_len,
-            **({"flops_src_len": self.src_len} if self.src_len is not None else {}),
-            "flops_analytic": self.flops.analytic,
-            "flops_measured": self.flops.measured,
-            "flops_ok": self.flops_ok,
-            "flops_components": {
-                c: {"analytic": p.analytic, "measured": p.measured} for c, p in self.flops_components.items()
-            },
-            "mismatched_flops_components": [c for c, p in self.flops_components.items() if not p.ok],
-        }
+        return record(self, derived=(
+            ("ok", "params"), ("params_ok", "params"), ("mismatched_components", "components"), ("flops_ok", "flops"),
+            ("mismatched_flops_components", "flops_components"),
+        ))  # fmt: skip
 
 
 def compare_tensors(spec: ModelSpec, model, mtp: bool = False) -> list[str]:
@@ -167,11 +169,7 @@ class PlannedChecks:
         return [f"{k} planned {p.analytic:,} vs measured {p.measured:,}" for k, p in self.checks.items() if not p.ok]
 
 
-def checks_dict(checks: dict[str, Pair]) -> dict[str, dict]:
-    return {k: {"planned": p.analytic, "measured": p.measured, "ok": p.ok} for k, p in checks.items()}
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MemoryReport(PlannedChecks):
     """Planned against measured memory for one spec: saved-tensor bytes for both attention modes (at
     one recomputation mode), weights in fp32 and bf16, the KV cache — or why it was not measured."""
@@ -180,25 +178,16 @@ class MemoryReport(PlannedChecks):
     batch: int
     seq_len: int
     recompute: str
-    checks: dict[str, Pair]
-    measured_components: dict[str, dict[str, int]]
-    skipped: str | None = None
+    skipped: str | None = field(default=None, metadata=rendered(omit_none=True))
+    checks: dict[str, Pair] = field(metadata=rendered(convert=sides("planned", "measured", ok=True)))
+    measured_components: dict[str, dict[str, int]] = field(metadata=rendered("measured_activations_by_component"))
 
     @property
     def ok(self) -> bool:
         return self.skipped is None and all(p.ok for p in self.checks.values())
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "ok": self.ok,
-            "batch": self.batch,
-            "seq_len": self.seq_len,
-            "recompute": self.recompute,
-            **({"skipped": self.skipped} if self.skipped else {}),
-            "checks": checks_dict(self.checks),
-            "measured_activations_by_component": self.measured_components,
-        }
+        return record(self, derived=(("ok", "name"),))
 
 
 # the largest model whose fp32 weights verify_memory builds for real (a GPT-2 XL fits)
@@ -225,7 +214,8 @@ def verify_memory(spec: ModelSpec, batch: int = 2, seq_len: int | None = None, r
         checks["kv cache fp32"] = Pair(kv_cache_bytes(spec, batch, T, "fp32", S),
                                        measure_kv_cache(spec, batch, T, "fp32", S, device="meta"))  # fmt: skip
     if count_params(spec).total > MEASURE_LIMIT_PARAMS:
-        return MemoryReport(spec.name, batch, T, recompute, checks, {},
+        return MemoryReport(name=spec.name, batch=batch, seq_len=T, recompute=recompute, checks=checks,
+                            measured_components={},
                             skipped=f"activations not measured: {spec.name} is too large to train on this CPU "
                             "(verify a shallower copy, e.g. --set decoder_layers=2)")  # fmt: skip
     components = {}
@@ -235,7 +225,8 @@ def verify_memory(spec: ModelSpec, batch: int = 2, seq_len: int | None = None, r
         planned = estimate_memory(spec, batch, T, "fp32", recompute=recompute, src_len=S, attention=attention)
         checks[f"activations {attention}"] = Pair(planned.activations_bytes, m.total_bytes)
         components[attention] = dict(m.by_component)
-    return MemoryReport(spec.name, batch, T, recompute, checks, components)
+    return MemoryReport(name=spec.name, batch=batch, seq_len=T, recompute=recompute, checks=checks,
+                        measured_components=components)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -246,24 +237,18 @@ class RanksVerifyReport(PlannedChecks):
     ranks: int
     zero: int
     tp: int
-    checks: dict[str, Pair]
-    step_counters: int  # torch's AdamW keeps a 4-byte step per tensor, which the planner leaves out
+    checks: dict[str, Pair] = field(metadata=rendered(convert=sides("planned", "measured", ok=True)))
+    # torch's AdamW keeps a 4-byte step per tensor, which the planner leaves out
+    step_counters: int = field(metadata=rendered("optimizer_step_counters_bytes"))
+
+    figure: ClassVar[str] = "largest rank"
 
     @property
     def ok(self) -> bool:
         return all(p.ok for p in self.checks.values())
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "ok": self.ok,
-            "ranks": self.ranks,
-            "zero": self.zero,
-            "tp": self.tp,
-            "figure": "largest rank",
-            "checks": checks_dict(self.checks),
-            "optimizer_step_counters_bytes": self.step_counters,
-        }
+        return record(self, derived=(("ok", "name"), ("figure", "tp")))
 
 
 def verify_ranks(spec: ModelSpec, ranks: int = 2, zero: int = 3, tp: int = 1) -> RanksVerifyReport:

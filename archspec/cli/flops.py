@@ -118,10 +118,11 @@ def run(args) -> int:
 
         shape = f"batch {f.batch} x {f.seq_len} tokens" + (f" (source {f.src_len})" if f.src_len else "")
         rows = [[c, sci(v), pct(v / f.forward)] for c, v in f.components.items() if v]
+        non_matmul = f.non_matmul_estimate_total
         rows += [["forward (exact, matmul)", sci(f.forward), pct(1.0)],
                  ["backward (2 x forward)", sci(f.backward), ""],
                  ["training (3 x forward)", sci(f.training), ""],
-                 ["non-matmul (estimate)", sci(f.non_matmul_total), pct(f.non_matmul_total / f.forward)]]  # fmt: skip
+                 ["non-matmul (estimate)", sci(non_matmul), pct(non_matmul / f.forward)]]  # fmt: skip
         scores = "full matrix"
         if f.causal_half:
             scores = "causal half" if spec.kind == "decoder-only" else "causal half in the decoder's self-attention"
