@@ -327,10 +327,12 @@ def test_umt5_gives_every_layer_its_own_relative_bias_table():
     assert model.encoder.position is None and model.decoder.position is None
     tables = [layer.position.weight for stack in (model.encoder, model.decoder) for layer in stack.layers]
     assert len({t.data_ptr() for t in tables}) == 5
-    src, tgt = torch.randint(0, 53, (1, 6)), torch.randint(0, 53, (1, 5))
+    g = torch.Generator().manual_seed(0)
+    src, tgt = torch.randint(0, 53, (1, 6), generator=g), torch.randint(0, 53, (1, 5), generator=g)
     before = model(src, tgt)
-    with torch.no_grad():
-        model.encoder.layers[1].position.weight.add_(1.0)  # the second encoder layer's table only
+    table = model.encoder.layers[1].position.weight  # the second encoder layer's table only
+    with torch.no_grad():  # not a constant shift, which softmax would not see
+        table.add_(torch.randn(table.shape, generator=g))
     assert not torch.allclose(model(src, tgt), before)
     from archspec.reference import verify
 
