@@ -42,6 +42,12 @@ def _inference():
     return estimate_inference(_gpt2(), accelerator("h100"), 2, 8, 8, "bf16")
 
 
+def _memory():
+    from archspec.memory import estimate_memory
+
+    return estimate_memory(_gpt2(), batch=2, seq_len=16)
+
+
 def _assessment():
     """A claim of the 2017 paper's base model with a what-if and the figure it implies (its preset)."""
     from archspec.catalog import claim_sets
@@ -99,8 +105,8 @@ def _verify_ranks():
     return verify_ranks(_gpt2(), 2, 3, 1)
 
 
-RESULTS = [_params, _flops, _comparison, _inference, _assessment, _accelerator, _fit, _verify, _verify_memory,
-           _activations, pytest.param(_ranks, marks=pytest.mark.slow),
+RESULTS = [_params, _flops, _comparison, _inference, _memory, _assessment, _accelerator, _fit, _verify,
+           _verify_memory, _activations, pytest.param(_ranks, marks=pytest.mark.slow),
            pytest.param(_verify_ranks, marks=pytest.mark.slow)]  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from archspec.memory.lora import lora_params
 from archspec.memory.parallel import check_split, rank_elements, stored_weights_bytes
 from archspec.memory.storage import canonical_dtype, canonical_format, dtype_bytes, nbytes
 from archspec.params import count_params
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 from archspec.vocab import RECOMPUTE, ZERO_STAGES
 
@@ -44,7 +45,7 @@ class MemoryEstimate:
     name: str
     batch: int
     seq_len: int
-    src_len: int | None
+    src_len: int | None = field(metadata=rendered(omit_none=True))
     dtype: str
     optimizer: str
     recompute: str
@@ -57,20 +58,22 @@ class MemoryEstimate:
     kv_cache_bytes: int
     kv_cache_dtype: str
     inference_weights_bytes: int  # weights split by tensor and pipeline parallelism only (no ZeRO)
-    activations_detail: dict[str, int]
     bytes_per_param_training: float
-    per_param_note: str
+    per_param_note: str = field(metadata=rendered("bytes_per_param_note"))
+    activations_detail: dict[str, int]
     parallel: dict[str, int]
-    weights_format: str = "bf16"  # the storage of inference_weights_bytes (and of a LoRA's frozen base)
-    experts_format: str | None = None
+    # the storage of inference_weights_bytes (and of a LoRA's frozen base)
+    weights_format: str = field(default="bf16", metadata=rendered("weights"))
+    experts_format: str | None = field(default=None, metadata=rendered("experts"))
     trainable_params: int = 0
-    lora: dict | None = None  # {"rank", "targets", "base_bytes", "adapter_bytes"} when LoRA
-    global_batch: int | None = None
-    accumulation_steps: int = 1
-    offload: str | None = None  # "optimizer": the optimizer states (and fp32 master copy) in host memory
+    # {"rank", "targets", "base_bytes", "adapter_bytes"} when LoRA
+    lora: dict | None = field(default=None, metadata=rendered(convert=lambda v: dict(v) if v else None))
     # '{stack}.{kind}' -> {"layers", "activations_bytes_per_layer", "kv_cache_bytes_per_layer"} (one layer of
     # each kind, the whole batch, before any parallel split)
     kinds: dict[str, dict[str, int]] = field(default_factory=dict)
+    global_batch: int | None = None
+    accumulation_steps: int = 1
+    offload: str | None = None  # "optimizer": the optimizer states (and fp32 master copy) in host memory
 
     @property
     def host_bytes(self) -> int:
@@ -92,42 +95,22 @@ class MemoryEstimate:
         """Cache per (target) token of one sequence, the source's share included for an encoder-decoder."""
         return Fraction(self.kv_cache_bytes, self.batch * self.seq_len)
 
+    @property
+    def micro_batch(self) -> int:
+        """Sequences per device per step: the batch the estimate is for."""
+        return self.batch
+
+    # the figures derived from the fields, each after the field it follows in the record
+    DERIVED = (
+        ("kv_cache_bytes_per_token", "kv_cache_bytes", exact_number),
+        ("training_total_bytes", "kv_cache_dtype"),
+        ("inference_total_bytes", "kv_cache_dtype"),
+        ("micro_batch", "kinds"),
+        ("host_bytes", "offload"),
+    )
+
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "batch": self.batch,
-            "seq_len": self.seq_len,
-            **({"src_len": self.src_len} if self.src_len is not None else {}),
-            "dtype": self.dtype,
-            "optimizer": self.optimizer,
-            "recompute": self.recompute,
-            "attention": self.attention,
-            "params": self.params,
-            "weights_bytes": self.weights_bytes,
-            "gradients_bytes": self.gradients_bytes,
-            "optimizer_bytes": self.optimizer_bytes,
-            "activations_bytes": self.activations_bytes,
-            "kv_cache_bytes": self.kv_cache_bytes,
-            "kv_cache_bytes_per_token": exact_number(self.kv_cache_bytes_per_token),
-            "kv_cache_dtype": self.kv_cache_dtype,
-            "training_total_bytes": self.training_total_bytes,
-            "inference_total_bytes": self.inference_total_bytes,
-            "inference_weights_bytes": self.inference_weights_bytes,
-            "bytes_per_param_training": self.bytes_per_param_training,
-            "bytes_per_param_note": self.per_param_note,
-            "activations_detail": dict(self.activations_detail),
-            "parallel": dict(self.parallel),
-            "weights": self.weights_format,
-            "experts": self.experts_format,
-            "trainable_params": self.trainable_params,
-            "lora": dict(self.lora) if self.lora else None,
-            "kinds": {k: dict(v) for k, v in self.kinds.items()},
-            "micro_batch": self.batch,
-            "global_batch": self.global_batch,
-            "accumulation_steps": self.accumulation_steps,
-            "offload": self.offload,
-            "host_bytes": self.host_bytes,
-        }
+        return record(self, self.DERIVED)
 
 
 def training_bytes_per_param(dtype: str, optimizer: str = "adamw", fp32_grads: bool = False) -> tuple:
