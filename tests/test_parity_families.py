@@ -20,13 +20,14 @@ weight maps (tables).
 """
 
 import re
-from dataclasses import dataclass, field
 
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.slow  # each case builds two models and runs both
+
+from parity import Case, cached, max_diff, randomize  # noqa: E402  (tests/parity.py)
 
 from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.reference import build  # noqa: E402
@@ -126,15 +127,6 @@ T5 = T5_V1_1.replace(name="t5-toy", decoder_layers=3, d_head=8, activation="relu
                      head={"kind": "lm", "scale": 64**-0.5})  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Case:
-    spec: ModelSpec
-    family: str  # a family of archspec.reference.families, or TORCH
-    nudge: str  # the reference parameter whose nudge must show
-    # changes of the spec that keep every shape but change the computation: the same weights no longer match
-    features: dict = field(default_factory=dict)
-
-
 FIRST_CASES = {
     "gpt2": Case(GPT2_TOY, "GPT-2", "embed.weight", {"relu": {"activation": "relu"}}),
     "gpt2-relu": Case(GPT2_TOY.replace(activation="relu"), "GPT-2", "decoder.layers.2.mlp.up.weight"),
@@ -222,15 +214,6 @@ CASES = {
 }  # fmt: skip
 
 
-def randomize(model, std: float = 0.02):
-    """Every parameter moved off its initial value (biases off 0, norm weights off 1 or 0)."""
-    gen = torch.Generator().manual_seed(7)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=gen) * std)
-    return model
-
-
 def other_model(case: Case):
     """The independent implementation of the case's spec: transformers' model of its family, or
     torch.nn.Transformer built from the spec's fields; every parameter drawn anew, in eval mode."""
@@ -294,27 +277,17 @@ def reference_model(case: Case, state_dict, spec: ModelSpec | None = None):
     return load_weights(model, state_dict, checkpoint(case.family).weights).eval()  # a spec the family may refuse
 
 
+def _other(key: str) -> tuple:
+    case = CASES[key]
+    other, inputs = other_model(case), inputs_of(case)
+    with torch.no_grad():
+        return other, inputs, run_other(case, other, inputs)
+
+
 @pytest.fixture(scope="module")
 def hf_models():
     """One other implementation per case (built once), its inputs and its outputs."""
-    cache = {}
-
-    def get(key: str):
-        if key not in cache:
-            case = CASES[key]
-            other, inputs = other_model(case), inputs_of(case)
-            with torch.no_grad():
-                cache[key] = other, inputs, run_other(case, other, inputs)
-        return cache[key]
-
-    return get
-
-
-def max_diff(a, b) -> float:
-    """The largest difference between two outputs (tensors, or tuples of tensors of the same shapes)."""
-    a, b = ((a,) if isinstance(a, torch.Tensor) else a), ((b,) if isinstance(b, torch.Tensor) else b)
-    assert len(a) == len(b)
-    return max((x - y).abs().max().item() for x, y in zip(a, b, strict=True))
+    return cached(_other)
 
 
 def nudge(model, name: str) -> None:

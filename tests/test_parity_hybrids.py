@@ -21,6 +21,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.slow  # each case builds two whole models and runs both, as tests/test_parity_families.py
 
+from parity import Case, cached, max_diff, randomize  # noqa: E402  (tests/parity.py)
+
 from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.memory import kv_cache_bytes  # noqa: E402
 from archspec.reference import build  # noqa: E402
@@ -72,15 +74,6 @@ def _interleaved_q_read_as_one(wmap: WeightMap) -> WeightMap:
     return dataclasses.replace(wmap, rows=rows)
 
 
-@dataclasses.dataclass(frozen=True)
-class Case:
-    spec: ModelSpec
-    family: str
-    nudge: str
-    features: dict = dataclasses.field(default_factory=dict)  # spec changes that keep shapes
-    tables: dict = dataclasses.field(default_factory=dict)  # weight-map changes that keep shapes
-
-
 CASES = {
     "qwen3_next": Case(QWEN3_NEXT, "Qwen3-Next", "decoder.layers.0.mixer.A_log", {
         "full-rotary": {"position": {"kind": "rotary", "base": 1e4}},
@@ -106,34 +99,19 @@ def _pytorch_paths_only():
         yield
 
 
-def randomize(model, std: float = 0.1):
-    gen = torch.Generator().manual_seed(7)
+def _transformers(key: str) -> tuple:
+    spec = CASES[key].spec
+    torch.manual_seed(0)
+    hf = randomize(transformers_model(spec), std=0.1)
+    tokens = torch.randint(0, spec.vocab_size, (B, T), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn(p.shape, generator=gen) * std)
-    return model
+        return hf, tokens, hf(tokens).logits
 
 
 @pytest.fixture(scope="module")
 def hf_models():
-    cache = {}
-
-    def get(key: str):
-        if key not in cache:
-            spec = CASES[key].spec
-            torch.manual_seed(0)
-            hf = randomize(transformers_model(spec))
-            tokens = torch.randint(0, spec.vocab_size, (B, T), generator=torch.Generator().manual_seed(1))
-            with torch.no_grad():
-                logits = hf(tokens).logits
-            cache[key] = hf, tokens, logits
-        return cache[key]
-
-    return get
-
-
-def max_diff(a, b) -> float:
-    return (a - b).abs().max().item()
+    """transformers' model of each case (built once), its tokens and its logits."""
+    return cached(_transformers)
 
 
 @pytest.mark.parametrize("key", list(CASES))
