@@ -192,4 +192,5 @@ def test_show_writes_a_default_member_as_its_kind_and_others_as_tables(run_cli):
     code, out, _ = run_cli("show", "gpt2", "--set", "position=rotary", "--format", "json")
     assert json.loads(out)[0]["position"] == "rotary"
     spec = ModelSpec(**TOY, position={"kind": "rotary", "base": 5e5})
-    assert spec.model_dump()["position"] == {"kind": "rotary", "base": 5e5, "fraction": 1.0, "interleaved": False}
+    assert spec.model_dump()["position"] == {"kind": "rotary", "base": 5e5, "fraction": 1.0, "interleaved": False,
+                                             "proportional": False}  # fmt: skip
