@@ -4,8 +4,6 @@ what each keeps for backward (``attention_saved``, ``latent_saved``, the QK- and
 DeBERTa's position terms), measured storage by storage on the reference model.
 """
 
-from __future__ import annotations
-
 from typing import Literal, NamedTuple
 
 from archspec.entries import (
@@ -44,7 +42,7 @@ class AttentionShape(NamedTuple):
     shared_kv: bool = False  # the keys serve as values: no value projection
 
     @classmethod
-    def of(cls, spec: ModelSpec) -> AttentionShape:
+    def of(cls, spec: ModelSpec) -> "AttentionShape":
         b, att = spec.biases, spec.attention
         gated, shared = (att.gate, att.shared_kv) if att.kind == "standard" else (False, False)
         # proportional rotary turns the whole head (its unrotated pairs at frequency 0), as transformers does
@@ -102,7 +100,7 @@ class LatentShape(NamedTuple):
     out_bias: bool
 
     @classmethod
-    def of(cls, spec: ModelSpec) -> LatentShape:
+    def of(cls, spec: ModelSpec) -> "LatentShape":
         a, b = spec.attention, spec.biases
         return cls(spec.d_model, spec.n_heads, spec.d_head, spec.d_value, a.q_rank, a.kv_rank, a.rope_dims,
                    b.qkv, b.out)  # fmt: skip

@@ -24,13 +24,14 @@ from typing import Any
 from archspec.checks import check_args
 from archspec.errors import SpecError, clip, did_you_mean, shown
 from archspec.loading import build_spec, parse_text, read_mapping
+from archspec.records import Record
 from archspec.spec import ModelSpec
 
 RESERVED = ("summary", "source", "printed", "claims")
 
 
-@dataclass(frozen=True)
-class Preset:
+@dataclass(frozen=True, eq=False, repr=False)  # eq, hash and repr: Record
+class Preset(Record):
     """One model of a family file: its spec plus provenance and published claims."""
 
     name: str

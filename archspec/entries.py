@@ -13,8 +13,6 @@ Conventions: 2 FLOPs per multiply-accumulate; attention counts the full score ma
 of ``NON_MATMUL_COST``, labelled as an estimate.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 

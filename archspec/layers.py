@@ -12,8 +12,6 @@ A ``LayerGroup`` is one kind with the spec its layers see and where they are. It
 stack); only ``indices`` walks the layers.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Iterator
 from typing import NamedTuple

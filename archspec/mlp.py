@@ -3,8 +3,6 @@
 dense MLP beside them), each with what it keeps for backward.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 from archspec.entries import Entry, Linear, Norm, Param, Pointwise, Saved, StackShape
@@ -22,7 +20,7 @@ class MLPShape(NamedTuple):
     bias: bool
 
     @classmethod
-    def of(cls, spec: ModelSpec, d_ff: int | None = None) -> MLPShape:
+    def of(cls, spec: ModelSpec, d_ff: int | None = None) -> "MLPShape":
         """The dense MLP of `spec` (or, with d_ff, an expert or shared expert of that width)."""
         return cls(spec.d_model, d_ff or spec.d_ff, spec.activation, spec.gated, spec.biases.mlp)
 

@@ -8,8 +8,6 @@ experts in archspec.mlp, of the recurrent mixers in archspec.mixers; archspec.bl
 model out from them.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 

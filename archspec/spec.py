@@ -8,8 +8,6 @@ The sub-tables it holds (positions, attention and mixers, MLP, heads, layer kind
 ``archspec.subtables`` and re-exported here.
 """
 
-from __future__ import annotations
-
 import re
 from functools import cached_property
 from typing import Any, Literal
@@ -246,7 +244,7 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _only_the_wrong_fields(cls, data: Any, handler: Any) -> ModelSpec:
+    def _only_the_wrong_fields(cls, data: Any, handler: Any) -> "ModelSpec":
         """One bad field, one error: a derived default whose inputs failed (pydantic's
         default_factory_not_called) is a consequence, not a second problem, so it is left out."""
         from pydantic import ValidationError
@@ -265,7 +263,7 @@ class ModelSpec(BaseModel):
             raise filtered from None
 
     @model_validator(mode="after")
-    def _check_consistency(self) -> ModelSpec:
+    def _check_consistency(self) -> "ModelSpec":
         given = self.model_fields_set
         if self.encoder_layers == 0 and self.decoder_layers == 0:
             raise ValueError(
@@ -476,12 +474,12 @@ class ModelSpec(BaseModel):
         return data
 
     @cached_property
-    def _kind_specs(self) -> dict[str, ModelSpec]:
+    def _kind_specs(self) -> "dict[str, ModelSpec]":
         # valid by construction: _check_kinds validated each kind's data with the spec (or, for the
         # trusted presets, the tests did)
         return {name: type(self).construct_trusted(self._kind_data(name)) for name in self.kinds}
 
-    def kind_spec(self, name: str) -> ModelSpec:
+    def kind_spec(self, name: str) -> "ModelSpec":
         """The spec that layers of kind `name` see (the model's fields with the kind's changes)."""
         return self._kind_specs[name]
 
@@ -521,7 +519,7 @@ class ModelSpec(BaseModel):
         return self.embedding.d_embed or self.d_model
 
     @classmethod
-    def construct_trusted(cls, data: dict[str, Any]) -> ModelSpec:
+    def construct_trusted(cls, data: dict[str, Any]) -> "ModelSpec":
         """A spec from data already known to be valid (the packaged presets, which the tests validate),
         without building the validator: sub-tables are built from their `kind`, nothing is checked."""
         data = dict(data)
@@ -539,7 +537,7 @@ class ModelSpec(BaseModel):
                              for k, v in data["kinds"].items()}  # fmt: skip
         return cls.model_construct(**data)
 
-    def replace(self, **changes: Any) -> ModelSpec:
+    def replace(self, **changes: Any) -> "ModelSpec":
         """A new spec with `changes`, validated again; derived defaults are re-derived. A dotted key
         changes one field of a sub-table (`**{"mlp.top_k": 1}`, `**{"position.base": 5e5}`); naming a
         new kind (`**{"mlp.kind": "moe"}`) starts that kind's table from its defaults."""

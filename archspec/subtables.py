@@ -7,8 +7,6 @@ holds them, its validation and its derived views are ``archspec.spec.ModelSpec``
 every name here (``from archspec.spec import StandardAttention`` keeps working).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_serializer
@@ -181,6 +179,36 @@ class ParallelBlock(_Member):
 Block = _union(SequentialBlock, ParallelBlock)
 
 
+class Mamba2Mixer(_Member):
+    """Mamba-2's state-space duality mixer (Dao and Gu 2024; Mamba-Codestral, Nemotron-H): one
+    in-projection to (z, x, B, C, dt), a depthwise causal conv1d over (x, B, C), per-head A_log, D
+    and dt_bias, a gated RMSNorm over d_inner (heads * head_dim), an out-projection."""
+
+    kind: Literal["mamba2"] = "mamba2"
+    heads: int = Field(ge=1, description="SSM heads")
+    head_dim: int = Field(ge=1, description="channels per head (d_inner = heads * head_dim)")
+    d_state: int = Field(128, ge=1, description="state size (N)")
+    groups: int = Field(
+        1, ge=1, description="groups sharing B and C, also the groups of the gated RMSNorm (as transformers builds it)"
+    )
+    d_conv: int = Field(4, ge=1, description="conv1d kernel width")
+    conv_bias: bool = Field(True, description="a bias on the conv1d")
+    bias: bool = Field(False, description="biases on the in- and out-projections")
+    dt_min: float = Field(
+        0.0, ge=0, strict=False, description="dt clamped below at this after the softplus (Nemotron-H: time_step_min)"
+    )
+    dt_max: float | None = Field(None, gt=0, strict=False, description="dt clamped above at this (absent: no limit)")
+    norm: Literal["gated", "before_gate", "none"] = Field(
+        "gated",
+        description="the output norm: gated, RMSNorm(y * silu(z)) in groups (Mamba-2); before_gate, RMSNorm(y) * "
+        "silu(z) (Falcon-H1's mamba_norm_before_gate); none, y * silu(z) without a norm (Falcon-H1's mamba_rms_norm "
+        "false)",
+    )
+    out_bias: bool | None = Field(
+        None, description="a bias on the out-projection (absent: as `bias`; Falcon-H1's projectors_bias)"
+    )
+
+
 class StandardAttention(_Member):
     """Multi-head attention over Q, K, V projections (grouped-query by n_kv_heads)."""
 
@@ -265,36 +293,6 @@ class MambaMixer(_Member):
     conv_bias: bool = Field(True, description="a bias on the conv1d")
     bias: bool = Field(False, description="biases on the in- and out-projections")
     dt_norms: bool = Field(False, description="RMSNorms on dt, B and C (Jamba)")
-
-
-class Mamba2Mixer(_Member):
-    """Mamba-2's state-space duality mixer (Dao and Gu 2024; Mamba-Codestral, Nemotron-H): one
-    in-projection to (z, x, B, C, dt), a depthwise causal conv1d over (x, B, C), per-head A_log, D
-    and dt_bias, a gated RMSNorm over d_inner (heads * head_dim), an out-projection."""
-
-    kind: Literal["mamba2"] = "mamba2"
-    heads: int = Field(ge=1, description="SSM heads")
-    head_dim: int = Field(ge=1, description="channels per head (d_inner = heads * head_dim)")
-    d_state: int = Field(128, ge=1, description="state size (N)")
-    groups: int = Field(
-        1, ge=1, description="groups sharing B and C, also the groups of the gated RMSNorm (as transformers builds it)"
-    )
-    d_conv: int = Field(4, ge=1, description="conv1d kernel width")
-    conv_bias: bool = Field(True, description="a bias on the conv1d")
-    bias: bool = Field(False, description="biases on the in- and out-projections")
-    dt_min: float = Field(
-        0.0, ge=0, strict=False, description="dt clamped below at this after the softplus (Nemotron-H: time_step_min)"
-    )
-    dt_max: float | None = Field(None, gt=0, strict=False, description="dt clamped above at this (absent: no limit)")
-    norm: Literal["gated", "before_gate", "none"] = Field(
-        "gated",
-        description="the output norm: gated, RMSNorm(y * silu(z)) in groups (Mamba-2); before_gate, RMSNorm(y) * "
-        "silu(z) (Falcon-H1's mamba_norm_before_gate); none, y * silu(z) without a norm (Falcon-H1's mamba_rms_norm "
-        "false)",
-    )
-    out_bias: bool | None = Field(
-        None, description="a bias on the out-projection (absent: as `bias`; Falcon-H1's projectors_bias)"
-    )
 
 
 class GatedDeltaNet(_Member):
