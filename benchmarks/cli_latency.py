@@ -44,23 +44,24 @@ COMMAND = ["compare", "transformer-base", "gpt2", "gpt3-175b"]
 ARCHSPEC = [sys.executable, "-m", "archspec", *COMMAND]
 BASEMODEL_FLOOR = [sys.executable, "-c", "from pydantic import BaseModel; import tabulate"]
 
-# runs the command in-process (its output discarded) and prints the files of the archspec modules it loaded
-_LOADED = f"""
+# runs a command in-process (its output discarded) and prints the files of the archspec modules it loaded
+_LOADED = """
 import contextlib, io, json, runpy, sys
-sys.argv = ["archspec", *{COMMAND!r}]
+sys.argv = ["archspec", *json.loads(sys.argv[1])]
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         runpy.run_module("archspec", run_name="__main__", alter_sys=True)
     except SystemExit:
         pass
-print(json.dumps(sorted({{m.__file__ for n, m in list(sys.modules.items())
-                         if n.split(".")[0] == "archspec" and getattr(m, "__file__", None)}})))
+print(json.dumps(sorted({m.__file__ for n, m in list(sys.modules.items())
+                         if n.split(".")[0] == "archspec" and getattr(m, "__file__", None)})))
 """
 
 
-def loaded_modules() -> list[str]:
-    """The source files of the archspec modules that the command loads."""
-    out = subprocess.run([sys.executable, "-c", _LOADED], check=True, capture_output=True, text=True).stdout
+def loaded_modules(command: list[str] = COMMAND) -> list[str]:
+    """The source files of the archspec modules that `archspec COMMAND...` loads."""
+    cmd = [sys.executable, "-c", _LOADED, json.dumps(command)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -92,8 +93,9 @@ def floor_statement(names: dict[str, list[str]]) -> str:
     return "; ".join(lines)
 
 
-def floor_command() -> list[str]:
-    return [sys.executable, "-c", floor_statement(dependency_names(loaded_modules()))]
+def floor_command(command: list[str] = COMMAND) -> list[str]:
+    """`python -c` of the import line of what `archspec COMMAND...` imports from its dependencies."""
+    return [sys.executable, "-c", floor_statement(dependency_names(loaded_modules(command)))]
 
 
 CPU: list[float] = []  # user + system seconds of each run, in the order run (see measure)
