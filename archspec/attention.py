@@ -4,6 +4,8 @@ what each keeps for backward (``attention_saved``, ``latent_saved``, the QK- and
 DeBERTa's position terms), measured storage by storage on the reference model.
 """
 
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
 from typing import Literal, NamedTuple
 
 from archspec.entries import (

@@ -3,6 +3,8 @@
 dense MLP beside them), each with what it keeps for backward.
 """
 
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
 from typing import NamedTuple
 
 from archspec.entries import Entry, Linear, Norm, Param, Pointwise, Saved, StackShape

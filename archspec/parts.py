@@ -8,6 +8,8 @@ experts in archspec.mlp, of the recurrent mixers in archspec.mixers; archspec.bl
 model out from them.
 """
 
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 

@@ -8,6 +8,8 @@ The sub-tables it holds (positions, attention and mixers, MLP, heads, layer kind
 ``archspec.subtables`` and re-exported here.
 """
 
+# Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
+# every string annotation when the class is defined, at every start-up.
 import re
 from functools import cached_property
 from typing import Any, Literal

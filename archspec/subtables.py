@@ -7,6 +7,8 @@ holds them, its validation and its derived views are ``archspec.spec.ModelSpec``
 every name here (``from archspec.spec import StandardAttention`` keeps working).
 """
 
+# Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
+# every string annotation when the class is defined, at every start-up.
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_serializer
