@@ -1,5 +1,3 @@
-import sys
+from archspec.cli import entry
 
-from archspec.cli import main
-
-sys.exit(main())
+entry()

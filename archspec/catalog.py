@@ -24,13 +24,14 @@ from typing import Any
 from archspec.checks import check_args
 from archspec.errors import SpecError, clip, did_you_mean, shown
 from archspec.loading import build_spec, parse_text, read_mapping
+from archspec.records import Record
 from archspec.spec import ModelSpec
 
 RESERVED = ("summary", "source", "printed", "claims")
 
 
-@dataclass(frozen=True)
-class Preset:
+@dataclass(frozen=True, eq=False, repr=False)  # eq, hash and repr: Record
+class Preset(Record):
     """One model of a family file: its spec plus provenance and published claims."""
 
     name: str
@@ -171,7 +172,8 @@ class _Cache:
             key = self._key()
             try:
                 with open(self._file(folder, key), "rb") as f:
-                    stored, entries = marshal.load(f)
+                    # loads of the bytes: marshal.load of the file reads it a few bytes at a time (10 x slower)
+                    stored, entries = marshal.loads(f.read())
                 if tuple(stored) == key and isinstance(entries, dict):
                     self.folders[folder] = entries
             except (OSError, EOFError, ValueError, TypeError):

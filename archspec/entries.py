@@ -13,8 +13,8 @@ Conventions: 2 FLOPs per multiply-accumulate; attention counts the full score ma
 of ``NON_MATMUL_COST``, labelled as an estimate.
 """
 
-from __future__ import annotations
-
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 

@@ -12,8 +12,8 @@ A ``LayerGroup`` is one kind with the spec its layers see and where they are. It
 stack); only ``indices`` walks the layers.
 """
 
-from __future__ import annotations
-
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
 import math
 from collections.abc import Iterator
 from typing import NamedTuple

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from archspec.blocks import Part
 from archspec.entries import Cached, Conv, Entry, Linear, Norm, Param, Pointwise, Saved, StackShape
+from archspec.parts import Part
 from archspec.spec import Mamba2Mixer, ModelSpec
 
 

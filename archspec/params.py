@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 
 from archspec.blocks import Linear, Part, describe, stack_shapes
 from archspec.checks import check_args
-from archspec.records import record
+from archspec.records import Record, record
 from archspec.spec import ModelSpec
 from archspec.vocab import COMPONENTS, ROLES
 
 __all__ = ["COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class ParamCount:
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)  # eq, hash and repr: Record
+class ParamCount(Record):
     """An exact parameter count with its breakdown. Returned, never printed; its JSON record is its
     fields, in this order."""
 

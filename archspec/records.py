@@ -5,12 +5,16 @@ figures derived from them, each placed after the field it follows. No field is w
 Where a field's JSON form differs from the field itself, its metadata says so, declaratively
 (``field(metadata=rendered(...))``): a key other than its name, a conversion (a Fraction as an exact
 number), left out when None, shown as None unless a figure holds, spread out into the attributes of
-a nested object, or not rendered at all (data the report keeps for its own text)."""
+a nested object, or not rendered at all (data the report keeps for its own text).
+
+``Record`` is the base of the result types on the start-up path: their comparison, hash and repr,
+written once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, is_dataclass
+from reprlib import recursive_repr
 from typing import Any
 
 _KEY = "archspec.record"
@@ -93,3 +97,30 @@ def record(result: Any, derived: tuple[tuple, ...] = ()) -> dict[str, Any]:
     if follows:
         raise AssertionError(f"derived figures placed after no field: {follows}")
     return out
+
+
+class Record:
+    """The base of a frozen result dataclass declared `@dataclass(frozen=True, eq=False, repr=False)`:
+    it compares, hashes and shows as the dataclass's own generated methods would (equal to a result of
+    the same class whose fields are equal, in order; hashed by those fields; `Name(field=value, ...)`),
+    but from code compiled once, where `dataclass` writes and compiles each of the three for every
+    class when the module loads (start-up: see the README's Performance section)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return _compared(self) == _compared(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self) if (f.compare if f.hash is None else f.hash)))
+
+    @recursive_repr()
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return f"{self.__class__.__qualname__}({shown})"
+
+
+def _compared(result: Any) -> tuple:
+    return tuple(getattr(result, f.name) for f in fields(result) if f.compare)

@@ -74,8 +74,9 @@ def within(name: str, prefixes) -> bool:
 LAYERS = {
     "base": ("archspec.presets", "archspec.vocab", "archspec.limits", "archspec.errors", "archspec.checks",
              "archspec.sizing", "archspec.records", "archspec._source_tree"),
-    "spec": ("archspec.spec", "archspec.layers"),
-    "description": ("archspec.entries", "archspec.blocks", "archspec.mixers"),
+    "spec": ("archspec.subtables", "archspec.spec", "archspec.layers"),
+    "description": ("archspec.entries", "archspec.parts", "archspec.attention", "archspec.mlp", "archspec.blocks",
+                    "archspec.mixers"),
     "quantities": ("archspec.params", "archspec.flops", "archspec.memory", "archspec.hardware", "archspec.inference",
                    "archspec.fit", "archspec.sweep", "archspec.compare", "archspec.claims"),
     "inputs": ("archspec.hf", "archspec.loading", "archspec.specfile", "archspec.catalog"),
