@@ -1357,7 +1357,8 @@ def _argv(argv: list[str], tmp="") -> list[str]:
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
-@pytest.mark.parametrize("argv", WRITERS, ids=[" ".join(a) for a in WRITERS])
+@pytest.mark.parametrize("argv", [pytest.param(a, id=" ".join(a), marks=() if a in WRITERS[:2] else pytest.mark.slow)
+                                  for a in WRITERS])  # fmt: skip
 def test_a_full_disk_on_stdout_is_one_line_and_a_failure(argv):
     import subprocess
     import sys
@@ -1483,7 +1484,15 @@ def test_the_option_table_covers_every_option_of_every_command():
 _OPTION_RUNS = [(c, d, i) for c, (_, cases) in OPTION_CASES.items() for d, cs in cases.items() for i in range(len(cs))]
 
 
-@pytest.mark.parametrize("command, dest, i", _OPTION_RUNS, ids=[f"{c}-{d}-{i}" for c, d, i in _OPTION_RUNS])
+# fit's runs plan many layouts each (a second or two): one stays in the fast set, every one runs in CI
+_FAST_FIT = {("fit", "gpu", 0)}
+
+
+@pytest.mark.parametrize(
+    "command, dest, i",
+    [pytest.param(*run, id="-".join(map(str, run)), marks=pytest.mark.slow if run[0] == "fit" and run not in _FAST_FIT
+                  else ()) for run in _OPTION_RUNS],
+)  # fmt: skip
 def test_every_option_changes_the_output(tmp_path, command, dest, i):
     if command == "verify":
         pytest.importorskip("torch")

@@ -18,7 +18,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from archspec.layers import layer_kinds
-from archspec.reference.model import sliding_window
 from archspec.reference.weights import WeightMap
 from archspec.spec import SUBTABLES, Biases, ModelSpec
 
@@ -160,7 +159,7 @@ def moe(s: ModelSpec):
 
 def layer_windows(s: ModelSpec) -> list[int | None]:
     """Each decoder layer's sliding window (None: full attention), as its kind says."""
-    return [sliding_window(s, i) for i in range(s.decoder_layers)]
+    return [k.attention.sliding_window if k.attention.kind == "standard" else None for k in layer_specs(s)]
 
 
 def layer_types(s: ModelSpec) -> list[str]:
