@@ -32,7 +32,7 @@ class Comparison(Record):
     dtype: str
     weights_bytes: int
     training_bytes_per_param: float
-    kv_cache_bytes_per_token: int
+    kv_cache_bytes_per_token: int | float  # the mean over the sequence of seq_len tokens
 
     @property
     def kv_cache_dtype(self) -> str:
@@ -55,7 +55,8 @@ def compare(spec: ModelSpec, seq_len: int | None = DEFAULT_SEQ_LEN, dtype: str =
     """The comparison row of `spec`: FLOPs per token over one sequence of `seq_len` tokens (default
     4,096, one length for every model; beyond the model's context, its context, marked
     `seq_len_clamped`; None: its own context length), weights and KV cache per token in `dtype` (the
-    cache as kv_cache_dtype decides)."""
+    cache as kv_cache_dtype decides; its mean over the sequence: a window or a recurrent state does not
+    grow with it)."""
     clamped = False
     if seq_len is not None:
         seq_len, clamped = context_seq_len(spec, seq_len)
@@ -69,6 +70,6 @@ def compare(spec: ModelSpec, seq_len: int | None = DEFAULT_SEQ_LEN, dtype: str =
         training_per_token=f.training_per_token,
         weights_bytes=weights_bytes(spec, dtype),
         training_bytes_per_param=float(sum(training_bytes_per_param(dtype, "adamw"))),
-        kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, dtype),
+        kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, dtype, f.seq_len),
         seq_len_clamped=clamped,
     )

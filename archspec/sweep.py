@@ -188,7 +188,7 @@ def sweep_row(spec: ModelSpec, seq_len: int | None = None, dtype: str = "bf16") 
         "forward_per_token": exact_number(flops.forward_per_token),
         "seq_len": flops.seq_len,
         "weights_bytes": weights_bytes(spec, dtype),
-        "kv_cache_bytes_per_token": kv_cache_bytes_per_token(spec, dtype),
+        "kv_cache_bytes_per_token": kv_cache_bytes_per_token(spec, dtype, flops.seq_len),
         "dtype": dtype,
     }
 

@@ -199,3 +199,15 @@ def test_show_writes_a_default_member_as_its_kind_and_others_as_tables(run_cli):
         "interleaved": False,
         "proportional": False,
     }
+
+
+@pytest.mark.parametrize("name", ["qwen3-next-80b-a3b", "mistral-7b", "t5-base"])
+def test_compare_kv_per_token_is_the_mean_over_its_sequence(run_json, name):
+    """compare's KV/token is the cache of one sequence of its seq_len over that length, as memory's is: a
+    recurrent state (Qwen3-Next) is one per sequence and a window (Mistral) holds w - 1 keys, so the cache
+    of a one-token sequence is not a token's share of a long one; a plain stack's is the same either way."""
+    (c,) = run_json("compare", name, "--seq-len", "4096")
+    (m,) = run_json("memory", name, "--batch", "1", "--seq-len", "4096")
+    assert c["kv_cache_bytes_per_token"] == m["kv_cache_bytes_per_token"] == pytest.approx(m["kv_cache_bytes"] / 4096)
+    (one,) = run_json("memory", name, "--batch", "1", "--seq-len", "1")
+    assert (one["kv_cache_bytes"] == c["kv_cache_bytes_per_token"]) == (name == "t5-base")

@@ -53,6 +53,12 @@ def cached_bytes(c: Cached, per: Fraction) -> Fraction:
     return DTYPE_BYTES["fp32"] if c.dtype == "fp32" else per
 
 
-def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16") -> int:
-    """Cache per (target) token of one sequence, one source token per target token for an encoder-decoder."""
-    return kv_cache_bytes(spec, 1, 1, dtype, 1 if spec.kind == "encoder-decoder" else None)
+def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16", seq_len: int | None = None) -> int | float:
+    """Cache per (target) token of one sequence, one source token per target token for an encoder-decoder.
+    With `seq_len`, the mean over one sequence of that length (an int when whole): a window holds at most
+    its keys and a recurrent state is one per sequence, so the cache of one token is not a token's share of
+    a long one (Qwen3-Next's Gated DeltaNet states are 74 MiB for any length)."""
+    if seq_len is None:
+        return kv_cache_bytes(spec, 1, 1, dtype, 1 if spec.kind == "encoder-decoder" else None)
+    total = kv_cache_bytes(spec, 1, seq_len, dtype, seq_len if spec.kind == "encoder-decoder" else None)
+    return total // seq_len if total % seq_len == 0 else total / seq_len
