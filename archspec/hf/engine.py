@@ -22,6 +22,7 @@ against transformers' own model (tests/test_hf.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,22 @@ def time_step_limit_ok(cfg: Config) -> bool:
         return True
     pair = isinstance(limit, (list, tuple)) and len(limit) == 2 and all(isinstance(v, (int, float)) for v in limit)
     return pair and 0 <= limit[0] <= limit[1]
+
+
+def dt_clamp(cfg: Config) -> dict[str, float]:
+    """A Mamba-2 mixer's clamp of dt from time_step_limit (null: none, as (0, Infinity)): dt_min, and dt_max
+    where it is finite."""
+    low, high = cfg.get("time_step_limit") or (0.0, math.inf)
+    return {"dt_min": float(low), **({"dt_max": float(high)} if math.isfinite(high) else {})}
+
+
+def mamba2_of_prefixed_keys(cfg: Config, head_dim: int) -> dict[str, Any]:
+    """The Mamba-2 mixer table of a config whose mixer keys are prefixed mamba_ (Granite 4.0-H, Falcon-H1):
+    mamba_n_heads heads of head_dim, mamba_d_state, mamba_n_groups, mamba_d_conv, mamba_conv_bias,
+    mamba_proj_bias on the in-projection, and the dt clamp."""
+    return {"kind": "mamba2", "heads": cfg["mamba_n_heads"], "head_dim": head_dim, "d_state": cfg["mamba_d_state"],
+            "groups": cfg["mamba_n_groups"], "d_conv": cfg["mamba_d_conv"], "conv_bias": bool(cfg["mamba_conv_bias"]),
+            "bias": bool(cfg["mamba_proj_bias"]), **dt_clamp(cfg)}  # fmt: skip
 
 
 # ---------------------------------------------------------------- heads by class

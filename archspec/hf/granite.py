@@ -27,6 +27,7 @@ from archspec.hf.engine import (
     combine,
     gated_mlp,
     kv_heads,
+    mamba2_of_prefixed_keys,
     must_be,
     rope,
     time_step_limit_ok,
@@ -103,20 +104,7 @@ def _granitemoehybrid(cfg: Config, where: str) -> dict[str, Any]:
                       "d_expert": cfg["intermediate_size"], "d_shared": cfg["shared_intermediate_size"]}  # fmt: skip
     else:
         out["d_ff"] = cfg["shared_intermediate_size"]
-    low, high = cfg.get("time_step_limit") or (0.0, math.inf)
-    mamba: dict[str, Any] = {
-        "kind": "mamba2",
-        "heads": cfg["mamba_n_heads"],
-        "head_dim": _mamba_head_dim(cfg),
-        "d_state": cfg["mamba_d_state"],
-        "groups": cfg["mamba_n_groups"],
-        "d_conv": cfg["mamba_d_conv"],
-        "conv_bias": bool(cfg["mamba_conv_bias"]),
-        "bias": bool(cfg["mamba_proj_bias"]),
-        "dt_min": float(low),
-    }
-    if math.isfinite(high):
-        mamba["dt_max"] = float(high)
+    mamba = mamba2_of_prefixed_keys(cfg, _mamba_head_dim(cfg))
     types = cfg.get("layer_types") or ["linear_attention"] * cfg["num_hidden_layers"]
     per_layer = [_HYBRID_TYPES[t] for t in types]
     kinds = {"mamba": {"attention": mamba}, "attention": {}}

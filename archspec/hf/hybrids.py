@@ -28,6 +28,8 @@ from archspec.hf.engine import (
     Refusal,
     activation,
     biases,
+    dt_clamp,
+    mamba2_of_prefixed_keys,
     must_be,
     must_be_falsy,
     rope,
@@ -279,30 +281,13 @@ def _jamba(cfg: Config, where: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- Mamba-2
 
 
-def _time_step_limit(cfg: Config) -> tuple[float, float] | None:
-    limit = cfg.get("time_step_limit")
-    ok = isinstance(limit, (list, tuple)) and len(limit) == 2 and all(isinstance(v, (int, float)) for v in limit)
-    return (float(limit[0]), float(limit[1])) if ok and 0 <= limit[0] < limit[1] else None
-
-
 def _mamba2(cfg: Config, where: str) -> dict[str, Any]:
     """Mamba-2: every layer x + mixer(RMSNorm(x)), no MLP, no positions; transformers' mixer clamps dt, after
     its softplus, to time_step_limit (Infinity: no upper limit). The config names no attention, so n_heads
     and d_head restate the mixer's heads (no layer reads them)."""
-    low, high = _time_step_limit(cfg)
-    mixer: dict[str, Any] = {
-        "kind": "mamba2",
-        "heads": cfg["num_heads"],
-        "head_dim": cfg["head_dim"],
-        "d_state": cfg["state_size"],
-        "groups": cfg["n_groups"],
-        "d_conv": cfg["conv_kernel"],
-        "conv_bias": bool(cfg["use_conv_bias"]),
-        "bias": bool(cfg["use_bias"]),
-        "dt_min": low,
-    }
-    if high != float("inf"):
-        mixer["dt_max"] = high
+    mixer = {"kind": "mamba2", "heads": cfg["num_heads"], "head_dim": cfg["head_dim"], "d_state": cfg["state_size"],
+             "groups": cfg["n_groups"], "d_conv": cfg["conv_kernel"], "conv_bias": bool(cfg["use_conv_bias"]),
+             "bias": bool(cfg["use_bias"]), **dt_clamp(cfg)}  # fmt: skip
     return {"attention": mixer, "mlp": "none", "n_heads": cfg["num_heads"], "d_head": cfg["head_dim"]}
 
 
@@ -330,22 +315,11 @@ def _falcon_h1(cfg: Config, where: str) -> dict[str, Any]:
     (mamba_rms_norm) and before or after the gate (mamba_norm_before_gate), dt clamped to time_step_limit. The
     token embeddings are scaled by embedding_multiplier, the logits by lm_head_multiplier."""
     d_head = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
-    low, high = cfg.get("time_step_limit") or (0.0, math.inf)
     ssm: dict[str, Any] = {
-        "kind": "mamba2",
-        "heads": cfg["mamba_n_heads"],
-        "head_dim": _falcon_head_dim(cfg),
-        "d_state": cfg["mamba_d_state"],
-        "groups": cfg["mamba_n_groups"],
-        "d_conv": cfg["mamba_d_conv"],
-        "conv_bias": bool(cfg["mamba_conv_bias"]),
-        "bias": bool(cfg["mamba_proj_bias"]),
+        **mamba2_of_prefixed_keys(cfg, _falcon_head_dim(cfg)),
         "out_bias": bool(cfg["projectors_bias"]),
-        "dt_min": float(low),
         "norm": ("before_gate" if cfg["mamba_norm_before_gate"] else "gated") if cfg["mamba_rms_norm"] else "none",
     }
-    if math.isfinite(high):
-        ssm["dt_max"] = float(high)
     attention: dict[str, Any] = {"kind": "standard", "ssm": ssm}
     if cfg["key_multiplier"] != 1:
         attention["scale"] = float(cfg["key_multiplier"]) / math.sqrt(d_head)
@@ -489,8 +463,8 @@ FAMILIES = [
             Refusal("expand", lambda c: c["expand"] * c["hidden_size"] == c["num_heads"] * c["head_dim"],
                     "transformers' mixer is expand * hidden_size wide, the spec's heads * head_dim: they must agree"),
             must_be("hidden_act", "silu", "the Mamba-2 mixer's activation is silu"),
-            Refusal("time_step_limit", lambda c: _time_step_limit(c) is not None,
-                    "a pair [low, high] with 0 <= low < high (high may be Infinity)"),
+            Refusal("time_step_limit", lambda c: c.get("time_step_limit") is not None and time_step_limit_ok(c),
+                    "a pair [low, high] with 0 <= low <= high (high may be Infinity)"),
             Refusal("rms_norm", lambda c: c.get("rms_norm", True) is not False,
                     "transformers' Mamba-2 builds RMSNorms only; LayerNorms' biases would not be counted"),
         ),
