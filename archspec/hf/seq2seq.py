@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from archspec.hf.engine import (
@@ -59,31 +60,6 @@ FAMILIES = [
         derive=combine(plain_mlp("activation_function"), _encoder_decoder),
     ),
     Family(
-        # mBART (Liu et al. 2020): BART's layers made pre-norm, a LayerNorm on the embeddings (layernorm_embedding)
-        # and one after the last layer (layer_norm) of each stack
-        "mbart",
-        "MBart",
-        ("ForConditionalGeneration", "Model"),
-        {"vocab_size": "vocab_size", "d_model": "d_model", "encoder_layers": "encoder_layers",
-         "decoder_layers": "decoder_layers", "n_heads": "encoder_attention_heads", "d_ff": "encoder_ffn_dim",
-         "max_positions": "max_position_embeddings"},
-        {"vocab_size": 50265, "max_position_embeddings": 1024, "encoder_layers": 12, "encoder_ffn_dim": 4096,
-         "encoder_attention_heads": 16, "decoder_layers": 12, "decoder_ffn_dim": 4096, "decoder_attention_heads": 16,
-         "activation_function": "gelu", "d_model": 1024, "scale_embedding": False, "tie_word_embeddings": True},
-        # pre-norm blocks, a norm on the embeddings and a final norm in each stack, learned positions with 2 extra
-        # rows, one token table for encoder and decoder; final_logits_bias is a buffer
-        fixed={"position": {"kind": "learned", "offset": 2}, "norm": "layernorm", "norm_position": "pre",
-               "final_norm": True, "embedding_norm": True, "bias": True, "share_embeddings": True, "norm_eps": 1e-5},
-        aliases={"num_attention_heads": "encoder_attention_heads", "hidden_size": "d_model",
-                 "num_hidden_layers": "encoder_layers"},
-        refuse=(
-            _same("encoder_attention_heads", "decoder_attention_heads"),
-            _same("encoder_ffn_dim", "decoder_ffn_dim"),
-            Refusal("tie_word_embeddings", lambda c: c["tie_word_embeddings"] is not False, _UNTIED_SHARED),
-        ),
-        derive=combine(plain_mlp("activation_function"), _encoder_decoder),
-    ),
-    Family(
         "marian",
         "Marian",
         ("MTModel", "Model"),
@@ -112,3 +88,9 @@ FAMILIES = [
     ),
 ]
 # fmt: on
+
+# mBART (Liu et al. 2020): BART's layers made pre-norm, a LayerNorm on the embeddings (layernorm_embedding) and
+# one after the last layer (layer_norm) of each stack; its keys, transformers' defaults and refusals are BART's
+_BART = FAMILIES[0]
+FAMILIES.insert(1, replace(_BART, model_type="mbart", prefix="MBart",
+                           fixed={**_BART.fixed, "norm_position": "pre", "final_norm": True}))  # fmt: skip
