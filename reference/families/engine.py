@@ -192,29 +192,38 @@ def input_weighting(s: ModelSpec) -> str | None:
     return None
 
 
-# Options of a layer that only some transformers classes build: option -> (its value when off, the description,
-# the model_types whose checkpoint entry builds it). Every other entry refuses a spec with the option on, on any
-# layer kind (a need on a field reads the model's defaults only; layer kinds override them).
-LAYER_OPTIONS: dict[str, tuple[Any, str, frozenset[str]]] = {
-    "attention.chunk": (None, "chunked attention (Llama 4)", frozenset({"llama4_text"})),
-    "attention.sinks": (False, "attention sinks (gpt-oss)", frozenset({"gpt_oss"})),
-    "attention.gate": (False, "gated attention output (Qwen3-Next)", frozenset({"qwen3_next"})),
-    "attention.shared_kv": (False, "keys serving as values (Gemma 4)", frozenset()),
-    "attention.value_norm": (False, "a norm over each value head (Gemma 4)", frozenset()),
-    "attention.ssm": (None, "a Mamba-2 mixer beside attention (Falcon-H1)", frozenset()),
-    "position.per_layer": (False, "a relative bias table in every layer (umT5)", frozenset()),
-    "position.proportional": (False, "proportional rotary (Gemma 4)", frozenset()),
-    "attention_norm": (True, "a layer without a norm before its mixer (ModernBERT)", frozenset()),
+# Options of a layer that only some transformers classes build: option -> (the description, the model_types
+# whose checkpoint entry builds it). Every other entry refuses a spec with the option on (off is the spec's own
+# default of the field), on any layer kind (a need on a field reads the model's defaults only; layer kinds
+# override them).
+LAYER_OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
+    "attention.chunk": ("chunked attention (Llama 4)", frozenset({"llama4_text"})),
+    "attention.sinks": ("attention sinks (gpt-oss)", frozenset({"gpt_oss"})),
+    "attention.gate": ("gated attention output (Qwen3-Next)", frozenset({"qwen3_next"})),
+    "attention.shared_kv": ("keys serving as values (Gemma 4)", frozenset()),
+    "attention.value_norm": ("a norm over each value head (Gemma 4)", frozenset()),
+    "attention.ssm": ("a Mamba-2 mixer beside attention (Falcon-H1)", frozenset()),
+    "position.per_layer": ("a relative bias table in every layer (umT5)", frozenset()),
+    "position.proportional": ("proportional rotary (Gemma 4)", frozenset()),
+    "attention_norm": ("a layer without a norm before its mixer (ModernBERT)", frozenset()),
 }
+
+
+def _off(name: str) -> Any:
+    """The spec's default of a flat field or of a sub-table member's field ('attention.sinks')."""
+    if "." not in name:
+        return ModelSpec.model_fields[name].default
+    table, field_name = name.split(".")
+    return next(m.model_fields[field_name].default for m in SUBTABLES[table].values() if field_name in m.model_fields)
 
 
 def layer_options(model_type: str) -> Callable[[ModelSpec], str | None]:
     """The relation refusing the LAYER_OPTIONS that `model_type`'s class does not build."""
-    refused = {k: v for k, v in LAYER_OPTIONS.items() if model_type not in v[2]}
+    refused = {k: (_off(k), what) for k, (what, builders) in LAYER_OPTIONS.items() if model_type not in builders}
 
     def check(s: ModelSpec) -> str | None:
         for k in {id(k): k for k in (s, *layer_specs(s))}.values():
-            for name, (off, what, _) in refused.items():
+            for name, (off, what) in refused.items():
                 value = _get(k, name)
                 if value is not _ABSENT and value != off:
                     return f"{name}={_show(name, value)} ({what}: this family does not build it)"
