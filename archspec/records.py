@@ -13,15 +13,14 @@ written once."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import FrozenInstanceError, fields, is_dataclass
 from reprlib import recursive_repr
-from typing import Any
+from typing import Any, NamedTuple
 
 _KEY = "archspec.record"
 
 
-@dataclass(frozen=True)
-class Rendering:
+class Rendering(NamedTuple):
     """How one field appears in its result's record (the field's metadata under archspec.record)."""
 
     key: str | None = None  # the JSON key, when it is not the field's name
@@ -100,13 +99,22 @@ def record(result: Any, derived: tuple[tuple, ...] = ()) -> dict[str, Any]:
 
 
 class Record:
-    """The base of a frozen result dataclass declared `@dataclass(frozen=True, eq=False, repr=False)`:
-    it compares, hashes and shows as the dataclass's own generated methods would (equal to a result of
-    the same class whose fields are equal, in order; hashed by those fields; `Name(field=value, ...)`),
-    but from code compiled once, where `dataclass` writes and compiles each of the three for every
-    class when the module loads (start-up: see the README's Performance section)."""
+    """The base of a result dataclass declared `@dataclass(eq=False, repr=False)`: it is frozen,
+    compares, hashes and shows as `@dataclass(frozen=True)`'s own generated methods would (a field set
+    once, by __init__, and never again, nor any other attribute; equal to a result of the same class
+    whose fields are equal, in order; hashed by those fields; `Name(field=value, ...)`), but from code
+    compiled once, where `dataclass` writes and compiles each of these five methods for every class
+    when the module loads (start-up: see the README's Performance section)."""
 
     __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.__dict__ or name not in self.__dataclass_fields__:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)  # the generated __init__, once per field
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:

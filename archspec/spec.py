@@ -10,8 +10,9 @@ The sub-tables it holds (positions, attention and mixers, MLP, heads, layer kind
 
 # Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
 # every string annotation when the class is defined, at every start-up.
+import inspect
 import re
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -537,7 +538,7 @@ class ModelSpec(BaseModel):
         if isinstance(data.get("kinds"), dict):  # a table of tables: each kind's overrides stay as written
             data["kinds"] = {k: LayerKind.model_construct(**v) if isinstance(v, dict) else v
                              for k, v in data["kinds"].items()}  # fmt: skip
-        return cls.model_construct(**data)
+        return cls.model_construct(_fields_set=set(data), **_with_defaults(cls, data))
 
     def replace(self, **changes: Any) -> "ModelSpec":
         """A new spec with `changes`, validated again; derived defaults are re-derived. A dotted key
@@ -575,3 +576,39 @@ class ModelSpec(BaseModel):
     def given(self) -> dict[str, Any]:
         """Only the fields that were set explicitly."""
         return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
+
+
+@cache
+def _defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any, str], ...]:
+    """(field, its FieldInfo, how it defaults: 'value', 'factory', 'data' for a factory that reads the
+    fields before it, or 'required'), in field order: what model_construct asks of every field on
+    every call (inspecting each factory's signature anew), asked once."""
+
+    def how(info: Any) -> str:
+        if info.default_factory is not None:  # pydantic's rule: one positional parameter, without a default
+            try:
+                params = list(inspect.signature(info.default_factory).parameters.values())
+            except (TypeError, ValueError):  # a builtin (dict): called bare
+                return "factory"
+            takes_data = len(params) == 1 and params[0].kind in (params[0].POSITIONAL_ONLY,
+                         params[0].POSITIONAL_OR_KEYWORD) and params[0].default is params[0].empty  # fmt: skip
+            return "data" if takes_data else "factory"
+        return "required" if info.is_required() else "value"
+
+    return tuple((name, info, how(info)) for name, info in cls.model_fields.items())
+
+
+def _with_defaults(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with every field it leaves out at its default, as model_construct fills them: in field
+    order, a factory that takes data seeing the fields before it."""
+    out: dict[str, Any] = {}
+    for name, info, how in _defaults(cls):
+        if name in data:
+            out[name] = data[name]
+        elif how == "data":
+            out[name] = info.default_factory(out)
+        elif how == "factory":
+            out[name] = info.default_factory()
+        elif how == "value":
+            out[name] = info.get_default()  # a copy of a mutable default, as model_construct makes
+    return out

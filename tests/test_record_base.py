@@ -11,6 +11,7 @@ import archspec
 from archspec.catalog import get_preset
 from archspec.compare import compare
 from archspec.flops import count_flops, training_cost
+from archspec.memory import estimate_memory, parallel_layout
 from archspec.params import count_params
 from archspec.records import Record
 
@@ -24,6 +25,8 @@ def _pairs():
         "TrainingCost": (training_cost(count_flops(gpt2), 10**9), training_cost(count_flops(gpt2), 10**10)),
         "Comparison": (compare(gpt2), compare(gpt2, 512)),
         "Preset": (get_preset("gpt2"), get_preset("gpt2-medium")),
+        "MemoryEstimate": (estimate_memory(gpt2, 1, 128), estimate_memory(gpt2, 2, 128)),
+        "ParallelLayout": (parallel_layout(gpt2, 8, 2), parallel_layout(gpt2, 8, 4)),
     }
 
 
@@ -44,11 +47,14 @@ def _twin(result):
 def test_every_result_type_on_record_is_checked():
     import archspec.compare  # noqa: F401  (the modules that define them)
     import archspec.flops  # noqa: F401
+    import archspec.memory  # noqa: F401
 
     assert {c.__name__ for c in Record.__subclasses__()} <= set(_pairs())
 
 
-@pytest.mark.parametrize("name", ["ParamCount", "FlopCount", "TrainingCost", "Comparison", "Preset"])
+@pytest.mark.parametrize(
+    "name", ["ParamCount", "FlopCount", "TrainingCost", "Comparison", "Preset", "MemoryEstimate", "ParallelLayout"]
+)
 def test_a_result_compares_hashes_and_shows_as_a_frozen_dataclass(name):
     a, b = _pairs()[name]
     again = dataclasses.replace(a)
@@ -63,5 +69,11 @@ def test_a_result_compares_hashes_and_shows_as_a_frozen_dataclass(name):
             hash(a)
     else:
         assert hash(a) == expected
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        a.name = "changed"
+    first = dataclasses.fields(a)[0].name
+    for target in (a, ta):  # a field, another attribute, a deletion: refused alike, with the same words
+        for change in (lambda r: setattr(r, first, None), lambda r: setattr(r, "other", 1),
+                       lambda r: delattr(r, first)):  # fmt: skip
+            with pytest.raises(dataclasses.FrozenInstanceError) as refused:
+                change(target)
+            assert str(refused.value).startswith("cannot ")
+    assert getattr(a, first) == getattr(again, first)  # nothing changed

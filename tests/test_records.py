@@ -143,7 +143,7 @@ def test_every_field_is_in_the_record(make):
 
     # a field added to the type is in its record, with no edit to to_dict; the rest is unchanged
     probe = make_dataclass(f"Probe{type(result).__name__}", [("probe_figure", int, field(default=7, kw_only=True))],
-                           bases=(type(result),), frozen=True)  # fmt: skip
+                           bases=(type(result),), frozen=type(result).__dataclass_params__.frozen)  # fmt: skip
     extended = probe(**{f.name: getattr(result, f.name) for f in fields(result) if f.init}).to_dict()
     assert extended.pop("probe_figure") == 7
     assert extended == out
