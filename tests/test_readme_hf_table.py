@@ -7,10 +7,11 @@ or "—" when the adapter refuses no key) | test configs |`. The defaults are he
 config classes by tests/test_hf.py (test_adapter_defaults_are_transformers_config_class_defaults).
 """
 
+import json
 import re
 from pathlib import Path
 
-from archspec.hf import FAMILIES, WRAPPERS
+from archspec.hf import CLASSES, FAMILIES, WRAPPERS
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 HOW = (
@@ -42,6 +43,7 @@ def _rows() -> dict[str, dict]:
             "wrappers": set(re.findall(r"the `([^`]+)` wrapper", cells[0])),
             "classes": set(re.findall(r"`([^`]+)`", cells[1])),
             "refused": cells[2],
+            "configs": cells[3],
         }
     return rows
 
@@ -103,3 +105,33 @@ def test_the_wrappers_listed_are_the_adapter_table_wrappers():
     assert listed == set(WRAPPERS), (
         f"README's Multimodal wrappers bullet lists {sorted(listed)}, archspec.hf.WRAPPERS has {sorted(WRAPPERS)}"
     )
+
+
+def _file_types() -> dict[str, set[str]]:
+    """model_type -> the stems of the test set's files archspec reads as that type (a wrapper's text model,
+    an alias's class)."""
+    out: dict[str, set[str]] = {}
+    for path in (Path(__file__).parent / "data" / "hf").glob("*.json"):
+        raw = json.loads(path.read_text())
+        kind = raw.get("model_type")
+        if kind in WRAPPERS:
+            kind = (raw.get("text_config") or {}).get("model_type") or WRAPPERS[kind].text_type
+        elif kind not in FAMILIES:
+            kind = CLASSES[raw["architectures"][0]]
+        out.setdefault(kind, set()).add(path.stem)
+    return out
+
+
+def test_each_row_says_whether_the_test_set_holds_a_released_file_of_its_type():
+    """The last cell says none (or "—") exactly for the types without a file in tests/data/hf/, and a row of a
+    type with one names one of them: the column follows the test set as files arrive."""
+    files = _file_types()
+    wrong = {}
+    for model_type, row in ROWS.items():
+        says_none = row["configs"].startswith(("none", "—"))
+        held = files.get(model_type, set())
+        if says_none and held:
+            wrong[model_type] = f"README says none; tests/data/hf holds {sorted(held)}"
+        elif not says_none and not any(stem.split("-")[0] in row["configs"] for stem in held):
+            wrong[model_type] = f"README lists {row['configs']!r}; tests/data/hf holds {sorted(held) or 'none'}"
+    assert not wrong, f"README rows whose test configs are not the test set's: {wrong}\n{HOW}"
