@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from archspec.checks import check_args
 from archspec.errors import SpecError, did_you_mean, shown
@@ -303,21 +303,11 @@ def accelerator(name: str) -> Accelerator:
     return ACCELERATORS[key]
 
 
-ACCELERATOR_FILE_FIELDS = {
-    # field: (required, kind)
-    "name": (True, "str"),
-    "title": (False, "str"),
-    "memory_gib": (True, "number"),
-    "bandwidth_gbs": (True, "number"),
-    "bf16_tflops": (False, "number"),
-    "fp16_tflops": (False, "number"),
-    "fp32_tflops": (False, "number"),
-    "fp8_tflops": (False, "number"),
-    "interconnect_gbs": (False, "number"),
-    "source": (False, "str"),
-    "bandwidth_source": (False, "str"),
-    "interconnect_source": (False, "str"),
-}
+# the fields an accelerator file must give; the others default (title: the name, peaks: none published)
+ACCELERATOR_FILE_REQUIRED = ("name", "memory_gib", "bandwidth_gbs")
+# field: (required, kind), every field of Accelerator in its order: text where it is declared str, else a number
+ACCELERATOR_FILE_FIELDS = {f.name: (f.name in ACCELERATOR_FILE_REQUIRED, "str" if f.type == "str" else "number")
+                           for f in fields(Accelerator)}  # fmt: skip
 
 
 def load_accelerator(path: str) -> Accelerator:
@@ -338,7 +328,7 @@ def load_accelerator(path: str) -> Accelerator:
     for field, (required, kind) in ACCELERATOR_FILE_FIELDS.items():
         if field not in data:
             if required:
-                raise SpecError(f"{where}: missing field {field!r} (required: name, memory_gib, bandwidth_gbs)")
+                raise SpecError(f"{where}: missing field {field!r} (required: {', '.join(ACCELERATOR_FILE_REQUIRED)})")
             continue
         value = data[field]
         if kind == "str":

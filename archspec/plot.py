@@ -12,11 +12,13 @@ Two layers, kept apart so that scripts and tests can read the numbers behind eve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from dataclasses import field as dataclass_field  # ScalingData has a field named `field`
 from pathlib import Path
 from typing import Any
 
 from archspec.errors import SpecError
+from archspec.records import per_item, rendered
 from archspec.spec import ModelSpec
 
 KINDS = ("breakdown", "memory", "scaling")
@@ -76,22 +78,18 @@ class MemoryCurve:
 
 @dataclass(frozen=True)
 class MemoryData:
-    curves: list[MemoryCurve]
+    """Memory curves of several models with the settings they share; one record per curve (to_dicts)."""
+
     batch: int
     dtype: str
     optimizer: str
     recompute: str
-    accelerator: str | None  # the accelerator's title, when a capacity line is drawn
-    capacity_bytes: int | None
+    curves: list[MemoryCurve] = field(metadata=rendered(hidden=True))
+    accelerator: str | None = field(metadata=rendered(omit_none=True))  # its title, when a capacity line is drawn
+    capacity_bytes: int | None = field(metadata=rendered(omit_none=True))
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        extra = {"accelerator": self.accelerator, "capacity_bytes": self.capacity_bytes} if self.accelerator else {}
-        return [
-            {"name": c.name, "batch": self.batch, "dtype": self.dtype, "optimizer": self.optimizer,
-             "recompute": self.recompute, "seq_lens": list(c.seq_lens), "training_bytes": list(c.training_bytes),
-             "inference_bytes": list(c.inference_bytes), **extra}
-            for c in self.curves
-        ]  # fmt: skip
+        return per_item(self, "curves")
 
 
 def memory_seq_lens(spec: ModelSpec, longest: int | None = None) -> list[int]:
@@ -158,15 +156,13 @@ class ScalingCurve:
 
 @dataclass(frozen=True)
 class ScalingData:
+    """Scaling curves of several models along one field; one record per curve (to_dicts)."""
+
     field: str
-    curves: list[ScalingCurve]
+    curves: list[ScalingCurve] = dataclass_field(metadata=rendered(hidden=True))
 
     def to_dicts(self) -> list[dict[str, Any]]:
-        return [
-            {"name": c.name, "field": self.field, "values": list(c.values), "total": list(c.total),
-             "forward_per_token": list(c.forward_per_token), "seq_lens": list(c.seq_lens)}
-            for c in self.curves
-        ]  # fmt: skip
+        return per_item(self, "curves")
 
 
 def scaling_data(specs: list[ModelSpec], vary, seq_len: int | None = None) -> ScalingData:

@@ -98,6 +98,23 @@ def record(result: Any, derived: tuple[tuple, ...] = ()) -> dict[str, Any]:
     return out
 
 
+def per_item(result: Any, items: str) -> list[dict[str, Any]]:
+    """One record per element of the field `items` of `result` (a plot's curves, one per model): the
+    element's first figure (its name), then the result's own record with the element's other figures
+    where the `items` field stands (that field is rendered hidden, it is not a figure itself)."""
+    names = [f.name for f in fields(result)]
+    before = set(names[: names.index(items)])
+    shared = record(result)
+    head = {k: v for k, v in shared.items() if k in before}
+    tail = {k: v for k, v in shared.items() if k not in before}
+    out = []
+    for item in getattr(result, items):
+        own = record(item)
+        first = next(iter(own))
+        out.append({first: own.pop(first), **head, **own, **tail})
+    return out
+
+
 class Record:
     """The base of a result dataclass declared `@dataclass(eq=False, repr=False)`: it is frozen,
     compares, hashes and shows as `@dataclass(frozen=True)`'s own generated methods would (a field set

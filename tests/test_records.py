@@ -147,3 +147,28 @@ def test_every_field_is_in_the_record(make):
     extended = probe(**{f.name: getattr(result, f.name) for f in fields(result) if f.init}).to_dict()
     assert extended.pop("probe_figure") == 7
     assert extended == out
+
+
+@pytest.mark.parametrize("kind", ["memory", "scaling"])
+def test_a_plot_record_per_curve_holds_the_curve_and_the_shared_settings(kind):
+    """per_item: one record per curve, its name first, every field of the curve and every setting of the
+    plot (the curves themselves not a key); a field added to the curve type appears in every record."""
+    from archspec import plot
+
+    specs = [_gpt2(), _gpt2().replace(name="wider", d_model=128)]
+    data = (plot.memory_data(specs, gpu="h100", longest=24) if kind == "memory"
+            else plot.scaling_data(specs, "decoder_layers=1:3"))  # fmt: skip
+    rows = data.to_dicts()
+    shared = {f.name: getattr(data, f.name) for f in fields(data) if f.name != "curves"}
+    assert len(rows) == len(data.curves) == 2
+    for row, curve in zip(rows, data.curves):
+        assert next(iter(row)) == "name" and row["name"] == curve.name
+        assert {k: row[k] for k in shared} == {k: plain(v) for k, v in shared.items()}
+        own = {f.name: plain(getattr(curve, f.name)) for f in fields(curve)}
+        assert {k: row[k] for k in own} == own and set(row) == set(shared) | set(own)
+
+    probe = make_dataclass("ProbeCurve", [("probe_figure", int, field(default=7, kw_only=True))],
+                           bases=(type(data.curves[0]),), frozen=True)  # fmt: skip
+    curves = [probe(**{f.name: getattr(c, f.name) for f in fields(c)}) for c in data.curves]
+    extended = type(data)(**{**{f.name: getattr(data, f.name) for f in fields(data)}, "curves": curves}).to_dicts()
+    assert [r.pop("probe_figure") for r in extended] == [7, 7] and extended == rows
