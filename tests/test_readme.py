@@ -44,8 +44,8 @@ def matches(expected: list[str], actual: list[str]) -> bool:
 
 EXAMPLES = examples()
 # `archspec verify` builds and counts every preset (the session's shared reports): a slow proof
-CASES = [pytest.param(c, e, id=c, marks=[pytest.mark.slow] if c.startswith("archspec verify") else [])
-         for c, e in EXAMPLES]  # fmt: skip
+VERIFY = [pytest.mark.slow, pytest.mark.preset_reports]
+CASES = [pytest.param(c, e, id=c, marks=VERIFY if c.startswith("archspec verify") else []) for c, e in EXAMPLES]
 
 
 def test_the_readme_has_examples_to_check():
