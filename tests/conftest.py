@@ -41,6 +41,13 @@ def run_json(run_cli):
     return run
 
 
+def pytest_configure(config):
+    # the fast set (-m "not slow") fuzzes fewer examples (tests/test_hostile.py: FUZZ), read when the test
+    # modules load, after this
+    if "not slow" in (config.getoption("markexpr") or ""):
+        os.environ["ARCHSPEC_FAST_SET"] = "1"
+
+
 # ---------------------------------------------------------------- the presets' verify reports
 #
 # Building and counting every preset (archspec.reference.verify) is the suite's largest cost, about a
@@ -73,8 +80,8 @@ def _presets_read(items) -> set[str]:
 
 def pytest_collection_finish(session):
     names = set() if session.config.option.collectonly else _presets_read(session.items)
-    if len(names) < 8:  # a few: verified where they are asked for, not worth a second process
-        return
+    if len(names) < 8 or os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a few, or a worker of pytest -n, whose cores are taken: verified where they are asked for
     try:
         import torch  # noqa: F401
     except ImportError:  # the tests that read reports skip

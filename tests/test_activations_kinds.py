@@ -213,9 +213,11 @@ def planned_and_measured(spec, model, dtype, attention, recompute, B=2, T=9):
 
 
 # the fast set: every feature in mixed precision with the fused kernel, the first in every mode; of the
-# recurrent mixers (seconds each) one case per kind and the hybrid, their variants in CI
-RECURRENT_VARIANTS = ("mamba-dt-norms", "mamba2-one-group-bias", "gated-deltanet-fused",
-                      "gated-deltanet-fused-one-value-head-per-key")  # fmt: skip
+# recurrent mixers (a second or so each) the hybrid of all three with attention, each kind and variant in CI
+RECURRENT_VARIANTS = ("mamba2-groups", "mamba2-one-group-bias", "gated-deltanet-fused",
+                      "gated-deltanet-fused-one-value-head-per-key", "gated-deltanet-split", "mamba-bias",
+                      "mamba-dt-norms", "attention-beside-mamba2", "attention-beside-mamba2-norm-before-gate-out-bias",
+                      "attention-beside-mamba2-no-norm-learned-positions")  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -347,6 +347,7 @@ def test_learned_offset_adds_rows_not_context():
         count_flops(opt, 1, 25)
 
 
+@pytest.mark.slow  # every preset built again on the meta device: a second or so
 def test_presets_still_verify_with_every_feature_in_place():
     from archspec.reference import verify
 

@@ -137,10 +137,10 @@ def _lora_plan(spec, batch, seq_len, base, tp, dp, zero):
 @pytest.mark.parametrize(
     "model, gpu, base",
     [
-        ("llama-3-70b", "rtx4090", "bf16"),
-        ("llama-3-70b", "rtx4090", "nf4"),
-        ("llama-2-7b", "rtx4090", "bf16"),
-        ("llama-3-70b", "h100", "int8"),
+        pytest.param("llama-3-70b", "rtx4090", "bf16", marks=pytest.mark.slow),
+        ("llama-3-70b", "rtx4090", "nf4"),  # the fast set's: a quantised base
+        pytest.param("llama-2-7b", "rtx4090", "bf16", marks=pytest.mark.slow),
+        pytest.param("llama-3-70b", "h100", "int8", marks=pytest.mark.slow),
     ],
 )
 def test_fit_lora_is_what_memory_says_fits_and_one_fewer_device_does_not(model, gpu, base):
@@ -385,6 +385,7 @@ def test_tables_fit_the_terminal_and_colour_only_there():
 # ---------------------------------------------------------------- the clone
 
 
+@pytest.mark.slow  # a fresh interpreter imports torch: seconds
 def test_import_archspec_from_the_repository_root():
     # the source folder archspec/ shadows any install here; hide the editable install's finder too, as
     # after the README's `pip install .`, so that only the clone's own folders can answer

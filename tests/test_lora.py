@@ -9,7 +9,6 @@ from archspec.memory import estimate_memory, lora_params, stored_weights_bytes, 
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-peft = pytest.importorskip("peft")
 
 # a small Llama: grouped-query attention (d_head 16, 2 key/value heads), SwiGLU, untied head
 LLAMA = dict(vocab_size=96, hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=4,
@@ -23,6 +22,7 @@ LLAMA_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "ga
 
 
 def peft_trainable(model, rank: int, modules: list[str]) -> int:
+    peft = pytest.importorskip("peft")  # here, not at collection: importing it takes seconds
     config = peft.LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=modules, lora_dropout=0.0, bias="none")
     return peft.get_peft_model(model, config).get_nb_trainable_parameters()[0]
 

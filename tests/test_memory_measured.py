@@ -206,7 +206,7 @@ def check(spec, model, name, dtype, attention, recompute):
 
 
 @pytest.mark.parametrize("layers", [2, pytest.param(4, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("attention", ATTENTION)
+@pytest.mark.parametrize("attention", [ATTENTION[0], *(pytest.param(a, marks=pytest.mark.slow) for a in ATTENTION[1:])])
 @pytest.mark.parametrize("dtype", [torch.float32, pytest.param(torch.bfloat16, marks=pytest.mark.slow)],
                          ids=["fp32", "bf16"])  # fmt: skip
 @pytest.mark.parametrize("name", ["gpt2-width", pytest.param("llama-style", marks=pytest.mark.slow)])

@@ -94,6 +94,7 @@ def test_png_and_svg_are_written_by_suffix(run_cli, tmp_path, kind, argv):
     svg_texts(svg)  # parses as SVG
 
 
+@pytest.mark.slow  # matplotlib draws a picture: the README's pictures are the fast set's
 def test_axes_are_labelled_with_units(tmp_path):
     spec = archspec.preset("gpt2")
     labels = {
@@ -111,6 +112,7 @@ def test_axes_are_labelled_with_units(tmp_path):
             assert w in text, (kind, w)
 
 
+@pytest.mark.slow  # matplotlib draws a picture: the README's pictures are the fast set's
 def test_the_same_picture_gives_the_same_svg(tmp_path):
     data = plot.breakdown_data([archspec.preset("gpt2")])
     plot.draw("breakdown", data, tmp_path / "a.svg")
