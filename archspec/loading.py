@@ -326,6 +326,17 @@ def _check_yaml_nodes(where: str, root) -> None:
 _MAX_INTEGER_DIGITS = digits_of(MAX_INTEGER)
 
 
+def _passes(value: Any, finite: bool) -> bool:
+    """A leaf that check_data accepts as it stands (text, a truth value, None, a number in range): the
+    walk skips it rather than carry its path, which only an error needs."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return True
+    if kind is int:
+        return value.bit_length() <= MAX_INTEGER_BITS
+    return kind is float and (not finite or math.isfinite(value))
+
+
 def check_data(data: Any, where: str, finite: bool = True) -> None:
     """Walk parsed data without recursion: depth at most MAX_DEPTH, text keys, integers within
     MAX_INTEGER and (unless `finite` is false) finite floats, each refused with the path of the value."""
@@ -339,9 +350,11 @@ def check_data(data: Any, where: str, finite: bool = True) -> None:
             for key, child in value.items():
                 if not isinstance(key, str):
                     raise SpecError(f"{label}: keys must be text, got {shown(key)}")
-                stack.append((child, f"{at}.{clip(key, 40)}" if at else clip(key, 40), depth + 1))
+                if depth >= MAX_DEPTH or not _passes(child, finite):  # a leaf that passes needs no path
+                    stack.append((child, f"{at}.{clip(key, 40)}" if at else clip(key, 40), depth + 1))
         elif isinstance(value, list):
-            stack.extend((child, f"{at}[{i}]", depth + 1) for i, child in enumerate(value))
+            stack.extend((child, f"{at}[{i}]", depth + 1) for i, child in enumerate(value)
+                         if depth >= MAX_DEPTH or not _passes(child, finite))  # fmt: skip
         elif isinstance(value, bool):
             continue
         elif isinstance(value, int):
