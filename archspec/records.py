@@ -10,7 +10,8 @@ a nested object, or not rendered at all (data the report keeps for its own text)
 ``Record`` is the base of the result types on the start-up path: their comparison, hash and repr,
 written once."""
 
-from __future__ import annotations
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
 
 from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, fields, is_dataclass

@@ -6,7 +6,8 @@ also weights; tensor and pipeline parallel degrees divide the weights, gradients
 states. Each tensor is held in its storage format (archspec.memory.storage.STORAGE).
 """
 
-from __future__ import annotations
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
 
 import math
 from dataclasses import dataclass

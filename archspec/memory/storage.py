@@ -5,7 +5,8 @@ formats (nf4, mxfp4, GGUF kinds) with their block scales, on the tensors each ho
 their aliases (torch's, C's) are archspec.vocab's; this table gives each its bits.
 """
 
-from __future__ import annotations
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
 
 import math
 from fractions import Fraction
