@@ -6,28 +6,17 @@ Import cost is kept to pydantic and the standard library; torch is loaded only b
 
 from __future__ import annotations
 
-import gc as _gc
-
 # From a clone, the sibling folders presets/ and reference/ are archspec.presets and archspec.reference
 from archspec import _source_tree  # noqa: F401  (must come first)
 
-# Importing defines the spec's pydantic models and the description's tables, thousands of objects and no
-# garbage: the cyclic collector, which would walk them again and again while they are made, waits until
-# the import is done (a few ms of start-up; README, Performance), then is as it was, whatever happens.
-_collecting = _gc.isenabled()
-_gc.disable()
-try:
-    # Import the preset data package before defining the `presets()` function below: once the
-    # submodule is in sys.modules, later `import archspec.presets` leaves the attribute alone.
-    from archspec import presets as _presets_data  # noqa: F401  (data package, see presets/)
-    from archspec.catalog import get_preset, preset, preset_names, resolve_model
-    from archspec.errors import SpecError
-    from archspec.loading import load_spec
-    from archspec.params import COMPONENTS, ParamCount, count_params
-    from archspec.spec import ModelSpec
-finally:
-    if _collecting:
-        _gc.enable()
+# Import the preset data package before defining the `presets()` function below: once the
+# submodule is in sys.modules, later `import archspec.presets` leaves the attribute alone.
+from archspec import presets as _presets_data  # noqa: F401  (data package, see presets/)
+from archspec.catalog import get_preset, preset, preset_names, resolve_model
+from archspec.errors import SpecError
+from archspec.loading import load_spec
+from archspec.params import COMPONENTS, ParamCount, count_params
+from archspec.spec import ModelSpec
 
 __version__ = "0.1.0"
 

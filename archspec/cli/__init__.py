@@ -150,13 +150,11 @@ def entry() -> NoReturn:
     """The `archspec` command and `python -m archspec`: main, then exit with its code. Before the
     interpreter exits, everything the collector tracks is frozen (gc.freeze): its last collection at
     exit then has nothing to walk, where otherwise it would walk every class and table archspec and
-    pydantic built (about 30 ms of a 200 ms command: see the README's Performance section); so is
-    what the imports made before main runs, which the collections during the command then skip. Exit
+    pydantic built (about 30 ms of a 200 ms command: see the README's Performance section). Exit
     still flushes the standard streams and runs atexit handlers; every file archspec writes is closed
     before main returns. main itself, which the tests call in one process, freezes nothing."""
     import gc
 
-    gc.freeze()  # what the imports made lives as long as the process: no collection during the command walks it
     code = main()
     gc.freeze()
     sys.exit(code)
