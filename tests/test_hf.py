@@ -56,8 +56,9 @@ def _model_type(name: str) -> str:
     return hf.CLASSES[raw["architectures"][0]]  # ALBERT's hub files name only the class; kimi_k2 names DeepSeek-V3's
 
 
-MOE_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text", "gemma4_text",
-             "glm4_moe", "olmoe", "minimax_m2", "deepseek_v32", "qwen3_next", "qwen3_5_moe_text")  # fmt: skip
+MOE_TYPES = ("mixtral", "phimoe", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text",
+             "gemma4_text", "glm4_moe", "olmoe", "minimax_m2", "deepseek_v32", "qwen3_next",
+             "qwen3_5_moe_text")  # fmt: skip
 
 
 def _dense_gemma4(name: str) -> bool:
@@ -94,9 +95,11 @@ def build_transformers(raw: dict, device: str = "meta", experts: str | None = No
     """transformers' model of a config.json: the config class of its model_type (or of the class in
     `architectures`) fills missing keys with its defaults; eager attention, whose matmuls FlopCounterMode sees;
     `experts` names the experts' implementation (batched_mm runs on the meta device)."""
-    cls = getattr(transformers, raw["architectures"][0])
+    cls = getattr(transformers, raw["architectures"][0], None)
     known = raw.get("model_type") in transformers.CONFIG_MAPPING  # kimi_k2 is not: its class's config reads it
     config_cls = transformers.CONFIG_MAPPING[raw["model_type"]] if known else cls.config_class
+    if cls is None:  # the checkpoint's own code's class (Phi-3.5-MoE's PhiMoEForCausalLM): the auto class's
+        cls = transformers.MODEL_FOR_CAUSAL_LM_MAPPING[config_cls]
     config = config_cls.from_dict(dict(raw))
     config._attn_implementation = "eager"
     if experts is not None:
@@ -1356,7 +1359,7 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 # model types whose released config.json was not found (searched: GitHub copies of hub files, vendor and serving
 # repositories; see tests/data/hf/SOURCES.md): tested from transformers' defaults and ZOO_TOYS only
 NO_RELEASED_CONFIG_YET = {
-    "seed_oss", "ministral", "hunyuan_v1_dense", "hunyuan_v1_moe", "stablelm", "nemotron", "phimoe", "granite",
+    "seed_oss", "ministral", "hunyuan_v1_dense", "hunyuan_v1_moe", "stablelm", "nemotron", "granite",
     "granitemoe", "granitemoeshared", "cohere2", "mpt", "dbrx", "glm", "glm4", "olmo", "mamba2", "falcon_h1",
     # encoders: only re-saved or fine-tuned copies of FacebookAI/xlm-roberta-base, answerdotai/ModernBERT-base found
     # (see tests/data/hf/SOURCES.md)
@@ -1621,3 +1624,16 @@ def test_deberta_v3_base_shape_counts_what_transformers_builds():
     expected = sum(p.numel() for p in build_transformers(raw).parameters())
     assert count_params(spec).total == expected == 183_831_552
     assert spec.position.span == 256 and count_params(spec).components["position"] == 512 * 768
+
+
+def test_a_class_named_as_the_checkpoints_own_code_spells_it_is_transformers_class_and_says_so(run_cli, tmp_path):
+    """Phi-3.5-MoE's released file names PhiMoEForCausalLM (its auto_map's remote code); transformers builds
+    PhimoeForCausalLM for model_type phimoe, and archspec counts that and says so. A class of another
+    head, spelled either way, is still refused by name."""
+    [obj] = json.loads(run_cli("params", str(DATA / "phi-3.5-moe-instruct.json"), "--format", "json")[1])
+    assert obj["total"] == measured("phi-3.5-moe-instruct")["total"]
+    assert any("PhiMoEForCausalLM" in n and "PhimoeForCausalLM" in n for n in obj["notes"])
+    raw = {**raw_config("phi-3.5-moe-instruct"), "architectures": ["PhiMoEForTokenClassification"]}
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    code, out, err = run_cli("params", str(tmp_path / "config.json"))
+    assert code == 2 and not out and err.count("\n") == 1 and "PhiMoEForTokenClassification" in err

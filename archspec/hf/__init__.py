@@ -135,8 +135,18 @@ def _canonical(family: Family, raw: dict[str, Any]) -> dict[str, Any]:
     return cfg
 
 
-def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any], where: str) -> str:
+def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any], where: str) -> tuple[str, str | None]:
+    """The class archspec counts and the head it gives the spec; with a note when the file names the class
+    as the checkpoint's own code spells it (Phi-3.5-MoE's PhiMoEForCausalLM, with its auto_map), which
+    transformers builds as its own class of the model_type (PhimoeForCausalLM)."""
     arch = _architecture(raw, where) or family.class_names[0]
+    note = None
+    if not arch.startswith(family.prefix) and arch.lower().startswith(family.prefix.lower()):
+        native = family.prefix + arch[len(family.prefix) :]
+        if native in family.class_names:
+            note = (f"architectures names {arch}, the checkpoint's own code; transformers builds its {native} "
+                    f"for model_type {family.model_type!r}, which archspec counts")  # fmt: skip
+            arch = native
     kind = None
     if arch.startswith(family.prefix):
         suffix = arch[len(family.prefix) :]
@@ -166,7 +176,7 @@ def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any]
                 data.pop(key, None)
         elif family.pooler:
             data["pooler"] = True
-    return arch
+    return arch, note
 
 
 def _value(cfg: Config, key: str) -> Any:
@@ -249,10 +259,10 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
                 data[spec_field] = cfg[key]
         if family.derive is not None:
             data.update(family.derive(cfg, where))
-        arch = _head(family, raw, cfg, data, where)
+        arch, spelled = _head(family, raw, cfg, data, where)
         if data.get("head") == "lm":
             del data["head"]
-        notes = tuple(family.notes(cfg, data)) if family.notes else ()
+        notes = ((spelled,) if spelled else ()) + (tuple(family.notes(cfg, data)) if family.notes else ())
     except SpecError:
         raise
     except KeyError as exc:  # a key without a default that the family needs
