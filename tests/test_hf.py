@@ -56,8 +56,8 @@ def _model_type(name: str) -> str:
     return hf.CLASSES[raw["architectures"][0]]  # ALBERT's hub files name only the class; kimi_k2 names DeepSeek-V3's
 
 
-MOE_TYPES = ("mixtral", "phimoe", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text",
-             "gemma4_text", "glm4_moe", "olmoe", "minimax_m2", "deepseek_v32", "qwen3_next",
+MOE_TYPES = ("mixtral", "phimoe", "dbrx", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss",
+             "llama4_text", "gemma4_text", "glm4_moe", "olmoe", "minimax_m2", "deepseek_v32", "qwen3_next",
              "qwen3_5_moe_text")  # fmt: skip
 
 
@@ -1359,8 +1359,8 @@ def test_unknown_model_type_lists_the_supported_ones(tmp_path):
 # model types whose released config.json was not found (searched: GitHub copies of hub files, vendor and serving
 # repositories; see tests/data/hf/SOURCES.md): tested from transformers' defaults and ZOO_TOYS only
 NO_RELEASED_CONFIG_YET = {
-    "seed_oss", "ministral", "hunyuan_v1_dense", "hunyuan_v1_moe", "stablelm", "nemotron", "granite",
-    "granitemoe", "granitemoeshared", "cohere2", "mpt", "dbrx", "glm", "glm4", "olmo", "mamba2", "falcon_h1",
+    "seed_oss", "ministral", "hunyuan_v1_dense", "hunyuan_v1_moe", "stablelm", "nemotron",
+    "granitemoe", "granitemoeshared", "cohere2", "mpt", "glm", "glm4", "olmo", "mamba2", "falcon_h1",
     # encoders: only re-saved or fine-tuned copies of FacebookAI/xlm-roberta-base, answerdotai/ModernBERT-base found
     # (see tests/data/hf/SOURCES.md)
     "xlm-roberta", "modernbert",
