@@ -35,6 +35,7 @@ from archspec.hf.engine import (
     rope,
     time_step_limit_ok,
 )
+from archspec.hf.llama import _LLAMA_FIELDS
 from archspec.layers import compact
 from archspec.spec import SUBTABLES
 
@@ -153,15 +154,6 @@ def _all_moe(cfg: Config) -> list[bool]:
     return [True] * cfg["num_hidden_layers"]
 
 
-_QWEN_FIELDS = {
-    "vocab_size": "vocab_size",
-    "d_model": "hidden_size",
-    "decoder_layers": "num_hidden_layers",
-    "n_heads": "num_attention_heads",
-    "d_ff": "intermediate_size",
-    "max_positions": "max_position_embeddings",
-    "norm_eps": "rms_norm_eps",
-}
 _QWEN_TYPES = Refusal("layer_types", _qwen_types_ok, "a list of linear_attention / full_attention, one per layer")
 _QWEN_DEFAULTS = {
     "vocab_size": 151936, "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 16,
@@ -366,7 +358,7 @@ FAMILIES = [
         "qwen3_next",
         "Qwen3Next",
         ("ForCausalLM", "Model"),
-        _QWEN_FIELDS,
+        _LLAMA_FIELDS,
         {**_QWEN_DEFAULTS, "intermediate_size": 5632, "decoder_sparse_step": 1, "moe_intermediate_size": 512,
          "shared_expert_intermediate_size": 512, "num_experts_per_tok": 10, "num_experts": 512,
          "norm_topk_prob": True, "mlp_only_layers": None},
@@ -384,7 +376,7 @@ FAMILIES = [
         "qwen3_5_text",
         "Qwen3_5",
         ("ForCausalLM",),
-        _QWEN_FIELDS,
+        _LLAMA_FIELDS,
         {**_QWEN35_DEFAULTS, "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 32,
          "num_key_value_heads": 4},
         fixed={"norm": "rmsnorm", "norm_position": "pre"},
@@ -395,7 +387,7 @@ FAMILIES = [
         "qwen3_5_moe_text",
         "Qwen3_5Moe",
         ("ForCausalLM",),
-        {k: v for k, v in _QWEN_FIELDS.items() if k != "d_ff"},
+        {k: v for k, v in _LLAMA_FIELDS.items() if k != "d_ff"},
         {**_QWEN35_DEFAULTS, "hidden_size": 2048, "num_hidden_layers": 40, "num_key_value_heads": 2,
          "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "num_experts_per_tok": 8,
          "num_experts": 256},
@@ -474,9 +466,7 @@ FAMILIES = [
         "falcon_h1",
         "FalconH1",
         ("ForCausalLM", "Model"),
-        {"vocab_size": "vocab_size", "d_model": "hidden_size", "decoder_layers": "num_hidden_layers",
-         "n_heads": "num_attention_heads", "d_ff": "intermediate_size", "max_positions": "max_position_embeddings",
-         "norm_eps": "rms_norm_eps"},
+        _LLAMA_FIELDS,
         {"vocab_size": 128000, "tie_word_embeddings": False, "hidden_size": 4096, "intermediate_size": 14336,
          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu",
          "rms_norm_eps": 1e-5, "max_position_embeddings": 8192, "mamba_d_ssm": 1024, "mamba_n_heads": 128,
@@ -506,9 +496,7 @@ FAMILIES = [
         "jamba",
         "Jamba",
         ("ForCausalLM", "Model"),
-        {"vocab_size": "vocab_size", "d_model": "hidden_size", "decoder_layers": "num_hidden_layers",
-         "n_heads": "num_attention_heads", "d_ff": "intermediate_size", "max_positions": "max_position_embeddings",
-         "norm_eps": "rms_norm_eps"},
+        _LLAMA_FIELDS,
         {"vocab_size": 65536, "tie_word_embeddings": False, "hidden_size": 4096, "intermediate_size": 14336,
          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu",
          "rms_norm_eps": 1e-6, "max_position_embeddings": 262144, "num_experts_per_tok": 2, "num_experts": 16,
