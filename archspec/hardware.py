@@ -306,7 +306,7 @@ def accelerator(name: str) -> Accelerator:
 # the fields an accelerator file must give; the others default (title: the name, peaks: none published)
 ACCELERATOR_FILE_REQUIRED = ("name", "memory_gib", "bandwidth_gbs")
 # field: (required, kind), every field of Accelerator in its order: text where it is declared str, else a number
-ACCELERATOR_FILE_FIELDS = {f.name: (f.name in ACCELERATOR_FILE_REQUIRED, "str" if f.type == "str" else "number")
+ACCELERATOR_FILE_FIELDS = {f.name: (f.name in ACCELERATOR_FILE_REQUIRED, "str" if f.type in (str, "str") else "number")
                            for f in fields(Accelerator)}  # fmt: skip
 
 
