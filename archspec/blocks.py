@@ -35,6 +35,9 @@ archspec.mixers. Every public name of those is importable from here too.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from archspec.attention import AttentionShape, LatentShape, attention_part, disentangled_stack_saved
 from archspec.entries import (
     ALWAYS,
@@ -61,7 +64,7 @@ from archspec.spec import MIXERS, ModelSpec
 
 __all__ = ["COMPONENTS", "MIXER_PARTS", "ROLES", "Attend", "AttentionShape", "Cached", "Conv", "LatentShape",
            "Lengths", "Linear", "MLPShape", "Norm", "Param", "Part", "Pointwise", "Role", "Saved", "StackShape",
-           "Table", "Tensor", "Work", "describe", "stack_shapes", "tensors"]  # fmt: skip
+           "Table", "Tensor", "Work", "describe", "describing", "stack_shapes", "tensors"]  # fmt: skip
 
 
 def stack_shapes(spec: ModelSpec) -> list[StackShape]:
@@ -79,9 +82,37 @@ def stack_shapes(spec: ModelSpec) -> list[StackShape]:
 # ---------------------------------------------------------------- the model, part by part
 
 
+# Inside `describing(spec)`, the parts of that spec are described once: a caller that asks several
+# figures of one spec in a row (compare: its parameters, FLOPs, weights and KV cache each start from
+# the parts) makes one description. A spec never changes once made (frozen), so the same object has
+# the same parts; held by identity, nothing is hashed, and nothing outlives the block.
+_scope: list = [None, {}]  # the spec described in the current block, its parts by mtp
+
+
+@contextmanager
+def describing(spec: ModelSpec) -> Iterator[None]:
+    """Within the block, describe(spec) is computed once (per `mtp`) and reused."""
+    outer = _scope[:]
+    _scope[:] = [spec, {}]
+    try:
+        yield
+    finally:
+        _scope[:] = outer
+
+
 def describe(spec: ModelSpec, mtp: bool = False) -> list[Part]:
     """The whole model as parts, in data-flow order; with `mtp`, the multi-token-prediction modules
     after the head (only when asked: transformers does not build them)."""
+    scoped, memo = _scope
+    if scoped is not spec:
+        return _describe(spec, mtp)
+    key = bool(mtp)
+    if key not in memo:
+        memo[key] = tuple(_describe(spec, mtp))
+    return list(memo[key])
+
+
+def _describe(spec: ModelSpec, mtp: bool) -> list[Part]:
     d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
     stacks = stack_shapes(spec)
     first = stacks[0]

@@ -125,7 +125,8 @@ def load_family_file(path: str | Path, trusted: bool = False) -> list[Preset]:
     return parse_family(read_mapping(path), str(path), trusted)
 
 
-_HEADER = re.compile(r'^\[models\.(?:"([^"]+)"|([A-Za-z0-9_-]+))\][ \t]*(?:#.*)?$', re.MULTILINE)
+# compiled on first use (re caches it): with the cache of preset names, a command may never need it
+_HEADER = r'(?m)^\[models\.(?:"([^"]+)"|([A-Za-z0-9_-]+))\][ \t]*(?:#.*)?$'
 
 
 def _data_files() -> list[Path]:
@@ -215,7 +216,7 @@ def _names_in(path: Path) -> list[str]:
     entry = _CACHE.get(path)
     if entry is not None:
         return entry[2]
-    names = [quoted or bare for quoted, bare in _HEADER.findall(_text(path))]
+    names = [quoted or bare for quoted, bare in re.findall(_HEADER, _text(path))]
     _CACHE.put(path, names, None)
     return names
 
@@ -241,7 +242,7 @@ def _family(path: Path) -> dict[str, Preset]:
         data = entry[3]
     else:
         data = parse_text(path, ".toml", _text(path))
-        _CACHE.put(path, [quoted or bare for quoted, bare in _HEADER.findall(_text(path))], data)
+        _CACHE.put(path, [quoted or bare for quoted, bare in re.findall(_HEADER, _text(path))], data)
     return {p.name: p for p in parse_family(data, str(path), trusted=True)}
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from archspec.blocks import describing
 from archspec.flops import count_flops, exact_number
 from archspec.memory import kv_cache_bytes_per_token, kv_cache_dtype, training_bytes_per_param, weights_bytes
 from archspec.params import ParamCount, count_params
@@ -60,16 +61,17 @@ def compare(spec: ModelSpec, seq_len: int | None = DEFAULT_SEQ_LEN, dtype: str =
     clamped = False
     if seq_len is not None:
         seq_len, clamped = context_seq_len(spec, seq_len)
-    f = count_flops(spec, 1, seq_len)
-    return Comparison(
-        spec=spec,
-        count=count_params(spec),
-        seq_len=f.seq_len,
-        dtype=dtype,
-        forward_per_token=f.forward_per_token,
-        training_per_token=f.training_per_token,
-        weights_bytes=weights_bytes(spec, dtype),
-        training_bytes_per_param=float(sum(training_bytes_per_param(dtype, "adamw"))),
-        kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, dtype, f.seq_len),
-        seq_len_clamped=clamped,
-    )
+    with describing(spec):  # the figures below start from one description of the spec
+        f = count_flops(spec, 1, seq_len)
+        return Comparison(
+            spec=spec,
+            count=count_params(spec),
+            seq_len=f.seq_len,
+            dtype=dtype,
+            forward_per_token=f.forward_per_token,
+            training_per_token=f.training_per_token,
+            weights_bytes=weights_bytes(spec, dtype),
+            training_bytes_per_param=float(sum(training_bytes_per_param(dtype, "adamw"))),
+            kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, dtype, f.seq_len),
+            seq_len_clamped=clamped,
+        )

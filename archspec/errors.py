@@ -59,13 +59,14 @@ def clip(text: str, limit: int = ECHO_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-_LONG_DIGITS = re.compile(r"[0-9]{41,}")
+# patterns are compiled on first use (re caches them), not by every start-up: most commands never need them
+_LONG_DIGITS = r"[0-9]{41,}"
 
 
 def one_line(message: str, limit: int = 1000) -> str:
     """A message on one line, long digit runs shortened, at most `limit` characters."""
     text = " ".join(message.split())
-    text = _LONG_DIGITS.sub(lambda m: f"{m.group()[:8]}...({len(m.group()):,} digits)", text)
+    text = re.sub(_LONG_DIGITS, lambda m: f"{m.group()[:8]}...({len(m.group()):,} digits)", text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -143,14 +143,15 @@ def parse_text(path: Path, suffix: str, text: str) -> Any:
     return data
 
 
-_MANY_DOTS = re.compile(r"(?:\.[^=\[\]{},\n.]*){" + str(MAX_DEPTH + 1) + "}")
+# patterns are compiled on first use (re caches them): a command that reads no file never needs them
+_MANY_DOTS = r"(?:\.[^=\[\]{},\n.]*){" + str(MAX_DEPTH + 1) + "}"
 
 
 def _check_toml_keys(where: str, text: str) -> None:
     """Refuse a dotted key of more than MAX_DEPTH parts before tomllib sees it (its cost grows with
     the square of the parts). One pass: strings and comments are skipped, and '=', brackets, braces,
     commas and line ends end a key."""
-    if not _MANY_DOTS.search(text):  # the common case, in C: no run of dots that long at all
+    if not re.search(_MANY_DOTS, text):  # the common case, in C: no run of dots that long at all
         return
     i, n, dots = 0, len(text), 0
     while i < n:
@@ -260,7 +261,7 @@ def _parse_yaml(where: str, text: str) -> Any:
         loader.dispose()
 
 
-_BRACKETS = re.compile(r"[\[\]{}]")
+_BRACKETS = r"[\[\]{}]"
 
 
 def _check_yaml_brackets(where: str, text: str) -> None:
@@ -270,7 +271,7 @@ def _check_yaml_brackets(where: str, text: str) -> None:
     if text.count("[") + text.count("{") <= MAX_DEPTH:
         return
     depth = 0
-    for m in _BRACKETS.finditer(text):
+    for m in re.finditer(_BRACKETS, text):
         depth = depth + 1 if m.group() in "[{" else max(depth - 1, 0)
         if depth > MAX_DEPTH:
             line = text.count("\n", 0, m.start()) + 1
@@ -477,8 +478,8 @@ def _kept(where: str, text: str, imported: Any, spec: ModelSpec) -> ModelSpec:
 
 
 _DIGITS = r"[0-9](?:_?[0-9])*"
-_NUMBER = re.compile(rf"([+-]?)((?:{_DIGITS})(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE]([+-]?{_DIGITS}))?")
-_NUMERIC_LOOKING = re.compile(r"[+-]?(?:\.?[0-9]|nan\b|inf)", re.IGNORECASE)
+_NUMBER = rf"([+-]?)((?:{_DIGITS})(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE]([+-]?{_DIGITS}))?"
+_NUMERIC_LOOKING = r"(?i)[+-]?(?:\.?[0-9]|nan\b|inf)"
 
 
 def parse_number(text: str, what: str = "value", *, integer: bool = False) -> int | float:
@@ -493,7 +494,7 @@ def parse_number(text: str, what: str = "value", *, integer: bool = False) -> in
     s = text.strip()
     if len(s) > MAX_NUMBER_CHARS:
         raise SpecError(f"{what}: {shown(text)} is too long for a number ({len(s):,} characters)")
-    m = _NUMBER.fullmatch(s)
+    m = re.fullmatch(_NUMBER, s)
     if not m:
         if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
             raise SpecError(f"{what}: {shown(text)} is not a finite number")
@@ -522,7 +523,7 @@ def parse_number(text: str, what: str = "value", *, integer: bool = False) -> in
 
 def looks_numeric(text: str) -> bool:
     """Text that is meant as a number (a digit, a leading point and digit, nan, inf), valid or not."""
-    return bool(_NUMERIC_LOOKING.match(text.strip()))
+    return bool(re.match(_NUMERIC_LOOKING, text.strip()))
 
 
 def parse_value(text: str, what: str = "value") -> Any:
@@ -534,7 +535,7 @@ def parse_value(text: str, what: str = "value") -> Any:
         return low == "true"
     if low == "null":
         return None
-    if _NUMBER.fullmatch(s) or low.lstrip("+-") in ("nan", "inf", "infinity"):
+    if re.fullmatch(_NUMBER, s) or low.lstrip("+-") in ("nan", "inf", "infinity"):
         return parse_number(s, what)
     return s
 

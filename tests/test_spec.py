@@ -128,3 +128,37 @@ def test_presets_function_survives_importing_the_data_package():
     import archspec.presets  # noqa: F401  (the data package)
 
     assert callable(archspec.presets) and "gpt2" in archspec.presets()
+
+
+# ---------------------------------------------------------------- one description per figure set
+
+
+def test_compare_describes_its_spec_once_and_describe_is_fresh_outside(monkeypatch):
+    """compare() asks parameters, FLOPs, weights and the KV cache of one spec: inside its `describing`
+    block the parts are described once and reused; outside a block every describe() is computed anew
+    (a change to how parts are made is seen at once), and the figures equal those of separate calls."""
+    import archspec
+    import archspec.blocks as blocks
+    from archspec.compare import compare
+    from archspec.flops import count_flops
+    from archspec.memory import kv_cache_bytes_per_token, weights_bytes
+
+    calls = []
+    real = blocks._describe
+    monkeypatch.setattr(blocks, "_describe", lambda spec, mtp: calls.append(spec) or real(spec, mtp))
+    spec = archspec.preset("gpt2")
+    row = compare(spec, 512)
+    assert len(calls) == 1
+    assert row.count == archspec.count_params(spec) and len(calls) == 2
+    f = count_flops(spec, 1, 512)
+    assert (row.forward_per_token, row.weights_bytes, row.kv_cache_bytes_per_token) == (
+        f.forward_per_token,
+        weights_bytes(spec, "bf16"),
+        kv_cache_bytes_per_token(spec, "bf16", 512),
+    )
+    with blocks.describing(spec):
+        first, again = blocks.describe(spec), blocks.describe(spec)
+        other = blocks.describe(archspec.preset("gpt2-medium"))  # another spec is not held
+        assert first == again and first is not again  # a fresh list each time: a caller may extend it
+    assert blocks.describe(spec) == first and blocks._scope[0] is None
+    assert other != first
