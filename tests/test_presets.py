@@ -230,3 +230,38 @@ def test_params_of_a_preset_and_of_its_released_config_agree_on_the_command_line
     preset, config = run_json("params", "minimax-m2", str(HF_DATA / "minimax-m2.5.json"), "--mtp")
     assert preset["name"] == "minimax-m2" and config["name"] == "minimax-m2.5"
     assert {k: v for k, v in preset.items() if k != "name"} == {k: v for k, v in config.items() if k != "name"}
+
+
+# ---------------------------------------------------------------- presets typed from published figures
+
+# preset -> transformers' config of the same model, typed here from the sources its family file names (no
+# released config.json was found): the paper's layout, the family's released file for the rest
+TYPED_FROM_PUBLISHED_FIGURES = {
+    "jamba-1.5-large": {
+        "model_type": "jamba", "architectures": ["JambaForCausalLM"], "vocab_size": 65536, "hidden_size": 8192,
+        "num_hidden_layers": 72, "num_attention_heads": 64, "num_key_value_heads": 8, "intermediate_size": 24576,
+        "num_experts": 16, "num_experts_per_tok": 2, "expert_layer_period": 2, "expert_layer_offset": 1,
+        "attn_layer_period": 8, "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+        "mamba_dt_rank": "auto", "mamba_conv_bias": True, "mamba_proj_bias": False, "tie_word_embeddings": False,
+        "max_position_embeddings": 262144, "rms_norm_eps": 1e-6,
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(TYPED_FROM_PUBLISHED_FIGURES))
+def test_preset_equals_transformers_model_of_its_published_figures(name):
+    """transformers builds the model from the figures the preset cites, on the meta device: the same total,
+    and the same active count where the routed experts a token skips are the model's expert tensors."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from archspec.params import count_params
+
+    raw = TYPED_FROM_PUBLISHED_FIGURES[name]
+    config = transformers.CONFIG_MAPPING[raw["model_type"]].from_dict(dict(raw))
+    with torch.device("meta"):
+        model = getattr(transformers, raw["architectures"][0])(config)
+    total = sum(p.numel() for p in model.parameters())
+    experts = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
+    skipped = experts * (raw["num_experts"] - raw["num_experts_per_tok"]) // raw["num_experts"]
+    count = count_params(archspec.preset(name))
+    assert (count.total, count.active) == (total, total - skipped)

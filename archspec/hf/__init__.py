@@ -139,8 +139,13 @@ def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any]
     """The class archspec counts and the head it gives the spec; with a note when the file names the class
     as the checkpoint's own code spells it (Phi-3.5-MoE's PhiMoEForCausalLM, with its auto_map), which
     transformers builds as its own class of the model_type (PhimoeForCausalLM)."""
-    arch = _architecture(raw, where) or family.class_names[0]
+    named = _architecture(raw, where)
+    arch = named or family.class_names[0]
     note = None
+    if named is None:  # DeBERTa-v3's hand-written files name no class
+        others = ", ".join(family.class_names[1:])
+        note = (f"the file names no architectures: archspec counts {arch}, the first class of model_type "
+                f"{family.model_type!r}" + (f" (also supported: {others})" if others else ""))  # fmt: skip
     if not arch.startswith(family.prefix) and arch.lower().startswith(family.prefix.lower()):
         native = family.prefix + arch[len(family.prefix) :]
         if native in family.class_names:

@@ -509,6 +509,9 @@ FAMILIES = [
                     "a positive number of experts"),
             *(Refusal(k, lambda c, k=k: isinstance(c[k], int) and c[k] >= 1, "a positive integer")
               for k in ("attn_layer_period", "expert_layer_period")),
+            # the first release's file (AI21's own code) says whether the mixer has its dt/B/C norms; transformers'
+            # class always builds them
+            must_be("mamba_inner_layernorms", True, "transformers' Jamba mixer always has its dt, B and C norms"),
         ),
         derive=_jamba,
     ),
