@@ -1642,3 +1642,16 @@ def test_a_class_named_as_the_checkpoints_own_code_spells_it_is_transformers_cla
     (tmp_path / "config.json").write_text(json.dumps(raw))
     code, out, err = run_cli("params", str(tmp_path / "config.json"))
     assert code == 2 and not out and err.count("\n") == 1 and "PhiMoEForTokenClassification" in err
+
+
+def test_files_verified_by_hash_are_the_bytes_the_hub_record_names():
+    """tests/data/hf/SOURCES.md's "verified by the hub file's hash" rows: each file's sha256 is the one the
+    record gives for the hub file at its commit (an edit to a file, even of its layout, fails here)."""
+    import hashlib
+
+    text = (DATA / "SOURCES.md").read_text()
+    section = text.split("## Files verified by the hub file's hash", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([^`]+\.json)` \|.*?\| `([0-9a-f]{40})` \| `([0-9a-f]{64})` \|", section, re.M)
+    assert len(rows) >= 7
+    for name, _commit, digest in rows:
+        assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
