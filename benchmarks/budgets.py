@@ -5,7 +5,9 @@
    pydantic and tabulate, derived from their source (see cli_latency.py, which also times the old
    floor, `from pydantic import BaseModel; import tabulate`, beside it): budget 1.3x, aim 1.2x;
 2. `archspec verify` of every preset (builds each on the meta device, compares every tensor, the
-   parameters and FlopCounterMode's FLOPs): budget 10 s for the first 16 presets, 30 s as presets grow.
+   parameters and FlopCounterMode's FLOPs): budget 1 s a preset on average (it was 10 s for the
+   first 16 presets, then 30 s for 38; the catalog now holds 1T-parameter mixtures of 61 layers, whose
+   one forward pass under FlopCounterMode is some 15,000 dispatched operations), at least 30 s.
 
     python benchmarks/budgets.py [--runs 15]
 
@@ -39,9 +41,9 @@ def main() -> int:
     n = len(archspec.presets())
     v = statistics.median(verify)
     print("\n".join(report(m, args.runs)))
-    budget = 10 if n <= 16 else 30
+    budget = max(30.0, 1.0 * n)
     print(f"archspec verify ({n} presets):                     median {v:7.2f} s over {args.verify_runs} runs")
-    print(f"  budget {budget} s: {'within' if v <= budget else 'OVER BUDGET'}")
+    print(f"  budget {budget:.1f} s (1 s a preset, at least 30 s): {'within' if v <= budget else 'OVER BUDGET'}")
     return 0 if ratio <= BUDGET and v <= budget else 1
 
 
