@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from threading import Lock
 
 from archspec.attention import AttentionShape, LatentShape, attention_part, disentangled_stack_saved
 from archspec.entries import (
@@ -85,28 +86,36 @@ def stack_shapes(spec: ModelSpec) -> list[StackShape]:
 # Inside `describing(spec)`, the parts of that spec are described once: a caller that asks several
 # figures of one spec in a row (compare: its parameters, FLOPs, weights and KV cache each start from
 # the parts) makes one description. A spec never changes once made (frozen), so the same object has
-# the same parts; held by identity, nothing is hashed, and nothing outlives the block.
-_scope: list = [None, {}]  # the spec described in the current block, its parts by mtp
+# the same parts. The held specs are keyed by identity (the entry keeps the spec, so its id is not
+# reused while held) and counted by the blocks open on them, so blocks may nest, interleave (threads,
+# generators) and close in any order: an entry goes when its last block closes.
+_held: dict[int, list] = {}  # id(spec) -> [spec, open blocks, {mtp: parts}]
+_holding = Lock()  # opening and closing blocks from several threads
 
 
 @contextmanager
 def describing(spec: ModelSpec) -> Iterator[None]:
     """Within the block, describe(spec) is computed once (per `mtp`) and reused."""
-    outer = _scope[:]
-    _scope[:] = [spec, {}]
+    key = id(spec)
+    with _holding:
+        entry = _held.setdefault(key, [spec, 0, {}])
+        entry[1] += 1
     try:
         yield
     finally:
-        _scope[:] = outer
+        with _holding:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _held[key]
 
 
 def describe(spec: ModelSpec, mtp: bool = False) -> list[Part]:
     """The whole model as parts, in data-flow order; with `mtp`, the multi-token-prediction modules
     after the head (only when asked: transformers does not build them)."""
-    scoped, memo = _scope
-    if scoped is not spec:
+    entry = _held.get(id(spec))
+    if entry is None or entry[0] is not spec:
         return _describe(spec, mtp)
-    key = bool(mtp)
+    memo, key = entry[2], bool(mtp)
     if key not in memo:
         memo[key] = tuple(_describe(spec, mtp))
     return list(memo[key])

@@ -587,7 +587,11 @@ def _defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any, str], ...]:
 
     def how(info: Any) -> str:
         factory = info.default_factory
-        if isinstance(factory, FunctionType):  # read from its code: inspect.signature costs a start-up 1 ms
+        if (
+            isinstance(factory, FunctionType)
+            and not hasattr(factory, "__wrapped__")
+            and not hasattr(factory, "__signature__")
+        ):  # a plain function: read from its code (inspect.signature costs a start-up 1 ms)
             code = factory.__code__
             takes_data = (code.co_argcount == 1 and not code.co_kwonlyargcount and not factory.__defaults__
                           and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))  # fmt: skip

@@ -58,7 +58,7 @@ def _model_type(name: str) -> str:
 
 MOE_TYPES = ("mixtral", "phimoe", "dbrx", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss",
              "llama4_text", "gemma4_text", "glm4_moe", "olmoe", "minimax_m2", "deepseek_v32", "qwen3_next",
-             "qwen3_5_moe_text", "granitemoe", "ernie4_5_moe")  # fmt: skip
+             "qwen3_5_moe_text", "granitemoe", "ernie4_5_moe", "jamba")  # fmt: skip
 
 
 def _dense_gemma4(name: str) -> bool:
@@ -1645,14 +1645,34 @@ def test_a_class_named_as_the_checkpoints_own_code_spells_it_is_transformers_cla
     assert code == 2 and not out and err.count("\n") == 1 and "PhiMoEForTokenClassification" in err
 
 
+def test_a_file_that_names_no_class_is_counted_as_its_familys_first_and_says_so(run_cli, tmp_path):
+    """DeBERTa-v3-base's hand-written file has no `architectures`: archspec counts DebertaV2ForMaskedLM (the
+    masked-LM head, the class transformers builds for it by the adapter's first suffix) and says which, naming
+    the other class; a file whose class names the bare model counts that, without the note."""
+    [obj] = json.loads(run_cli("params", str(DATA / "deberta-v3-base.json"), "--format", "json")[1])
+    raw = raw_config("deberta-v3-base")
+    assert "architectures" not in raw
+    assert obj["total"] == measured("deberta-v3-base")["total"]
+    assert any("no architectures" in n and "DebertaV2ForMaskedLM" in n and "DebertaV2Model" in n for n in obj["notes"])
+    for archs, counted in (([""], "DebertaV2ForMaskedLM"), (["DebertaV2Model"], "DebertaV2Model")):
+        (tmp_path / "config.json").write_text(json.dumps({**raw, "architectures": archs}))
+        [other] = json.loads(run_cli("params", str(tmp_path / "config.json"), "--format", "json")[1])
+        expected = sum(p.numel() for p in build_transformers({**raw, "architectures": [counted]}).parameters())
+        assert other["total"] == expected
+        assert any("no architectures" in n for n in other.get("notes") or []) == (archs == [""])
+
+
 def test_files_verified_by_hash_are_the_bytes_the_hub_record_names():
     """tests/data/hf/SOURCES.md's "verified by the hub file's hash" rows: each file's sha256 is the one the
     record gives for the hub file at its commit (an edit to a file, even of its layout, fails here)."""
     import hashlib
 
-    text = (DATA / "SOURCES.md").read_text()
+    text = (DATA / "SOURCES.md").read_text(encoding="utf-8")
     section = text.split("## Files verified by the hub file's hash", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `([^`]+\.json)` \|.*?\| `([0-9a-f]{40})` \| `([0-9a-f]{64})` \|", section, re.M)
-    assert len(rows) >= 7
+    # the files typed from hub pages whose hash a record also gives ("sha256 `...`" in their row)
+    typed = text.split("## Files typed from the hub's own pages", 1)[1].split("\n## ", 1)[0]
+    rows += [(n, None, d) for n, d in re.findall(r"^\| `([^`]+\.json)` \|.*?sha256 `([0-9a-f]{64})`", typed, re.M)]
+    assert len(rows) >= 9
     for name, _commit, digest in rows:
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name

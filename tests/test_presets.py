@@ -234,8 +234,10 @@ def test_params_of_a_preset_and_of_its_released_config_agree_on_the_command_line
 
 # ---------------------------------------------------------------- presets typed from published figures
 
-# preset -> transformers' config of the same model, typed here from the sources its family file names (no
-# released config.json was found): the paper's layout, the family's released file for the rest
+# preset -> transformers' config of the same model, typed here from the figures its family file gives (no
+# released config.json was found): the paper's layout, the family's released file for the rest, and what
+# the family file says no source states (Jamba-1.5-Large's expert width, fitted to the hub's stored total;
+# its dt rank by transformers' "auto", d_model / 16, as Jamba-v0.1's file has it)
 TYPED_FROM_PUBLISHED_FIGURES = {
     "jamba-1.5-large": {
         "model_type": "jamba", "architectures": ["JambaForCausalLM"], "vocab_size": 65536, "hidden_size": 8192,
@@ -250,7 +252,7 @@ TYPED_FROM_PUBLISHED_FIGURES = {
 
 @pytest.mark.parametrize("name", sorted(TYPED_FROM_PUBLISHED_FIGURES))
 def test_preset_equals_transformers_model_of_its_published_figures(name):
-    """transformers builds the model from the figures the preset cites, on the meta device: the same total,
+    """transformers builds the model from the figures the preset gives, on the meta device: the same total,
     and the same active count where the routed experts a token skips are the model's expert tensors."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")

@@ -160,5 +160,31 @@ def test_compare_describes_its_spec_once_and_describe_is_fresh_outside(monkeypat
         first, again = blocks.describe(spec), blocks.describe(spec)
         other = blocks.describe(archspec.preset("gpt2-medium"))  # another spec is not held
         assert first == again and first is not again  # a fresh list each time: a caller may extend it
-    assert blocks.describe(spec) == first and blocks._scope[0] is None
+    assert blocks.describe(spec) == first and not blocks._held
     assert other != first
+
+
+def test_describing_blocks_may_interleave_and_close_in_any_order(monkeypatch):
+    """Two generators that each hold a block open across a yield, closed in the order they were opened:
+    each block reuses its own spec's parts while open (per mtp), and nothing is held once both close."""
+    import archspec
+    import archspec.blocks as blocks
+
+    calls = []
+    real = blocks._describe
+    monkeypatch.setattr(blocks, "_describe", lambda spec, mtp: calls.append((spec.name, mtp)) or real(spec, mtp))
+
+    def figures(spec):
+        with blocks.describing(spec):
+            yield blocks.describe(spec)
+            yield blocks.describe(spec), blocks.describe(spec, mtp=True), blocks.describe(spec, mtp=True)
+
+    a, b = figures(archspec.preset("gpt2")), figures(archspec.preset("deepseek-v3"))
+    next(a), next(b)
+    next(a), next(b)  # a's block is still open while b's runs, and the other way round
+    a.close()
+    assert [name for name, _ in calls].count("gpt2") == 2 and len(calls) == 4  # once per spec and mtp
+    b.close()
+    assert not blocks._held
+    blocks.describe(archspec.preset("gpt2"))
+    assert len(calls) == 5  # outside every block: described anew

@@ -142,7 +142,7 @@ def _head(family: Family, raw: dict[str, Any], cfg: Config, data: dict[str, Any]
     named = _architecture(raw, where)
     arch = named or family.class_names[0]
     note = None
-    if named is None:  # DeBERTa-v3's hand-written files name no class
+    if not named:  # DeBERTa-v3's hand-written files name no class
         others = ", ".join(family.class_names[1:])
         note = (f"the file names no architectures: archspec counts {arch}, the first class of model_type "
                 f"{family.model_type!r}" + (f" (also supported: {others})" if others else ""))  # fmt: skip
