@@ -30,7 +30,7 @@ from archspec.spec import ModelSpec
 RESERVED = ("summary", "source", "printed", "claims")
 
 
-@dataclass(eq=False, repr=False)  # frozen, eq, hash and repr: Record
+@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
 class Preset(Record):
     """One model of a family file: its spec plus provenance and published claims."""
 

@@ -17,7 +17,7 @@ from archspec.records import Record, record, rendered
 from archspec.spec import ModelSpec
 
 
-@dataclass(kw_only=True, eq=False, repr=False)  # frozen, eq, hash and repr: Record
+@dataclass(kw_only=True, init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
 class Comparison(Record):
     """One model's row: its shape, exact counts and the planning figures at `seq_len` in `dtype`. Its
     JSON record is the spec's shape, the count's totals and the fields below, in this order."""

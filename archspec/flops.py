@@ -52,7 +52,7 @@ def exact_number(x: Fraction) -> int | float:
     return int(x) if x.denominator == 1 else float_or_int(x)
 
 
-@dataclass(eq=False, repr=False)  # frozen, eq, hash and repr: Record
+@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
 class FlopCount(Record):
     """Exact forward matmul FLOPs for one workload, by component and operation. Its JSON record is its
     fields and the figures to_dict derives; causal_half shows as attention_scores."""
@@ -248,7 +248,7 @@ def approximations(spec: ModelSpec, B: int, T: int, forward: int, pc: ParamCount
 # ---------------------------------------------------------------- training cost
 
 
-@dataclass(eq=False, repr=False)  # frozen, eq, hash and repr: Record
+@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
 class TrainingCost(Record):
     """Total training compute for D tokens and the wall time it implies on some accelerators."""
 

@@ -31,7 +31,7 @@ from archspec.vocab import COMPONENTS, ROLES
 __all__ = ["COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
 
 
-@dataclass(kw_only=True, eq=False, repr=False)  # frozen, eq, hash and repr: Record
+@dataclass(kw_only=True, init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
 class ParamCount(Record):
     """An exact parameter count with its breakdown. Returned, never printed; its JSON record is its
     fields, in this order."""

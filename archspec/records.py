@@ -14,7 +14,8 @@ written once."""
 # compiles a ForwardRef for every string field when the class is made, at every start-up.
 
 from collections.abc import Callable, Mapping
-from dataclasses import FrozenInstanceError, fields, is_dataclass
+from dataclasses import MISSING, FrozenInstanceError, fields, is_dataclass
+from functools import cache
 from reprlib import recursive_repr
 from typing import Any, NamedTuple
 
@@ -117,14 +118,43 @@ def per_item(result: Any, items: str) -> list[dict[str, Any]]:
 
 
 class Record:
-    """The base of a result dataclass declared `@dataclass(eq=False, repr=False)`: it is frozen,
-    compares, hashes and shows as `@dataclass(frozen=True)`'s own generated methods would (a field set
-    once, by __init__, and never again, nor any other attribute; equal to a result of the same class
-    whose fields are equal, in order; hashed by those fields; `Name(field=value, ...)`), but from code
-    compiled once, where `dataclass` writes and compiles each of these five methods for every class
-    when the module loads (start-up: see the README's Performance section)."""
+    """The base of a result dataclass declared `@dataclass(init=False, eq=False, repr=False)`: it is
+    made, is frozen, compares, hashes and shows as `@dataclass(frozen=True)`'s own generated methods
+    would (each field by position or keyword, keyword-only ones by keyword, defaults and factories;
+    a field set once, by __init__, and never again, nor any other attribute; equal to a result of the
+    same class whose fields are equal, in order; hashed by those fields; `Name(field=value, ...)`), but
+    from code compiled once, where `dataclass` writes and compiles each of these six methods for every
+    class when the module loads (start-up: see the README's Performance section)."""
 
     __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        cls = type(self)
+        positional, plan = _init_plan(cls)
+        if len(args) > len(positional):
+            raise TypeError(f"{cls.__qualname__}.__init__() takes {len(positional) + 1} positional arguments "
+                            f"but {len(args) + 1} were given")  # fmt: skip
+        given = dict(zip(positional, args))
+        for name in kwargs:
+            if name in given:
+                raise TypeError(f"{cls.__qualname__}.__init__() got multiple values for argument {name!r}")
+        given.update(kwargs)
+        put = object.__setattr__
+        missing = []
+        for name, default, factory in plan:
+            if name in given:
+                put(self, name, given.pop(name))
+            elif default is not MISSING:
+                put(self, name, default)
+            elif factory is not MISSING:
+                put(self, name, factory())
+            else:
+                missing.append(name)
+        if given:
+            raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {next(iter(given))!r}")
+        if missing:
+            raise TypeError(f"{cls.__qualname__}.__init__() missing {len(missing)} required argument"
+                            f"{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}")  # fmt: skip
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self.__dict__ or name not in self.__dataclass_fields__:
@@ -146,6 +176,15 @@ class Record:
     def __repr__(self) -> str:
         shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
         return f"{self.__class__.__qualname__}({shown})"
+
+
+@cache
+def _init_plan(cls: type) -> tuple[tuple[str, ...], tuple[tuple[str, Any, Any], ...]]:
+    """The names a record type takes by position (its fields not keyword-only, in order) and every field
+    __init__ sets: (name, default, default factory), MISSING where there is none."""
+    taken = [f for f in fields(cls) if f.init]
+    return (tuple(f.name for f in taken if not f.kw_only),
+            tuple((f.name, f.default, f.default_factory) for f in taken))  # fmt: skip
 
 
 def _compared(result: Any) -> tuple:

@@ -77,3 +77,55 @@ def test_a_result_compares_hashes_and_shows_as_a_frozen_dataclass(name):
                 change(target)
             assert str(refused.value).startswith("cannot ")
     assert getattr(a, first) == getattr(again, first)  # nothing changed
+
+
+@pytest.mark.parametrize(
+    "name", ["ParamCount", "FlopCount", "TrainingCost", "Comparison", "Preset", "MemoryEstimate", "ParallelLayout"]
+)
+def test_a_result_is_made_as_a_dataclass_generated_init_makes_it(name):
+    """Record's one __init__ takes what the class's generated __init__ would: every field by keyword, the
+    fields not keyword-only by position too, defaults and factories for the rest; and refuses what it would
+    refuse (a missing field, an unknown one, a field twice, a positional one too many), with a TypeError."""
+    a, _ = _pairs()[name]
+    cls = type(a)
+    assert cls.__init__ is Record.__init__  # declared init=False: no generated __init__ compiled at start-up
+    twin = _twin_type(cls)
+    reference = dataclasses.make_dataclass(
+        cls.__name__, [(f.name, f.type, c) for f, c in zip(dataclasses.fields(cls), _copied_fields(cls), strict=True)]
+    )
+    values = {f.name: getattr(a, f.name) for f in dataclasses.fields(a)}
+    assert cls(**values) == a and _twin(cls(**values)) == twin(**values)
+    positional = [f.name for f in dataclasses.fields(cls) if not f.kw_only]
+    if positional:
+        made = cls(*[values[n] for n in positional], **{k: v for k, v in values.items() if k not in positional})
+        assert made == a
+    required = [f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]  # fmt: skip
+    defaulted = {f.name for f in dataclasses.fields(cls)} - set(required)
+    least = {k: v for k, v in values.items() if k in required}
+    ours, theirs = cls(**least), reference(**least)
+    assert all(getattr(ours, n) == getattr(theirs, n) for n in defaulted)  # defaults and factories
+    bad = [{k: v for k, v in values.items() if k != required[0]}, {**values, "no_such_field": 1}]
+    for kwargs in bad:
+        for make in (cls, reference):
+            with pytest.raises(TypeError):
+                make(**kwargs)
+    for make in (cls, reference):
+        if positional:  # a field by position and by keyword
+            with pytest.raises(TypeError):
+                make(values[positional[0]], **values)
+        with pytest.raises(TypeError):  # one positional argument more than the fields
+            make(*[values[n] for n in positional], *range(len(values) + 1 - len(positional)))
+
+
+def _copied_fields(cls):
+    """The class's fields as fresh dataclass fields (kw_only, default and factory kept) for a reference type."""
+    out = []
+    for f in dataclasses.fields(cls):
+        kw = dict(kw_only=f.kw_only)
+        if f.default is not dataclasses.MISSING:
+            kw["default"] = f.default
+        if f.default_factory is not dataclasses.MISSING:
+            kw["default_factory"] = f.default_factory
+        out.append(dataclasses.field(**kw))
+    return out

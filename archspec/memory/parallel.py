@@ -207,7 +207,7 @@ def rank_elements(spec: ModelSpec, shards: int, tensor_parallel: int = 1) -> int
     return total
 
 
-@dataclass(eq=False, repr=False)  # frozen, eq, hash and repr: Record
+@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
 class ParallelLayout(Record):
     """How `gpus` devices split one model: data x tensor x pipeline parallel, with a ZeRO stage."""
 

@@ -40,7 +40,7 @@ OPTIMIZERS = {  # states per parameter, each kept in fp32
 }
 
 
-@dataclass(eq=False, repr=False)  # frozen, eq, hash and repr: Record
+@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
 class MemoryEstimate(Record):
     name: str
     batch: int
