@@ -235,7 +235,14 @@ def measured(name: str) -> dict:
         components["mlp"] = components.get("mlp", 0) + components.pop("shared_experts")
     flops = None
     if name in FLOPS_CHECKED:  # DeBERTa's relative positions read a tensor's value: a real model on the CPU
-        runs = build_transformers(raw_config(name), device="cpu") if _model_type(name) in READS_DATA else model
+        runs = model
+        if _model_type(name) in READS_DATA:  # weights left uninitialised: their values change no FLOP
+            try:
+                from transformers.initialization import no_init_weights
+            except ImportError:  # transformers 4
+                from transformers.modeling_utils import no_init_weights
+            with no_init_weights():
+                runs = build_transformers(raw_config(name), device="cpu")
         flops = forward_flops(runs, spec_of(name).kind)
     return {"total": sum(components.values()), "components": components, "frozen": frozen, "flops": flops}
 
