@@ -23,7 +23,7 @@ from typing import Any
 
 from archspec.checks import check_args
 from archspec.errors import SpecError, clip, did_you_mean, shown
-from archspec.loading import build_spec, parse_text, read_mapping
+from archspec.loading import build_spec, is_hf_config, parse_text, read_mapping
 from archspec.records import Record
 from archspec.spec import ModelSpec
 
@@ -74,6 +74,12 @@ def _spec_of(p: Preset) -> ModelSpec:
 def parse_family(data: dict[str, Any], where: str, trusted: bool = False) -> list[Preset]:
     """The presets of one family file's mapping."""
     unknown = set(data) - {"family", "defaults", "models"}
+    if unknown and is_hf_config(data):
+        raise SpecError(
+            f"{where}: this is a Hugging Face config.json, which holds no claims; this command reads the presets' "
+            "format: [defaults], [models.NAME] tables and [[models.NAME.claims]] (see the README); "
+            "`archspec params` counts the config itself"
+        )
     if unknown and {"name", "vocab_size"} <= set(data):
         raise SpecError(
             f"{where}: this is a spec file; this command reads the presets' format: [defaults], "

@@ -18,6 +18,7 @@ import re
 import typing
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -772,6 +773,15 @@ FAMILY_REFUSED = [
 @pytest.mark.parametrize("text, message", FAMILY_REFUSED, ids=[f"family-{i}" for i in range(len(FAMILY_REFUSED))])
 def test_a_hostile_claims_file_is_one_line(tmp_path, text, message):
     refused("validate", write(tmp_path, "claims.toml", text), message=message)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "deberta-v3-base", "albert-base-v2"])
+def test_validate_of_a_hugging_face_config_says_it_holds_no_claims(name):
+    """A released config.json (with model_type, or, as ALBERT's, only architectures) given to validate: one
+    line saying what it is and which command counts it, not a list of its keys."""
+    err = refused("validate", str(Path(__file__).parent / "data" / "hf" / f"{name}.json"),
+                  message="is a Hugging Face config.json, which holds no claims")  # fmt: skip
+    assert "archspec params" in err and "unknown top-level" not in err
 
 
 def test_precision_inf_can_no_longer_match_anything(tmp_path):
