@@ -141,14 +141,14 @@ class Record:
         given.update(kwargs)
         put = object.__setattr__
         missing = []
-        for name, default, factory in plan:
-            if name in given:
+        for name, default, factory, taken in plan:
+            if taken and name in given:
                 put(self, name, given.pop(name))
             elif default is not MISSING:
                 put(self, name, default)
             elif factory is not MISSING:
                 put(self, name, factory())
-            else:
+            elif taken:
                 missing.append(name)
         if given:
             raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {next(iter(given))!r}")
@@ -179,12 +179,13 @@ class Record:
 
 
 @cache
-def _init_plan(cls: type) -> tuple[tuple[str, ...], tuple[tuple[str, Any, Any], ...]]:
+def _init_plan(cls: type) -> tuple[tuple[str, ...], tuple[tuple[str, Any, Any, bool], ...]]:
     """The names a record type takes by position (its fields not keyword-only, in order) and every field
-    __init__ sets: (name, default, default factory), MISSING where there is none."""
-    taken = [f for f in fields(cls) if f.init]
-    return (tuple(f.name for f in taken if not f.kw_only),
-            tuple((f.name, f.default, f.default_factory) for f in taken))  # fmt: skip
+    __init__ sets: (name, default, default factory, taken as an argument), MISSING where there is none; a
+    field with init=False is set from its default alone, as a generated __init__ sets it."""
+    every = fields(cls)
+    return (tuple(f.name for f in every if f.init and not f.kw_only),
+            tuple((f.name, f.default, f.default_factory, f.init) for f in every))  # fmt: skip
 
 
 def _compared(result: Any) -> tuple:
