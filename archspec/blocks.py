@@ -112,8 +112,8 @@ def describing(spec: ModelSpec) -> Iterator[None]:
 def describe(spec: ModelSpec, mtp: bool = False) -> list[Part]:
     """The whole model as parts, in data-flow order; with `mtp`, the multi-token-prediction modules
     after the head (only when asked: transformers does not build them)."""
-    entry = _held.get(id(spec))
-    if entry is None or entry[0] is not spec:
+    entry = _held.get(id(spec))  # while held, no other object can have the spec's id
+    if entry is None:
         return _describe(spec, mtp)
     memo, key = entry[2], bool(mtp)
     if key not in memo:

@@ -13,7 +13,6 @@ Two layers, kept apart so that scripts and tests can read the numbers behind eve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from dataclasses import field as dataclass_field  # ScalingData has a field named `field`
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +158,7 @@ class ScalingData:
     """Scaling curves of several models along one field; one record per curve (to_dicts)."""
 
     field: str
-    curves: list[ScalingCurve] = dataclass_field(metadata=rendered(hidden=True))
+    curves: list[ScalingCurve] = field(metadata=rendered(hidden=True))
 
     def to_dicts(self) -> list[dict[str, Any]]:
         return per_item(self, "curves")

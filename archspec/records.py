@@ -7,8 +7,8 @@ Where a field's JSON form differs from the field itself, its metadata says so, d
 number), left out when None, shown as None unless a figure holds, spread out into the attributes of
 a nested object, or not rendered at all (data the report keeps for its own text).
 
-``Record`` is the base of the result types on the start-up path: their comparison, hash and repr,
-written once."""
+``Record`` is the base of the result types on the start-up path: their construction, freezing,
+comparison, hash and repr, written once."""
 
 # Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
 # compiles a ForwardRef for every string field when the class is made, at every start-up.
@@ -159,7 +159,7 @@ class Record:
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self.__dict__ or name not in self.__dataclass_fields__:
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        object.__setattr__(self, name, value)  # the generated __init__, once per field
+        object.__setattr__(self, name, value)  # a subclass's generated __init__, once per field
 
     def __delattr__(self, name: str) -> None:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
