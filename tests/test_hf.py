@@ -15,10 +15,10 @@ import re
 import subprocess
 import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
 from matrix import fast_corner, fast_only
+from released import DATA, read_as_type
 
 import archspec
 from archspec import hf, loading, specfile
@@ -28,7 +28,6 @@ from archspec.params import count_params
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-DATA = Path(__file__).parent / "data" / "hf"
 CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 
 
@@ -48,12 +47,7 @@ SCAN = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "nemotron_h", "jamba",
 
 def _model_type(name: str) -> str:
     """The model_type archspec reads a file as: a wrapper's text model, an alias's class's type."""
-    raw = json.loads((DATA / f"{name}.json").read_text())
-    if raw.get("model_type") in hf.WRAPPERS:
-        return (raw.get("text_config") or {}).get("model_type") or hf.WRAPPERS[raw["model_type"]].text_type
-    if raw.get("model_type") in hf.FAMILIES:
-        return raw["model_type"]
-    return hf.CLASSES[raw["architectures"][0]]  # ALBERT's hub files name only the class; kimi_k2 names DeepSeek-V3's
+    return read_as_type(raw_config(name))
 
 
 MOE_TYPES = ("mixtral", "phimoe", "dbrx", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss",

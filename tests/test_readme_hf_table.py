@@ -7,11 +7,12 @@ or "—" when the adapter refuses no key) | test configs |`. The defaults are he
 config classes by tests/test_hf.py (test_adapter_defaults_are_transformers_config_class_defaults).
 """
 
-import json
 import re
 from pathlib import Path
 
-from archspec.hf import CLASSES, FAMILIES, WRAPPERS
+from released import file_types
+
+from archspec.hf import FAMILIES, WRAPPERS
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 HOW = (
@@ -107,25 +108,10 @@ def test_the_wrappers_listed_are_the_adapter_table_wrappers():
     )
 
 
-def _file_types() -> dict[str, set[str]]:
-    """model_type -> the stems of the test set's files archspec reads as that type (a wrapper's text model,
-    an alias's class)."""
-    out: dict[str, set[str]] = {}
-    for path in (Path(__file__).parent / "data" / "hf").glob("*.json"):
-        raw = json.loads(path.read_text())
-        kind = raw.get("model_type")
-        if kind in WRAPPERS:
-            kind = (raw.get("text_config") or {}).get("model_type") or WRAPPERS[kind].text_type
-        elif kind not in FAMILIES:
-            kind = CLASSES[raw["architectures"][0]]
-        out.setdefault(kind, set()).add(path.stem)
-    return out
-
-
 def test_each_row_says_whether_the_test_set_holds_a_released_file_of_its_type():
     """The last cell says none (or "—") exactly for the types without a file in tests/data/hf/, and a row of a
     type with one names one of them: the column follows the test set as files arrive."""
-    files = _file_types()
+    files = file_types()
     wrong = {}
     for model_type, row in ROWS.items():
         says_none = row["configs"].startswith(("none", "—"))
