@@ -220,13 +220,15 @@ _STYLE = {
     "svg.hashsalt": "archspec",  # the same picture gives the same file
 }
 _COLOURS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974"]
-# one colour per component, none shared (a legend with two blues names two components with one colour)
+# one colour per component of archspec.vocab.COMPONENTS, none shared (a legend with two blues names two
+# components with one colour); tests/test_hostile_surfaces.py holds the keys equal to COMPONENTS
 COMPONENT_COLOURS = {
     "embed": "#4c72b0",
     "position": "#64b5cd",
     "token_type": "#2a9d8f",
     "attention": "#dd8452",
     "cross_attention": "#f4c27a",
+    "mixer": "#a05195",
     "mlp": "#55a868",
     "router": "#8c564b",
     "experts": "#c44e52",
@@ -234,6 +236,7 @@ COMPONENT_COLOURS = {
     "norm": "#8172b3",
     "pooler": "#bcbd22",
     "head": "#444444",
+    "mtp": "#9c755f",
 }
 
 
