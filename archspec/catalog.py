@@ -77,13 +77,13 @@ def parse_family(data: dict[str, Any], where: str, trusted: bool = False) -> lis
     if unknown and is_hf_config(data):
         raise SpecError(
             f"{where}: this is a Hugging Face config.json, which holds no claims; this command reads the presets' "
-            "format: [defaults], [models.NAME] tables and [[models.NAME.claims]] (see the README); "
+            "format: [defaults], [models.NAME] tables and [[models.NAME.claims]] (see docs/validation.md); "
             "`archspec params` counts the config itself"
         )
     if unknown and {"name", "vocab_size"} <= set(data):
         raise SpecError(
             f"{where}: this is a spec file; this command reads the presets' format: [defaults], "
-            "[models.NAME] tables and [[models.NAME.claims]] (see the README)"
+            "[models.NAME] tables and [[models.NAME.claims]] (see docs/validation.md)"
         )
     if unknown:
         raise SpecError(f"{where}: unknown top-level key(s) {sorted(unknown)}; expected family, defaults, models")

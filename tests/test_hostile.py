@@ -1337,13 +1337,13 @@ def test_a_real_process_prints_one_line_and_exits_2_for_a_device_and_a_deep_file
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
 
 
-def test_the_readme_states_the_limits_the_code_enforces():
+def test_the_spec_format_page_states_the_limits_the_code_enforces():
     from pathlib import Path
 
     from archspec import limits
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("### Limits on input", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parent.parent / "docs" / "spec-format.md").read_text(encoding="utf-8")
+    section = page.split("## Limits on input", 1)[1].split("\n## ", 1)[0]
     assert f"{limits.MAX_FILE_BYTES:,} bytes" in section and "1 MiB" in section
     assert f"{limits.MAX_DEPTH} levels" in section
     assert f"{limits.MAX_YAML_NODES:,} values" in section

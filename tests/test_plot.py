@@ -13,7 +13,7 @@ import archspec
 from archspec import plot
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+PICTURES_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "sweeps.md").read_text(encoding="utf-8")
 
 
 def svg_texts(path: Path) -> str:
@@ -94,7 +94,7 @@ def test_png_and_svg_are_written_by_suffix(run_cli, tmp_path, kind, argv):
     svg_texts(svg)  # parses as SVG
 
 
-@pytest.mark.slow  # matplotlib draws a picture: the README's pictures are the fast set's
+@pytest.mark.slow  # matplotlib draws a picture: the documents' pictures are the fast set's
 def test_axes_are_labelled_with_units(tmp_path):
     spec = archspec.preset("gpt2")
     labels = {
@@ -112,7 +112,7 @@ def test_axes_are_labelled_with_units(tmp_path):
             assert w in text, (kind, w)
 
 
-@pytest.mark.slow  # matplotlib draws a picture: the README's pictures are the fast set's
+@pytest.mark.slow  # matplotlib draws a picture: the documents' pictures are the fast set's
 def test_the_same_picture_gives_the_same_svg(tmp_path):
     data = plot.breakdown_data([archspec.preset("gpt2")])
     plot.draw("breakdown", data, tmp_path / "a.svg")
@@ -120,13 +120,15 @@ def test_the_same_picture_gives_the_same_svg(tmp_path):
     assert (tmp_path / "a.svg").read_bytes() == (tmp_path / "b.svg").read_bytes()
 
 
-def test_readme_pictures_are_drawn_by_the_commands_beside_them(run_cli, tmp_path):
-    images = re.findall(r"!\[[^\]]*\]\((docs/[^)]+)\)", README)
+def test_the_pages_pictures_are_drawn_by_the_commands_beside_them(run_cli, tmp_path):
+    # docs/sweeps.md shows `![...](name.svg)` (beside the page) under `$ archspec plot ... -o docs/name.svg`,
+    # run from the repository's root
+    images = ["docs/" + name for name in re.findall(r"!\[[^\]]*\]\(([^)/]+\.svg)\)", PICTURES_PAGE)]
     assert len(images) == 3
     root = Path(__file__).resolve().parent.parent
     for image in images:
         assert (root / image).is_file(), image
-        command = re.search(r"\$ archspec (plot [^\n]*-o " + re.escape(image) + r")\n", README)
+        command = re.search(r"\$ archspec (plot [^\n]*-o " + re.escape(image) + r")\n", PICTURES_PAGE)
         assert command, f"no command beside {image}"
         argv = command.group(1).split()
         argv[argv.index(image)] = str(tmp_path / Path(image).name)

@@ -140,7 +140,7 @@ def storage_args(p: argparse.ArgumentParser, weights_help: str) -> None:
         type=dtype_name,
         choices=list(STORAGE),
         metavar="DTYPE",
-        help=f"weight storage: {', '.join(STORAGE)} (bits per value with block scales: README); {weights_help}",
+        help=f"weight storage: {', '.join(STORAGE)} (bits per value: docs/inference.md); {weights_help}",
     )
     p.add_argument(
         "--experts",
@@ -159,7 +159,7 @@ def gpu_option(p: argparse.ArgumentParser, what: str) -> None:
         action="append",
         metavar="NAME|FILE",
         help=f"{what} (repeatable): a name from `archspec hardware`, or a .toml file describing your own "
-        "(name, memory_gib, bandwidth_gbs, bf16_tflops, ...; see the README)",
+        "(name, memory_gib, bandwidth_gbs, bf16_tflops, ...; see docs/planning.md)",
     )
 
 

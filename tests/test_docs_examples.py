@@ -1,5 +1,6 @@
-"""The README's examples stay true: every `$ archspec ...` line in it is run, and its output must be
-what the README shows (a line `...` stands for any run of lines the README leaves out)."""
+"""The documents' examples stay true: every `$ archspec ...` line in a code block of the README and of
+every page of docs/ is run, and its output must be what the page shows (a line `...` stands for any run
+of lines the page leaves out)."""
 
 import contextlib
 import io
@@ -12,13 +13,15 @@ import pytest
 from archspec.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+PAGES = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
+         for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}  # fmt: skip
+README = PAGES["README.md"]
 
 
-def examples() -> list[tuple[str, list[str]]]:
-    """(command, expected output lines) for every `$ archspec` line of the README's code blocks."""
+def examples(text: str) -> list[tuple[str, list[str]]]:
+    """(command, expected output lines) for every `$ archspec` line of a page's code blocks."""
     out = []
-    for block in re.findall(r"```\n(\$ archspec.*?)```", README, re.S):
+    for block in re.findall(r"```\n(\$ archspec.*?)```", text, re.S):
         for chunk in re.split(r"^(?=\$ )", block, flags=re.M):
             if chunk.strip():
                 command, *lines = chunk.rstrip("\n").split("\n")
@@ -42,19 +45,29 @@ def matches(expected: list[str], actual: list[str]) -> bool:
     return bool(actual) and expected[0] == actual[0] and matches(expected[1:], actual[1:])
 
 
-EXAMPLES = examples()
+EXAMPLES = [(page, c, e) for page, text in PAGES.items() for c, e in examples(text)]
 # `archspec verify` builds and counts every preset (the session's shared reports): a slow proof
 VERIFY = [pytest.mark.slow, pytest.mark.preset_reports]
-CASES = [pytest.param(c, e, id=c, marks=VERIFY if c.startswith("archspec verify") else []) for c, e in EXAMPLES]
+CASES = [pytest.param(c, e, id=f"{page}: {c}", marks=VERIFY if c.startswith("archspec verify") else [])
+         for page, c, e in EXAMPLES]  # fmt: skip
 
 
-def test_the_readme_has_examples_to_check():
-    assert len(EXAMPLES) >= 8
+def test_the_documents_have_examples_to_check():
+    assert len(examples(README)) >= 5
+    pages_with_examples = {page for page, _, _ in EXAMPLES}
+    for page in ("docs/cli.md", "docs/huggingface.md", "docs/planning.md", "docs/inference.md", "docs/validation.md"):
+        assert page in pages_with_examples, f"{page} lost its `$ archspec` examples"
+
+
+def test_the_matcher_can_fail():
+    assert matches(["a", "...", "c"], ["a", "b", "b", "c"])
+    assert not matches(["a", "...", "c"], ["a", "b"])
+    assert not matches(["a"], ["a", "b"])
 
 
 @pytest.fixture
 def in_a_copy_of_the_root(tmp_path, monkeypatch):
-    """The README's commands run where it says, the repository's root, but write into a folder of their
+    """The pages' commands run where they say, the repository's root, but write into a folder of their
     own: tests/ is linked, docs/ empty (the pictures are compared with the committed ones instead)."""
     (tmp_path / "tests").symlink_to(ROOT / "tests")
     (tmp_path / "docs").mkdir()
@@ -63,32 +76,37 @@ def in_a_copy_of_the_root(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("command, expected", CASES)
-def test_readme_output_is_what_the_command_prints(command, expected, request, in_a_copy_of_the_root):
+def test_the_page_shows_what_the_command_prints(command, expected, request, in_a_copy_of_the_root):
     if command.startswith("archspec verify"):
         pytest.importorskip("torch")
         request.getfixturevalue("shared_verify")  # the presets' reports, computed once per session
     actual = run(command)
     assert matches(expected, actual), (
-        "README shows:\n" + "\n".join(expected) + "\n\nthe command prints:\n" + "\n".join(actual)
+        "the page shows:\n" + "\n".join(expected) + "\n\nthe command prints:\n" + "\n".join(actual)
     )
     for out in re.findall(r"-o (docs/\S+)", command):
-        # the README's pictures are the ones the commands draw; regenerate them by running the README's
-        # `archspec plot` lines from the repository's root
+        # the pictures are the ones the commands draw; regenerate them by running the pages' `archspec plot`
+        # lines from the repository's root
         assert (in_a_copy_of_the_root / out).read_bytes() == (ROOT / out).read_bytes(), f"{out} is out of date"
 
 
+def _toml_block(first_line: str) -> str:
+    found = [m for text in PAGES.values() for m in re.findall(r"```toml\n(" + re.escape(first_line) + r"\n.*?)```",
+                                                               text, re.S)]  # fmt: skip
+    assert len(found) == 1, f"{len(found)} ```toml blocks open with {first_line!r}"
+    return found[0]
+
+
 def test_the_claims_file_example_validates(run_cli, tmp_path):
-    block = re.search(r"```toml\n(# my-claims.toml\n.*?)```", README, re.S).group(1)
     path = tmp_path / "my-claims.toml"
-    path.write_text(block)
+    path.write_text(_toml_block("# my-claims.toml"))
     code, out, _ = run_cli("validate", str(path))
     assert code == 0 and "2 claims: 2 match" in out
 
 
 def test_the_spec_file_example_loads(run_cli, tmp_path):
-    block = re.search(r"```toml\n(# my-model.toml\n.*?)```", README, re.S).group(1)
     path = tmp_path / "my-model.toml"
-    path.write_text(block)
+    path.write_text(_toml_block("# my-model.toml"))
     code, _, err = run_cli("params", str(path))
     assert code == 0, err
 
@@ -96,3 +114,7 @@ def test_the_spec_file_example_loads(run_cli, tmp_path):
 def test_the_two_commands_are_in_the_readme():
     assert "pip install . && archspec compare transformer-base gpt2 gpt3-175b" in README
     assert 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest' in README
+
+
+def test_the_readme_is_a_short_guide():
+    assert len(README.encode("utf-8")) <= 25 * 1024, "the README is a guide of at most 25 KB; reference goes to docs/"

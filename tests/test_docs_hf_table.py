@@ -1,4 +1,4 @@
-"""The README's table of supported Hugging Face model_types (section "Hugging Face configs") is the
+"""The table of supported Hugging Face model_types (docs/huggingface.md) is the
 adapter table's: one row per `Family` of archspec.hf.FAMILIES, naming its classes and the keys it
 refuses, and the multimodal wrappers the section lists are archspec.hf.WRAPPERS.
 
@@ -14,9 +14,9 @@ from released import file_types
 
 from archspec.hf import FAMILIES, WRAPPERS
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+PAGE = (Path(__file__).resolve().parent.parent / "docs" / "huggingface.md").read_text(encoding="utf-8")
 HOW = (
-    "README.md, section 'Hugging Face configs', the table headed `| `model_type` | classes | refused when "
+    "docs/huggingface.md, the table headed `| `model_type` | classes | refused when "
     "not the default | configs in `tests/data/hf/` |`: give every adapter of archspec.hf.FAMILIES one row "
     "`| `<model_type>` | `<Prefix><Suffix>`, ... (every class of Family.class_names) | each Refusal.key in "
     "backticks, or as `<other type>`, or — when it refuses none | the test configs, or none yet |`"
@@ -24,9 +24,7 @@ HOW = (
 
 
 def _section() -> str:
-    start = README.index("\n## Hugging Face configs")
-    end = README.index("\n## ", start + 1)
-    return README[start:end]
+    return PAGE
 
 
 def _rows() -> dict[str, dict]:
@@ -35,11 +33,11 @@ def _rows() -> dict[str, dict]:
     rows: dict[str, dict] = {}
     for line in lines:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        assert len(cells) == 4, f"README table row with {len(cells)} cells, not 4: {line}\n{HOW}"
+        assert len(cells) == 4, f"the page table row with {len(cells)} cells, not 4: {line}\n{HOW}"
         model_type = re.findall(r"`([^`]+)`", cells[0])[0]
         if model_type == "model_type":  # the header
             continue
-        assert model_type not in rows, f"README table lists {model_type!r} twice\n{HOW}"
+        assert model_type not in rows, f"the page table lists {model_type!r} twice\n{HOW}"
         rows[model_type] = {
             "wrappers": set(re.findall(r"the `([^`]+)` wrapper", cells[0])),
             "classes": set(re.findall(r"`([^`]+)`", cells[1])),
@@ -56,7 +54,7 @@ def test_every_adapter_has_a_row_and_every_row_an_adapter():
     missing = sorted(set(FAMILIES) - set(ROWS))
     extra = sorted(set(ROWS) - set(FAMILIES))
     assert not missing and not extra, (
-        f"model_types with an adapter but no README row: {missing}; README rows without an adapter: {extra}\n{HOW}"
+        f"model_types with an adapter but no docs page row: {missing}; the page rows without an adapter: {extra}\n{HOW}"
     )
 
 
@@ -68,8 +66,8 @@ def test_each_row_names_the_classes_its_adapter_counts():
         wrapper_classes = {WRAPPERS[w].prefix + "ForConditionalGeneration" for w in row["wrappers"] if w in WRAPPERS}
         expected = set(FAMILIES[model_type].class_names)
         if row["classes"] - wrapper_classes != expected:
-            wrong[model_type] = f"README {sorted(row['classes'] - wrapper_classes)}, adapter {sorted(expected)}"
-    assert not wrong, f"README rows whose classes are not the adapter's: {wrong}\n{HOW}"
+            wrong[model_type] = f"the page {sorted(row['classes'] - wrapper_classes)}, adapter {sorted(expected)}"
+    assert not wrong, f"the page rows whose classes are not the adapter's: {wrong}\n{HOW}"
 
 
 def _named(model_type: str, seen: tuple = ()) -> set[str]:
@@ -90,21 +88,21 @@ def test_each_row_names_the_keys_its_adapter_refuses():
         keys = {r.key for r in family.refuse}
         cell = ROWS[model_type]["refused"]
         if cell.startswith("—") and keys:
-            wrong[model_type] = f"README says — but the adapter refuses {sorted(keys)}"
+            wrong[model_type] = f"the page says — but the adapter refuses {sorted(keys)}"
         elif keys - _named(model_type):
-            wrong[model_type] = f"README does not name {sorted(keys - _named(model_type))}"
-    assert not wrong, f"README rows that do not name the adapter's refusals: {wrong}\n{HOW}"
+            wrong[model_type] = f"the page does not name {sorted(keys - _named(model_type))}"
+    assert not wrong, f"the page rows that do not name the adapter's refusals: {wrong}\n{HOW}"
 
 
 def test_the_wrappers_listed_are_the_adapter_table_wrappers():
     rows = {w for row in ROWS.values() for w in row["wrappers"]}
     unknown = sorted(rows - set(WRAPPERS))
-    assert not unknown, f"README rows name wrappers that archspec.hf.WRAPPERS lacks: {unknown}"
+    assert not unknown, f"the page rows name wrappers that archspec.hf.WRAPPERS lacks: {unknown}"
     bullet = re.search(r"\*\*Multimodal wrappers\*\* \(([^:]+):", _section())
-    assert bullet, "README's 'Hugging Face configs' lost its '**Multimodal wrappers** (`type`, ...: ...' bullet"
+    assert bullet, "the page lost its '**Multimodal wrappers** (`type`, ...: ...' bullet"
     listed = set(re.findall(r"`([^`]+)`", bullet.group(1)))
     assert listed == set(WRAPPERS), (
-        f"README's Multimodal wrappers bullet lists {sorted(listed)}, archspec.hf.WRAPPERS has {sorted(WRAPPERS)}"
+        f"the page's Multimodal wrappers bullet lists {sorted(listed)}, archspec.hf.WRAPPERS has {sorted(WRAPPERS)}"
     )
 
 
@@ -117,7 +115,7 @@ def test_each_row_says_whether_the_test_set_holds_a_released_file_of_its_type():
         says_none = row["configs"].startswith(("none", "—"))
         held = files.get(model_type, set())
         if says_none and held:
-            wrong[model_type] = f"README says none; tests/data/hf holds {sorted(held)}"
+            wrong[model_type] = f"the page says none; tests/data/hf holds {sorted(held)}"
         elif not says_none and not any(stem.split("-")[0] in row["configs"] for stem in held):
-            wrong[model_type] = f"README lists {row['configs']!r}; tests/data/hf holds {sorted(held) or 'none'}"
-    assert not wrong, f"README rows whose test configs are not the test set's: {wrong}\n{HOW}"
+            wrong[model_type] = f"the page lists {row['configs']!r}; tests/data/hf holds {sorted(held) or 'none'}"
+    assert not wrong, f"the page rows whose test configs are not the test set's: {wrong}\n{HOW}"
