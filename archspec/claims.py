@@ -2,12 +2,16 @@
 
 A claim lives with its preset (``[[models.NAME.claims]]`` in a family file)::
 
-    quantity = "params"            # or "active_params", "non_embedding_params", "training_flops", "pf_days"
+    quantity = "params"            # or "active_params", "non_embedding_params", "embedding_params",
+                                   #    "training_flops", "pf_days"
     printed = "117M"               # as the source prints it: 117M, 1.3B, 12,850M, 3.14E+23, 2.60
     source = "Radford et al. 2019, Table 2"
     explanation = "..."            # optional: why it deviates; required for `off` claims to pass
     what_if = { vocab_size = 40478 }   # optional: spec changes that might reproduce the figure
-    what_if_source = "..."         # where the what-if comes from; without it, it is a hypothesis
+    what_if_source = "..."         # where the what-if comes from; without it, it is a hypothesis; with it,
+                                   #   a what-if that reproduces the figure explains it
+    conventions = ["no_norms"]     # optional: counting conventions (archspec.conventions) the source
+                                   #   followed; the figure is recomputed under them
     solve_for = "vocab_size"       # optional: the range of this field that would reproduce it
     precision = 1e6                # optional: the printed precision, when trailing zeros mislead
 
@@ -18,7 +22,10 @@ count).
 
 A claim *matches* when the computed value rounds to the printed one at the printed precision
 (trailing zeros of an integer are not significant: "340M" is 3.4·10⁸, "12,850M" is good to
-10M); it is *near* within 1% and *off* beyond.
+10M); it is *truncated* when the value cut off at that precision is the printed one (LLaMA's
+65.2B for 65,285,660,672) within 1%; it is *near* within 1% and *off* beyond. An `off` claim passes when it
+is explained: by its `explanation`, by a sourced what-if that reproduces it, or by the named
+`conventions` under which the count reproduces it.
 """
 
 from __future__ import annotations
@@ -47,7 +54,9 @@ METHOD_FIELDS = {  # the fields each method reads, besides quantity and printed
 }
 
 
-COUNTS = ("params", "active_params", "non_embedding_params")  # parameter counts: no method, no workload
+# parameter counts: no method, no workload
+COUNTS = ("params", "active_params", "non_embedding_params", "embedding_params")
+REPRODUCED = ("match", "truncated")  # statuses that reproduce the printed figure
 
 
 class Claim(BaseModel):
@@ -57,7 +66,9 @@ class Claim(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    quantity: Literal["params", "active_params", "non_embedding_params", "training_flops", "pf_days"]
+    quantity: Literal[
+        "params", "active_params", "non_embedding_params", "embedding_params", "training_flops", "pf_days"
+    ]
     printed: str = Field(min_length=1, max_length=64)
     source: str = Field(min_length=1)
     explanation: str | None = None
@@ -65,6 +76,7 @@ class Claim(BaseModel):
     what_if_source: str | None = None
     solve_for: Literal["vocab_size", "max_positions"] | None = None
     precision: float | None = Field(None, gt=0)
+    conventions: tuple[str, ...] = ()
     method: Literal["6nd", "exact", "hardware"] | None = None
     tokens: int | None = Field(None, ge=1)
     seq_len: int | None = Field(None, ge=1)
@@ -121,6 +133,14 @@ class Claim(BaseModel):
                 raise ValueError(f"{', '.join(extra)}: the {self.method} method does not read them")
             if self.solve_for:
                 raise ValueError("solve_for applies to params claims only")
+        if self.conventions:
+            from archspec.conventions import CONVENTIONS, unknown
+
+            if self.quantity not in COUNTS:
+                raise ValueError("conventions apply to parameter counts only")
+            bad = unknown(self.conventions)
+            if bad:
+                raise ValueError(f"unknown convention {shown(bad[0])}{did_you_mean(bad[0], list(CONVENTIONS))}")
         if self.what_if_source and not self.what_if:
             raise ValueError("what_if_source names the source of a what_if, and there is none")
         if self.using_params is not None:
@@ -138,17 +158,18 @@ class Claim(BaseModel):
             )
 
 
+def parse_claim(item, where: str) -> Claim:
+    """One claim from its table, or a SpecError naming `where` and the problem."""
+    try:
+        return Claim.model_validate(item)
+    except ValidationError as err:
+        raise SpecError(describe_validation_error(err, where).replace("unknown field", "unknown claim field")) from None
+    except ValueError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+
+
 def parse_claims(items, where: str) -> tuple[Claim, ...]:
-    out = []
-    for i, item in enumerate(items):
-        try:
-            out.append(Claim.model_validate(item))
-        except ValidationError as err:
-            msg = describe_validation_error(err, f"{where}[{i}]").replace("unknown field", "unknown claim field")
-            raise SpecError(msg) from None
-        except ValueError as exc:
-            raise SpecError(f"{where}[{i}]: {exc}") from None
-    return tuple(out)
+    return tuple(parse_claim(item, f"{where}[{i}]") for i, item in enumerate(items))
 
 
 _PRINTED = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?([KMBTkmbt]?)")
@@ -204,10 +225,19 @@ def rounds_to(computed, claimed, precision) -> bool:
     return _round_half_up(_fraction(computed) / unit) == _round_half_up(_fraction(claimed) / unit)
 
 
+def truncates_to(computed, claimed, precision) -> bool:
+    """Whether `computed`, cut off at `precision` (rounded down), is `claimed`: 65,286,216,704 is 65.2B."""
+    unit = _fraction(precision)
+    return math.floor(_fraction(computed) / unit) == math.floor(_fraction(claimed) / unit)
+
+
 def status_of(computed, claimed, precision) -> tuple[str, float | int]:
+    """match (rounds to the printed figure), truncated (cut off to it), near (within 1%) or off."""
     deviation = float_or_int((_fraction(computed) - _fraction(claimed)) / _fraction(claimed))
     if rounds_to(computed, claimed, precision):
         return "match", deviation
+    if abs(deviation) <= NEAR and truncates_to(computed, claimed, precision):
+        return "truncated", deviation
     return ("near" if abs(deviation) <= NEAR else "off"), deviation
 
 
@@ -231,14 +261,36 @@ class Assessment:
     what_if: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
     implied: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
     using_params: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
+    conventions: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
+    suggestions: list[dict[str, Any]] | None = field(default=None, metadata=rendered(omit_none=True))
+
+    @property
+    def sourced_what_if(self) -> bool:
+        """A what-if with its source that reproduces the printed figure."""
+        w = self.what_if
+        return w is not None and bool(self.claim.what_if_source) and w["status"] in REPRODUCED
+
+    @property
+    def by_conventions(self) -> bool:
+        """The claim's named conventions reproduce the printed figure."""
+        return self.conventions is not None and self.conventions["status"] in REPRODUCED
 
     @property
     def explanation(self) -> str:
-        return self.claim.explanation or ""
+        if self.claim.explanation:
+            return self.claim.explanation
+        if self.by_conventions:
+            from archspec.conventions import described
+
+            return f"counted with {described(self.claim.conventions)}, as the source counts"
+        if self.sourced_what_if:
+            changes = ", ".join(f"{k} = {v}" for k, v in self.claim.what_if.items())
+            return f"with {changes} ({self.claim.what_if_source}), the count reproduces the figure"
+        return ""
 
     @property
     def explained(self) -> bool:
-        return bool(self.claim.explanation)
+        return bool(self.explanation)
 
     @property
     def unexplained_off(self) -> bool:
@@ -258,7 +310,8 @@ def compute(spec: ModelSpec, claim: Claim) -> tuple[int | float, str]:
         pc = count_params(spec)
         return {"params": (pc.total, "exact parameter count"),
                 "active_params": (pc.active, "exact parameters one token uses (the top-k routed experts)"),
-                "non_embedding_params": (pc.non_embedding, "exact count without embedding tables and head")}[
+                "non_embedding_params": (pc.non_embedding, "exact count without embedding tables and head"),
+                "embedding_params": (pc.total - pc.non_embedding, "exact count of embedding tables and head")}[
             claim.quantity]  # fmt: skip
     if claim.method == "hardware":
         flops = Fraction(claim.gpus) * _fraction(claim.tflops) * 10**12 * _fraction(claim.hours) * 3600
@@ -337,6 +390,16 @@ def assess(spec: ModelSpec, claim: Claim) -> Assessment:
     except ValueError as exc:  # a planning function's bad-input error, named with the claim
         raise SpecError(f"{_label(spec, claim)}: {exc}") from None
     status, deviation = status_of(computed, claimed, precision)
+    conventions = suggestions = None
+    if claim.conventions:
+        from archspec.conventions import counts_under
+
+        value = counts_under(spec, claim.conventions).of(claim.quantity)
+        c_status, c_dev = status_of(value, claimed, precision)
+        conventions = {"names": list(claim.conventions), "computed": value, "status": c_status, "deviation": c_dev}
+    a = Assessment(claim, claimed, precision, computed, deviation, status, note, what_if, None, None, conventions)
+    if status not in REPRODUCED and claim.quantity in COUNTS and not a.explained:
+        suggestions = conventions_that_reproduce(spec, claim.quantity, claimed, precision)
     if claim.solve_for and claim.quantity in COUNTS:
         implied = implied_range(spec, claim.solve_for, claimed, precision)
     if claim.using_params and claim.method == "6nd":
@@ -348,7 +411,25 @@ def assess(spec: ModelSpec, claim: Claim) -> Assessment:
             value = value / PF_DAY
         u_status, u_dev = status_of(value, claimed, precision)
         using = {"params": claim.using_params, "computed": float_or_int(value), "status": u_status, "deviation": u_dev}
-    return Assessment(claim, claimed, precision, computed, deviation, status, note, what_if, implied, using)
+    return Assessment(claim, claimed, precision, computed, deviation, status, note, what_if, implied, using,
+                      conventions, suggestions)  # fmt: skip
+
+
+def conventions_that_reproduce(spec: ModelSpec, quantity: str, claimed, precision) -> list[dict[str, Any]]:
+    """The smallest sets of known counting conventions under which `quantity` reproduces the printed
+    figure (rounded or truncated), each with its count: what a spec or its source may be counting
+    differently."""
+    from archspec.conventions import counts_under, described, search
+
+    def reproduces(value: int) -> bool:
+        return status_of(value, claimed, precision)[0] in REPRODUCED
+
+    out = []
+    for names in search(spec, quantity, reproduces):
+        value = counts_under(spec, names).of(quantity)
+        out.append({"conventions": list(names), "says": described(names), "computed": value,
+                    "status": status_of(value, claimed, precision)[0]})  # fmt: skip
+    return out
 
 
 def implied_range(spec: ModelSpec, field: str, claimed, precision) -> dict[str, Any]:

@@ -1,0 +1,184 @@
+"""A paper's whole table in one file, checked row by row; the statuses and explanations of claims."""
+
+import json
+
+import pytest
+
+import archspec
+from archspec.claims import Claim, assess, status_of
+from archspec.params import count_params
+
+TABLE = """
+[table]
+title = "GPT-2, Table 2"
+source = "Radford et al. 2019, Table 2"
+
+[defaults]
+vocab_size = 50257
+max_positions = 1024
+
+[[rows]]
+name = "small"
+quote = "117M 12 768"
+decoder_layers = 12
+d_model = 768
+n_heads = 12
+params = "124M"
+non_embedding_params = "85M"
+
+[[rows]]
+name = "medium"
+quote = "345M 24 1024"
+decoder_layers = 24
+d_model = 1024
+n_heads = 16
+params = { printed = "355M", explanation = "as released" }
+"""
+
+
+def _gpt2_count(L, d, V=50257, T=1024):
+    """GPT-2's count by its own layout: per layer two LayerNorms, QKV and output projections, a 4d MLP,
+    all with biases; token and position tables; a final LayerNorm; the head tied."""
+    per_layer = 2 * 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (4 * d * d + 4 * d) + (4 * d * d + d)
+    return L * per_layer + V * d + T * d + 2 * d
+
+
+def test_a_whole_table_is_checked_in_one_run_one_object_per_row(run_cli, tmp_path):
+    path = tmp_path / "gpt2.toml"
+    path.write_text(TABLE)
+    code, out, _ = run_cli("validate", str(path), "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["name"] for r in rows] == ["small", "medium"]
+    assert rows[0]["quote"] == "117M 12 768" and rows[0]["table"] == "GPT-2, Table 2"
+    small, medium = rows[0]["claims"], rows[1]["claims"]
+    assert small[0]["computed"] == _gpt2_count(12, 768)
+    assert small[1]["computed"] == _gpt2_count(12, 768) - 50257 * 768 - 1024 * 768
+    assert medium[0]["computed"] == _gpt2_count(24, 1024) and medium[0]["explanation"] == "as released"
+    assert [c["source"] for c in small + medium] == ["Radford et al. 2019, Table 2"] * 3
+
+
+def test_the_text_report_has_one_line_per_row_and_a_summary(run_cli, tmp_path):
+    path = tmp_path / "gpt2.toml"
+    path.write_text(TABLE)
+    code, out, _ = run_cli("validate", str(path))
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "GPT-2, Table 2 (Radford et al. 2019, Table 2)"
+    assert [ln.split()[0] for ln in lines[3:5]] == ["small", "medium"]
+    assert "2 rows, 3 printed figures: 3 match, 0 truncated" in out
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("d_model = 1024", "d_modle = 1024"),
+         "rows[1] (medium): missing required field 'd_model'; unknown field 'd_modle'"),
+        (('name = "medium"', 'name = "small"'), "rows[1] (small): the name 'small' is also rows[0]'s"),
+        (('non_embedding_params = "85M"', 'non_embedding_params = "lots"'),
+         "rows[0] (small).non_embedding_params: claimed figure 'lots' is not a number"),
+        (('non_embedding_params = "85M"', "non_embedding_params = 85"),
+         "rows[0] (small).non_embedding_params must be text as printed"),
+        (('name = "medium"', 'nam = "medium"'), "rows[1] has no name"),
+        (('params = { printed = "355M", explanation = "as released" }', 'params = { printed = "355M", colour = 1 }'),
+         "rows[1] (medium).params: unknown claim field 'colour'"),
+        (('params = "124M"', 'params = { printed = "124M", conventions = ["norms_out"] }'),
+         "unknown convention 'norms_out'"),
+    ],
+)  # fmt: skip
+def test_bad_tables_are_one_line_and_exit_2(run_cli, tmp_path, change, message):
+    path = tmp_path / "bad.toml"
+    assert change[0] in TABLE
+    path.write_text(TABLE.replace(change[0], change[1], 1))
+    code, out, err = run_cli("validate", str(path))
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1, err
+
+
+def test_an_off_row_exits_1_and_is_named(run_cli, tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(TABLE.replace('"85M"', '"95M"'))
+    code, out, _ = run_cli("validate", str(path))
+    assert code == 1 and "off with no recorded explanation: small non_embedding_params 95M" in out
+
+
+# ---------------------------------------------------------------- statuses
+
+
+LLAMA_65B = archspec.ModelSpec(
+    name="llama-65b", vocab_size=32000, d_model=8192, decoder_layers=80, n_heads=64, d_ff=22016,
+    max_positions=2048, position="rotary", norm="rmsnorm", activation="swiglu", bias=False, tie_embeddings=False,
+)  # fmt: skip
+
+
+def test_truncation_is_a_status_beside_rounding():
+    d, L, f, V = 8192, 80, 22016, 32000
+    exact = L * (4 * d * d + 3 * d * f + 2 * d) + 2 * V * d + d  # attention, SwiGLU, two RMSNorms; tables; final norm
+    assert count_params(LLAMA_65B).total == exact
+    claim = Claim(quantity="params", printed="65.2B", source="Touvron et al. 2023, Table 2")
+    a = assess(LLAMA_65B, claim)
+    assert a.status == "truncated" and a.computed == exact
+    assert status_of(exact, 65.3e9, 1e8)[0] == "match"  # rounded, it is 65.3B
+    assert status_of(65_299_999_999, 65.2e9, 1e8)[0] == "truncated"
+    assert status_of(65_300_000_000, 65.2e9, 1e8)[0] == "near"  # cut off, it is 65.3B
+    assert status_of(355_000_000, 300e6, 1e8)[0] == "off"  # '300M' cuts 355M off, but 18% is no truncation
+
+
+def test_embedding_params_are_the_tables_and_head():
+    spec = archspec.preset("gpt2")
+    a = assess(spec, Claim(quantity="embedding_params", printed="39,383,808", source="50257 x 768 + 1024 x 768"))
+    assert a.computed == 50257 * 768 + 1024 * 768 and a.status == "match"
+
+
+WHAT_IF = TABLE.replace('params = "124M"', 'params = { printed = "117M", what_if = { vocab_size = 40478 }%s }')
+
+
+def test_a_sourced_what_if_that_reproduces_the_figure_explains_it(run_cli, tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(WHAT_IF % ', what_if_source = "GPT-1 vocabulary, Radford et al. 2018"')
+    code, out, _ = run_cli("validate", str(path), "--format", "json")
+    (claim, _) = json.loads(out)[0]["claims"]
+    assert code == 0 and claim["status"] == "off" and claim["what_if"]["status"] == "match"
+    assert claim["what_if"]["computed"] == _gpt2_count(12, 768, V=40478)
+    assert "GPT-1 vocabulary" in claim["explanation"]
+
+
+def test_a_hypothesis_that_reproduces_the_figure_is_no_explanation(run_cli, tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(WHAT_IF % "")
+    code, out, _ = run_cli("validate", str(path))
+    assert code == 1 and "small params 117M" in out
+
+
+# ---------------------------------------------------------------- conventions
+
+
+def _gpt2_norms(L, d):
+    return (2 * L + 1) * 2 * d  # two LayerNorms per layer and the final one, weight and bias
+
+
+def test_a_named_convention_is_recomputed_and_explains_the_figure(run_cli, tmp_path):
+    without = _gpt2_count(12, 768) - _gpt2_norms(12, 768)
+    printed = f"{without:,}"
+    path = tmp_path / "t.toml"
+    path.write_text(
+        TABLE.replace('params = "124M"', f'params = {{ printed = "{printed}", conventions = ["norms_left_out"] }}')
+    )
+    code, out, _ = run_cli("validate", str(path), "--format", "json")
+    claim = json.loads(out)[0]["claims"][0]
+    assert code == 0 and claim["conventions"]["computed"] == without and claim["conventions"]["status"] == "match"
+    assert claim["explanation"] == "counted with norm weights left out, as the source counts"
+
+
+def test_the_search_names_the_conventions_that_reproduce_an_off_figure():
+    spec = archspec.preset("gpt2")
+    twice = _gpt2_count(12, 768) + 50257 * 768 - _gpt2_norms(12, 768)
+    a = assess(spec, Claim(quantity="params", printed=f"{twice:,}", source="x"))
+    assert a.status == "off" and not a.explained
+    assert [s["conventions"] for s in a.suggestions] == [["norms_left_out", "tied_counted_twice"]]
+    assert a.suggestions[0]["computed"] == twice
+
+
+def test_a_padded_vocabulary_is_searched():
+    spec = archspec.preset("gpt2")
+    padded = _gpt2_count(12, 768, V=50304)  # 50257 rounded up to a multiple of 64 (and of 128)
+    a = assess(spec, Claim(quantity="params", printed=f"{padded:,}", source="x"))
+    assert [s["conventions"] for s in a.suggestions] == [["vocab_padded_to_64"], ["vocab_padded_to_128"]]
