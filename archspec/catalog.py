@@ -286,15 +286,20 @@ def with_overrides(spec: ModelSpec, overrides: dict[str, Any] | None, where: str
 
 
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
-    """A preset name, a spec-file path, a Hugging Face config.json or a folder holding one, with `--set`
-    overrides applied and re-validated."""
+    """The spec of a MODEL argument, with `--set` overrides applied and re-validated. In this order: a
+    preset name; a local path (a spec file, a Hugging Face config.json, a folder holding one, a checkpoint
+    folder or .safetensors file with its config.json); a Hub id `org/name[@REV]` (archspec.sources)."""
     if isinstance(ref, Path):
         ref = str(ref)
     check_args("resolve_model", ref=ref)
     if _looks_like_path(ref) or (ref not in _index() and (_is_file(ref) or _is_dir(ref))):
-        from archspec.loading import load_spec
+        from archspec.sources.resolve import resolve
 
-        spec = load_spec(ref)
+        spec = resolve(ref)
+        if spec is None:
+            from archspec.loading import load_spec
+
+            spec = load_spec(ref)
     else:
         spec = preset(ref)
     return with_overrides(spec, overrides, ref)

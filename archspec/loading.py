@@ -442,26 +442,27 @@ def _config_object(file: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def load_config(path: str | Path) -> ModelSpec:
-    """The ModelSpec of a Hugging Face config.json, or of a folder holding one."""
+def load_config(path: str | Path, name: str | None = None, where: str | None = None) -> ModelSpec:
+    """The ModelSpec of a Hugging Face config.json, or of a folder holding one; `name` and `where` (what
+    messages call the file) default to the file's (a Hub id gives its own)."""
     from archspec import hf
 
     file, text = _config_text(path)
-    where = clip(str(file), 200)
-    imported = hf.from_mapping(_config_object(file, text), hf.spec_name(file), where)
+    where = clip(where or str(file), 200)
+    imported = hf.from_mapping(_config_object(file, text), name or hf.spec_name(file), where)
     return _kept(where, text, imported, build_spec(imported.data, where))
 
 
-def import_config(path: str | Path):
+def import_config(path: str | Path, name: str | None = None, where: str | None = None):
     """What `archspec import` writes: the spec data of a config.json (an archspec.hf.Imported) with its notes."""
     from archspec import hf
 
     file, text = _config_text(path)
-    where = clip(str(file), 200)
+    where = clip(where or str(file), 200)
     kept = _KEPT.pop((where, text), None)
     if kept is not None:
         return kept
-    return hf.from_mapping(_config_object(file, text), hf.spec_name(file), where)
+    return hf.from_mapping(_config_object(file, text), name or hf.spec_name(file), where)
 
 
 # A config just counted, for the next import_config of the same file and text (a command that counts

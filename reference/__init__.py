@@ -14,43 +14,48 @@ This package needs torch (``pip install 'archspec-transformers[reference]'``).
 
 from __future__ import annotations
 
-from archspec.reference.build import (
-    InsufficientMemoryError,
-    available_memory,
-    build,
-    init_weights,
-    materialize,
-    resolve_device,
-    resolve_dtype,
-)
-from archspec.reference.convert import (
-    load_bert,
-    load_gpt2,
-    load_llama,
-    load_torch_transformer,
-    load_transformers,
-    transformers_config,
-    transformers_model,
-)
-from archspec.reference.distributed import RanksReport, measure_ranks
-from archspec.reference.measure import count_by_component, count_total
-from archspec.reference.memory_measure import (
-    ActivationReport,
-    measure_activations,
-    measure_kv_cache,
-    measure_weights,
-)
-from archspec.reference.model import Transformer, cache_bytes, cache_length
-from archspec.reference.verify import (
-    MemoryReport,
-    Pair,
-    RanksVerifyReport,
-    VerifyReport,
-    compare_tensors,
-    verify,
-    verify_memory,
-    verify_ranks,
-)
+try:
+    import torch  # noqa: F401
+except ImportError:  # without torch the weight-map tables (archspec.reference.families) still import: `archspec
+    pass  # check` reads a checkpoint's names by them
+else:
+    from archspec.reference.build import (
+        InsufficientMemoryError,
+        available_memory,
+        build,
+        init_weights,
+        materialize,
+        resolve_device,
+        resolve_dtype,
+    )
+    from archspec.reference.convert import (
+        load_bert,
+        load_gpt2,
+        load_llama,
+        load_torch_transformer,
+        load_transformers,
+        transformers_config,
+        transformers_model,
+    )
+    from archspec.reference.distributed import RanksReport, measure_ranks
+    from archspec.reference.measure import count_by_component, count_total
+    from archspec.reference.memory_measure import (
+        ActivationReport,
+        measure_activations,
+        measure_kv_cache,
+        measure_weights,
+    )
+    from archspec.reference.model import Transformer, cache_bytes, cache_length
+    from archspec.reference.verify import (
+        MemoryReport,
+        Pair,
+        RanksVerifyReport,
+        VerifyReport,
+        compare_tensors,
+        verify,
+        verify_memory,
+        verify_ranks,
+    )
 
 __all__ = [
     "ActivationReport",

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import torch
 
+from archspec.sources.weightmap import EXPERT, LAYER, PARAM, Row, Step, WeightMap, _fill, each, row
 from archspec.spec import ModelSpec
 
-LAYER, PARAM, EXPERT = "{}", "{w}", "{e}"
+__all__ = ["EXPERT", "LAYER", "PARAM", "TRANSFORMS", "Row", "Step", "WeightMap", "each", "load_weights", "plan", "row"]
 
 
 def _differs(a: torch.Tensor, b: torch.Tensor) -> int:
@@ -79,56 +79,6 @@ TRANSFORMS: dict[str, Transform] = {
     "interleaved": lambda src, tgt, spec: [_io(src[0][..., i::2], t) for i, t in enumerate(tgt)],
     "split_io": lambda src, tgt, spec: [_io(x, t) for x, t in zip(src[0].chunk(len(tgt), dim=-1), tgt, strict=True)],
 }
-
-
-@dataclass(frozen=True)
-class Row:
-    """Source key pattern(s) -> reference parameter path(s), through a transform."""
-
-    source: tuple[str, ...]
-    target: tuple[str, ...]
-    transform: str = "copy"
-
-    def __post_init__(self):
-        if self.transform not in TRANSFORMS:
-            raise ValueError(f"unknown transform {self.transform!r}; use one of {', '.join(TRANSFORMS)}")
-
-
-def row(source: str | tuple[str, ...], target: str | tuple[str, ...], transform: str = "copy") -> Row:
-    return Row((source,) if isinstance(source, str) else source, (target,) if isinstance(target, str) else target,
-               transform)  # fmt: skip
-
-
-def each(pattern: str, *names: str) -> tuple[str, ...]:
-    """'attn.{x}_proj.{w}', 'q', 'k', 'v' -> the three patterns (the sources a `cat` row fuses)."""
-    return tuple(pattern.replace("{x}", n) for n in names)
-
-
-@dataclass(frozen=True)
-class WeightMap:
-    """One family's table in one layout. `strip`: prefixes a wrapping model puts on its keys ('model.',
-    'transformer.'), removed first; `ignore`: patterns (regular expressions) of keys that hold no
-    weights (buffers kept by older versions)."""
-
-    name: str
-    rows: tuple[Row, ...]
-    strip: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Step:
-    """One row at one layer and parameter: concrete keys and paths."""
-
-    source: tuple[str, ...]
-    target: tuple[str, ...]
-    transform: str
-
-
-def _fill(pattern: str, layer: int | None, param: str | None) -> str:
-    if layer is not None:
-        pattern = pattern.replace(LAYER, str(layer))
-    return pattern.replace(PARAM, param) if param is not None else pattern
 
 
 def _module(model: torch.nn.Module, path: str) -> torch.nn.Module | None:

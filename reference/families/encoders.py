@@ -14,7 +14,7 @@ from archspec.reference.families.engine import (
     heads_span_d_model,
     mha,
 )
-from archspec.reference.weights import WeightMap, each, row
+from archspec.sources.weightmap import WeightMap, each, row
 from archspec.spec import ModelSpec
 
 

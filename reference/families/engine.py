@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from archspec.layers import layer_kinds
-from archspec.reference.weights import WeightMap
+from archspec.sources.weightmap import WeightMap
 from archspec.spec import SUBTABLES, Biases, ModelSpec
 
 if TYPE_CHECKING:

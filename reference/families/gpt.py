@@ -17,7 +17,7 @@ from archspec.reference.families.engine import (
     one_attention_bias,
     one_bias,
 )
-from archspec.reference.weights import WeightMap, each, row
+from archspec.sources.weightmap import WeightMap, each, row
 from archspec.spec import ModelSpec
 
 

@@ -21,7 +21,7 @@ from archspec.reference.families.engine import (
     one_attention_bias,
 )
 from archspec.reference.families.llama import LLAMA_CONFIG, LLAMA_MLP
-from archspec.reference.weights import WeightMap, each, row
+from archspec.sources.weightmap import WeightMap, each, row
 from archspec.spec import ModelSpec, StandardAttention
 
 

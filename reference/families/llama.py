@@ -23,7 +23,7 @@ from archspec.reference.families.engine import (
     one_window,
     window,
 )
-from archspec.reference.weights import WeightMap, each, row
+from archspec.sources.weightmap import WeightMap, each, row
 from archspec.spec import ModelSpec, StandardAttention
 
 NO_BIASES = {"bias.qkv": (False,), "bias.out": (False,), "bias.mlp": (False,)}

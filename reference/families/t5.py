@@ -14,7 +14,7 @@ from archspec.reference.families.engine import (
     mha,
     scale,
 )
-from archspec.reference.weights import WeightMap, each, row
+from archspec.sources.weightmap import WeightMap, each, row
 from archspec.spec import ModelSpec
 
 

@@ -1,0 +1,315 @@
+"""Hugging Face Hub ids as MODELs: `org/name`, `org/name@REV`, `org/name:FILE_OR_QUANT`.
+
+Through huggingface_hub (the optional extra `[hub]`), honouring HF_ENDPOINT, HF_HUB_OFFLINE, HF_TOKEN
+and the shared cache (HF_HOME, HF_HUB_CACHE), read when a command runs. Only what a command needs is
+fetched: the repository's file list (one API call), `config.json` (into the hub's own cache), and the
+safetensors headers by one range request per shard (the index first where there is one); never the
+weights. What was read is kept under HF_HOME/archspec (a record per repository and commit, written
+whole or not at all, and only once the model it describes resolved), so that a model read once
+online answers offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from archspec.errors import SpecError, clip
+from archspec.sources.headers import INDEX, header_length, parse_header
+from archspec.sources.stored import StoredTensor
+
+# a repository id: one '/' between two names of letters, digits, '-', '_', '.' (the Hub's own rule),
+# then an optional @REVISION and :FILE_OR_QUANT
+_ID = re.compile(r"^([A-Za-z0-9][\w.-]{0,95})/([\w.-]{1,96})(?:@([^:@\s]+))?(?::([^:@\s/]+))?$")
+FIRST_RANGE = 1 << 19  # bytes asked of a shard first: its whole header but for rare giants (then one more)
+RECORD_FORMAT = 1
+EXTRA = "pip install 'archspec-transformers[hub]'"
+
+
+@dataclass(frozen=True)
+class HubRef:
+    repo: str
+    revision: str | None = None
+    pick: str | None = None  # a GGUF file name or quantisation (Q4_K_M)
+
+    def __str__(self) -> str:
+        return self.repo + (f"@{self.revision}" if self.revision else "") + (f":{self.pick}" if self.pick else "")
+
+
+def parse_ref(ref: str) -> HubRef | None:
+    """The Hub id `ref` names, or None where it is not one."""
+    m = _ID.match(ref)
+    if not m or m.group(2).endswith((".json", ".toml", ".yaml", ".yml", ".safetensors", ".gguf")):
+        return None
+    if ".." in ref or m.group(1).endswith((".", "-")):
+        return None
+    return HubRef(f"{m.group(1)}/{m.group(2)}", m.group(3), m.group(4))
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def offline() -> bool:
+    return (_env("HF_HUB_OFFLINE") or "").upper() in ("1", "ON", "YES", "TRUE")
+
+
+def hf_home() -> Path:
+    if _env("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser()
+    base = Path(_env("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
+    return base / "huggingface"
+
+
+def hub_cache() -> Path:
+    return Path(_env("HF_HUB_CACHE") or hf_home() / "hub").expanduser()
+
+
+def endpoint() -> str:
+    return (_env("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _token() -> str | None:
+    return _env("HF_TOKEN")
+
+
+@dataclass
+class Fetched:
+    """What the Hub holds of one repository at one commit: its config file (in the hub's cache), the
+    checkpoint files read and their stored tensors; `save()` keeps it for offline use."""
+
+    ref: HubRef
+    commit: str
+    config: Path
+    files: tuple[str, ...]
+    tensors: tuple[StoredTensor, ...]
+    format: str  # "safetensors", "gguf" or "config" (no weights in the repository)
+    requests: dict[str, int] = field(default_factory=dict)  # header requests per file (this call)
+    cached: bool = False
+    gguf_header: Path | None = None  # a GGUF file's header bytes, kept beside the record
+
+    def save(self) -> None:
+        if self.cached:
+            return
+        data = {
+            "format": RECORD_FORMAT,
+            "repo": self.ref.repo,
+            "commit": self.commit,
+            "kind": self.format,
+            "files": list(self.files),
+            "tensors": [[t.name, list(t.shape), t.dtype, t.nbytes] for t in self.tensors],
+        }
+        _write(_record_path(self.ref.repo, self.commit, self.ref.pick), json.dumps(data).encode())
+        if self.ref.revision != self.commit:
+            _write(_ref_path(self.ref), self.commit.encode())
+
+
+def _folder(repo: str) -> Path:
+    return hf_home() / "archspec" / "hub" / repo.replace("/", "--")
+
+
+def _record_path(repo: str, commit: str, pick: str | None) -> Path:
+    return _folder(repo) / (commit + (f"--{pick}" if pick else "") + ".json")
+
+
+def _ref_path(ref: HubRef) -> Path:
+    return _folder(ref.repo) / "refs" / (ref.revision or "main")
+
+
+def _write(path: Path, data: bytes) -> None:
+    """`data` into `path` whole or not at all (a temporary file renamed over it); a cache that cannot be
+    written is left alone: the command still answers, online."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _read_record(repo: str, commit: str, pick: str | None) -> dict | None:
+    try:
+        data = json.loads(_record_path(repo, commit, pick).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(data, dict) and data.get("format") == RECORD_FORMAT and data.get("commit") == commit
+    return data if ok else None
+
+
+def _hub():
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise SpecError(f"a Hugging Face Hub id needs huggingface_hub: {EXTRA}") from None
+    return huggingface_hub
+
+
+def _refusal(exc: Exception, ref: HubRef) -> SpecError:
+    """One line for what the Hub answered."""
+    hub = _hub()
+    e = hub.errors
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(exc, e.GatedRepoError) or status in (401, 403):
+        return SpecError(
+            f"{ref}: the Hub refuses access (HTTP {status}: a gated or private repository); accept its "
+            "terms on the Hub and set HF_TOKEN to a token that may read it"
+        )
+    if isinstance(exc, e.RevisionNotFoundError):
+        return SpecError(f"{ref}: the repository {ref.repo} has no revision {ref.revision!r}")
+    if isinstance(exc, e.RepositoryNotFoundError) or status == 404:
+        return SpecError(
+            f"{ref}: no such file or folder here, and no repository {ref.repo} on the Hub ({endpoint()}: 404)"
+        )
+    if isinstance(exc, e.HfHubHTTPError):
+        return SpecError(f"{ref}: the Hub answered HTTP {status} ({clip(str(exc).splitlines()[0], 160)})")
+    return SpecError(
+        f"{ref}: cannot reach the Hub at {endpoint()} ({clip(str(exc) or type(exc).__name__, 160)}); "
+        "with HF_HUB_OFFLINE=1 archspec answers from what it read before"
+    )
+
+
+def fetch(ref: HubRef) -> Fetched:
+    """The config and stored tensors of a Hub repository, from the cache when they were read before."""
+    hub = _hub()
+    if offline():
+        return _from_cache(ref, hub)
+    api = hub.HfApi(endpoint=endpoint(), token=_token())
+    try:
+        info = api.model_info(ref.repo, revision=ref.revision, files_metadata=True)
+    except Exception as exc:  # noqa: BLE001 - every failure of the call is one line for the user
+        raise _refusal(exc, ref) from None
+    commit = info.sha
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        raise SpecError(f"{ref}: the Hub's answer names no commit of the repository")
+    config = _download(ref, commit, "config.json", hub)
+    record = _read_record(ref.repo, commit, ref.pick)
+    if record is not None:
+        return _fetched(ref, commit, config, record)
+    sizes = {s.rfilename: s.size for s in info.siblings or []}
+    return _read_remote(ref, commit, config, sizes, hub)
+
+
+def _download(ref: HubRef, commit: str, filename: str, hub, local: bool = False) -> Path:
+    try:
+        path = hub.hf_hub_download(
+            ref.repo,
+            filename,
+            revision=commit,
+            cache_dir=hub_cache(),
+            endpoint=endpoint(),
+            token=_token(),
+            local_files_only=local,
+        )
+    except hub.errors.LocalEntryNotFoundError:
+        raise SpecError(
+            f"{ref}: offline (HF_HUB_OFFLINE), and {filename} of this repository is not in the cache "
+            f"({hub_cache()}); run once online"
+        ) from None
+    except hub.errors.EntryNotFoundError:
+        raise SpecError(f"{ref}: the repository has no {filename}") from None
+    except Exception as exc:  # noqa: BLE001
+        raise _refusal(exc, ref) from None
+    return Path(path)
+
+
+def _fetched(ref: HubRef, commit: str, config: Path, record: dict) -> Fetched:
+    try:
+        tensors = tuple(StoredTensor(n, tuple(s), d, b) for n, s, d, b in record["tensors"])
+        files = tuple(record["files"])
+        kind = record["kind"]
+    except (KeyError, TypeError, ValueError):
+        raise SpecError(
+            f"{ref}: the cached record {_record_path(ref.repo, commit, ref.pick)} is damaged; delete it"
+        ) from None
+    return Fetched(ref, commit, config, files, tensors, kind, cached=True)
+
+
+def _from_cache(ref: HubRef, hub) -> Fetched:
+    revision = ref.revision or "main"
+    if re.fullmatch(r"[0-9a-f]{40}", revision):
+        commit = revision
+    else:
+        try:
+            commit = _ref_path(ref).read_text(encoding="utf-8").strip()
+        except OSError:
+            raise SpecError(
+                f"{ref}: offline (HF_HUB_OFFLINE), and archspec has not read this repository before "
+                f"(nothing under {_folder(ref.repo)}); run once online"
+            ) from None
+    record = _read_record(ref.repo, commit, ref.pick)
+    if record is None:
+        raise SpecError(
+            f"{ref}: offline (HF_HUB_OFFLINE), and archspec has not read commit {commit[:12]} of this "
+            "repository before; run once online"
+        )
+    config = _download(ref, commit, "config.json", hub, local=True)
+    return _fetched(ref, commit, config, record)
+
+
+def _read_remote(ref: HubRef, commit: str, config: Path, sizes: dict[str, int | None], hub) -> Fetched:
+    if ref.pick:
+        raise SpecError(
+            f"{ref}: a file or quantisation after ':' picks a GGUF file; reading GGUF files from the Hub "
+            "is not supported yet (download the file and give its path)"
+        )
+    requests: dict[str, int] = {}
+    if INDEX in sizes:
+        from archspec.sources.headers import agree
+
+        index_path = _download(ref, commit, INDEX, hub)
+        from archspec.sources.headers import read_index
+
+        index = read_index(index_path)
+        files = sorted(set(index.values()))
+        absent = [f for f in files if f not in sizes]
+        if absent:
+            raise SpecError(f"{ref}: the index names shard {absent[0]!r}, which the repository does not hold")
+        shards = {f: _remote_header(ref, commit, f, sizes[f], hub, requests) for f in files}
+        tensors = agree(index, shards, f"{ref}: {INDEX}")
+        kind = "safetensors"
+    else:
+        files = sorted(f for f in sizes if f.endswith(".safetensors") and "/" not in f)
+        tensors = [t for f in files for t in _remote_header(ref, commit, f, sizes[f], hub, requests)]
+        kind = "safetensors" if files else "config"
+    return Fetched(ref, commit, config, tuple(files), tuple(tensors), kind, requests)
+
+
+def _remote_header(ref: HubRef, commit: str, filename: str, size: int | None, hub, requests: dict) -> list:
+    """One shard's tensors by a range request (two where the header is longer than FIRST_RANGE)."""
+    where = f"{ref}: {filename}"
+    url = hub.hf_hub_url(ref.repo, filename, revision=commit, endpoint=endpoint())
+    headers = hub.utils.build_hf_headers(token=_token())
+    session = hub.utils.get_session()
+    try:
+        r = session.get(url, headers={**headers, "Range": f"bytes=0-{FIRST_RANGE - 1}"}, follow_redirects=True)
+        requests[filename] = 1
+        hub.utils.hf_raise_for_status(r)
+        body = r.content
+        total = _total(r.headers.get("Content-Range"), size, len(body) if r.status_code == 200 else None)
+        n = header_length(body[:8], where, total)
+        if len(body) < 8 + n:
+            r = session.get(url, headers={**headers, "Range": f"bytes={len(body)}-{7 + n}"}, follow_redirects=True)
+            requests[filename] += 1
+            hub.utils.hf_raise_for_status(r)
+            body += r.content
+    except SpecError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise _refusal(exc, ref) from None
+    if len(body) < 8 + n:
+        raise SpecError(f"{where}: the Hub sent {len(body):,} bytes of a {8 + n:,}-byte header (a truncated file)")
+    return parse_header(body[8 : 8 + n], where, total)
+
+
+def _total(content_range: str | None, listed: int | None, whole: int | None) -> int | None:
+    """The file's size: from the range answer ('bytes 0-99/1234'), else the repository's listing."""
+    if content_range and "/" in content_range:
+        tail = content_range.rsplit("/", 1)[1]
+        if tail.isdigit():
+            return int(tail)
+    return whole if whole is not None else listed

@@ -1,0 +1,165 @@
+"""Model sources beyond presets and spec files: checkpoint folders, .safetensors files and Hub ids.
+
+`resolve(ref)` gives the spec of a checkpoint folder (config.json beside *.safetensors or an index),
+a .safetensors file with a config.json beside it, or a Hub id (`org/name[@REV]`), or None where `ref`
+is none of these (archspec.catalog then reads it as before). The spec carries its source: `source_of(spec)`
+gives the stored tensors and their formats to later steps (`check`, and the weights of `memory`,
+`inference` and `fit`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from archspec.errors import SpecError
+from archspec.sources.stored import StoredTensor
+from archspec.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a spec came from: `kind` 'checkpoint' (a local folder or file) or 'hub'; `format` the weights'
+    file format ('safetensors', 'gguf', or 'config' where there are none); the files read and their tensors."""
+
+    ref: str
+    kind: str
+    format: str
+    config: Path | None
+    where: str  # what messages call the config
+    model_type: str | None
+    files: tuple[str, ...]
+    tensors: tuple[StoredTensor, ...]
+    commit: str | None = None
+
+    @property
+    def stored_bytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+
+# id(spec) -> (spec, source): the spec is held so that its id is not reused while the entry lives
+_ATTACHED: dict[int, tuple[ModelSpec, Source]] = {}
+_BY_REF: dict[str, Source] = {}
+
+
+def source_of(spec: ModelSpec) -> Source | None:
+    """The source a spec was read from, where it was a checkpoint or a Hub id (None otherwise)."""
+    entry = _ATTACHED.get(id(spec))
+    return entry[1] if entry is not None and entry[0] is spec else None
+
+
+def source_by_ref(ref: str) -> Source | None:
+    return _BY_REF.get(str(ref))
+
+
+def _attach(spec: ModelSpec, source: Source) -> ModelSpec:
+    _ATTACHED[id(spec)] = (spec, source)
+    _BY_REF[source.ref] = source
+    return spec
+
+
+def _exists(ref: str) -> bool:
+    try:
+        return Path(ref).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def resolve(ref: str) -> ModelSpec | None:
+    """The spec of a checkpoint folder, a .safetensors file or a Hub id, with its source attached; None
+    where `ref` names none of these (a spec file, a config.json, a folder with a config only)."""
+    if _exists(ref):
+        return _local(ref)
+    from archspec.sources.hub import parse_ref
+
+    hub_ref = parse_ref(ref)
+    if hub_ref is None:
+        return None
+    return _hub(ref, hub_ref)
+
+
+def _model_type(config: Path) -> str | None:
+    from archspec.loading import read_config
+
+    raw, _ = read_config(config)
+    mt = raw.get("model_type")
+    if mt is None:
+        from archspec import hf
+
+        arch = raw.get("architectures")
+        mt = hf.CLASSES.get(arch[0]) if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
+    if mt in ("gemma3", "llama4", "mistral3", "qwen3_5", "qwen3_5_moe"):  # wrappers: their text model's type
+        text = raw.get("text_config")
+        if isinstance(text, dict) and isinstance(text.get("model_type"), str):
+            return text["model_type"]
+    return mt if isinstance(mt, str) else None
+
+
+def _local(ref: str) -> ModelSpec | None:
+    from archspec.sources import headers
+
+    path = Path(ref)
+    if path.is_dir():
+        has_weights = (path / headers.INDEX).is_file() or any(path.glob("*.safetensors"))
+        if not has_weights or not (path / "config.json").is_file():
+            return None  # a config-only folder, or none: archspec.loading says what it holds
+        tensors, files = headers.read_folder(path)
+        config = path / "config.json"
+    elif path.suffix.lower() == ".safetensors" or path.name == headers.INDEX:
+        config = path.parent / "config.json"
+        if not config.is_file():
+            raise SpecError(
+                f"{ref}: a safetensors file needs the model's config.json beside it (none in {path.parent})"
+            )
+        if path.name == headers.INDEX:
+            tensors, files = headers.read_folder(path.parent)
+        else:
+            tensors, files = headers.read_file(path), [path.name]
+    else:
+        return None
+    from archspec.loading import load_config
+
+    name = _name(path.parent if path.is_file() else path)
+    spec = load_config(config, name=name)
+    source = Source(
+        ref, "checkpoint", "safetensors", config, str(config), _model_type(config), tuple(files), tuple(tensors)
+    )
+    _same_model(spec, source)
+    return _attach(spec, source)
+
+
+def _name(folder: Path) -> str:
+    from archspec import hf
+
+    return hf.spec_name(folder.resolve() / "config.json")
+
+
+def _hub(ref: str, hub_ref) -> ModelSpec:
+    from archspec import hf
+    from archspec.loading import load_config
+    from archspec.sources import hub
+
+    fetched = hub.fetch(hub_ref)
+    where = f"{hub_ref.repo} (config.json)"
+    name = hf.spec_name(Path(hub_ref.repo.split("/")[1]) / "config.json")
+    spec = load_config(fetched.config, name=name, where=where)
+    source = Source(
+        ref,
+        "hub",
+        fetched.format,
+        fetched.config,
+        where,
+        _model_type(fetched.config),
+        fetched.files,
+        fetched.tensors,
+        fetched.commit,
+    )
+    _same_model(spec, source)
+    fetched.save()  # only a model that resolved is kept for later calls
+    return _attach(spec, source)
+
+
+def _same_model(spec: ModelSpec, source: Source) -> None:
+    from archspec.sources.check import plausible
+
+    plausible(spec, list(source.tensors), source.ref)
