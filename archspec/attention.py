@@ -21,12 +21,16 @@ from archspec.entries import (
     Norm,
     Param,
     Pointwise,
+    RelativeXL,
     Rows,
     Saved,
     StackShape,
 )
 from archspec.parts import Part, norm_part
 from archspec.spec import ModelSpec
+
+# positions that add a bias of their own to the self-attention scores (ALiBi's is added in every attention)
+SCORE_BIASES = ("relative", "disentangled", "transformer_xl")
 
 
 class AttentionShape(NamedTuple):
@@ -162,7 +166,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     layer = layer or f"{stack.name}.layers.{{i}}"
     component = "cross_attention" if cross else "attention"
     keys: Rows = "source" if cross else "tokens"
-    score_bias = spec.position.kind == "alibi" or (spec.position.kind in ("relative", "disentangled") and not cross)
+    score_bias = spec.position.kind == "alibi" or (spec.position.kind in SCORE_BIASES and not cross)
     limit = None
     extra: tuple[Entry, ...] = ()
     index_keys = ()
@@ -209,6 +213,8 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
                 p = spec.position
                 extra += (Disentangled("", d, a.heads, a.d_head, 2 * p.span, p.c2p, p.p2c, not p.share_key,
                                        a.qkv_bias),)  # fmt: skip
+            if spec.position.kind == "transformer_xl":
+                extra += (RelativeXL("", d, a.heads, a.d_head, spec.position.per_layer),)
             if att.gate:
                 extra += (Pointwise("gate", "sigmoid", a.gate, "activations"),
                           Pointwise("gate_product", "gate", a.gate, "activations"))  # fmt: skip
@@ -230,6 +236,8 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
         saved = attention_saved(spec, a, component, keys, cross, causal=stack.causal)
         if spec.position.kind == "disentangled" and not cross:
             saved += disentangled_saved(spec, a, component)
+        if spec.position.kind == "transformer_xl" and not cross:
+            saved += relative_xl_saved(a, component)
     cached = (Cached(kv_per_token, rows=keys, limit=limit), *index_keys) if stack.name == "decoder" else ()
     return Part(f"{layer}.{component}", component, "dense", entries, stack=stack, saved=saved, cached=cached)
 
@@ -244,7 +252,7 @@ def explicit_attention(spec: ModelSpec, a: AttentionShape, cross: bool) -> Liter
     att = spec.attention
     if a.d_head != a.d_value or (att.kind == "standard" and (att.softcap is not None or att.sinks)):
         return "explicit"
-    return "fallback" if not cross and spec.position.kind in ("alibi", "relative", "disentangled") else None
+    return "fallback" if not cross and (spec.position.kind == "alibi" or spec.position.kind in SCORE_BIASES) else None
 
 
 def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Rows, cross: bool,
@@ -300,7 +308,7 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
     elif runs == "fallback":  # asked for 'flash': the eager tensors, in fp32
         fused = [s._replace(attention="flash", dtype="fp32") for s in saved if s.attention == "eager"]
         saved = [s for s in saved if s.attention != "flash"] + fused
-    if not cross and causal and spec.position.kind == "relative":  # the bias masked inside the core
+    if not cross and causal and spec.position.kind in ("relative", "transformer_xl"):  # the bias masked in the core
         saved += [Saved(component, 1, rows="pairs", keys=keys, dtype="bool", per_batch=False, attention="flash",
                         kept=SCORES)]  # fmt: skip
     return tuple(saved)
@@ -330,6 +338,23 @@ def disentangled_saved(spec: ModelSpec, a: AttentionShape, component: str) -> tu
                 Saved(component, a.heads * rows))  # fmt: skip
     terms = int(spec.position.c2p) + int(spec.position.p2c)
     return per_term * terms + (Saved(component, a.heads, rows="pairs", kept=SELECTIVE),)
+
+
+def relative_xl_stack_saved(spec: ModelSpec) -> tuple[Saved, ...]:
+    """What Transformer-XL's relative encodings keep, once per stack whatever the batch (measured on the
+    reference model): the encodings of the distances, the input of every layer's W_r (one storage), and the
+    relative shift's (T, S) row index, which every layer's gather keeps."""
+    return (Saved("positions", spec.d_model, per_batch=False),
+            Saved("positions", 1, rows="pairs", dtype="int64", per_batch=False))  # fmt: skip
+
+
+def relative_xl_saved(a: AttentionShape, component: str) -> tuple[Saved, ...]:
+    """What one layer's relative term keeps (measured on the reference model): the batched product's q + v and
+    its copy of the projected encodings over the batch (heads · d_head per key), the product by distance,
+    which the gather keeps; with the core recomputed (selective), the core's inputs that are new tensors:
+    q + u and the shifted term added to the scores."""
+    return (Saved(component, a.q), Saved(component, a.q), Saved(component, a.heads, rows="pairs"),
+            Saved(component, a.q, kept=SELECTIVE), Saved(component, a.heads, rows="pairs", kept=SELECTIVE))  # fmt: skip
 
 
 def latent_saved(spec: ModelSpec, lat: LatentShape, a: AttentionShape, component: str,

@@ -39,7 +39,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from threading import Lock
 
-from archspec.attention import AttentionShape, LatentShape, attention_part, disentangled_stack_saved
+from archspec.attention import (
+    AttentionShape,
+    LatentShape,
+    attention_part,
+    disentangled_stack_saved,
+    relative_xl_stack_saved,
+)
 from archspec.entries import (
     ALWAYS,
     CHECKPOINT,
@@ -232,6 +238,11 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
                         saved=disentangled_stack_saved(spec)))  # fmt: skip
         if p.norm:
             out.append(Part(f"{at}.position_norm", "norm", "dense", (Norm("", d, "layernorm"),), stack=stack))
+    elif kind == "transformer_xl":  # the encodings of the distances; u and v when the layers share them
+        heads = (spec.n_heads, spec.d_head)
+        shared = (Param("u", heads), Param("v", heads)) if not spec.position.per_layer else ()
+        out.append(Part(f"{at}.position", "position", "dense", shared, stack=stack,
+                        saved=relative_xl_stack_saved(spec)))  # fmt: skip
     elif kind == "relative":  # T5: one bias table per stack, shared by its layers' self-attention
         # the lookup keeps its (T, T) bucket index (int64), once per stack (every layer's lookup reads the one
         # index with per_layer tables: their bias_part)

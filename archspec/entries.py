@@ -331,6 +331,36 @@ class Disentangled(NamedTuple):
 
 
 @_answers
+class RelativeXL(NamedTuple):
+    """Transformer-XL's position term in one layer's attention (Dai et al. 2019, section 3.3): the sinusoidal
+    encodings of the distances to every key (one row per key, d_model wide) projected by the layer's W_r
+    (`r_proj`, no bias) once per forward pass whatever the batch; per head, (q + v) . W_r R over every query and
+    key row (d_head per product), shifted to each pair's distance and added to the scores; u added to the
+    queries of the content term. The layer's own u and v with `biases` (else the stack's)."""
+
+    name: str
+    d_model: int
+    heads: int
+    d_head: int
+    biases: bool
+
+    def tensors(self) -> Iterator[tuple[str, Shape]]:
+        yield "r_proj.weight", (self.heads * self.d_head, self.d_model)
+        if self.biases:
+            yield "u", (self.heads, self.d_head)
+            yield "v", (self.heads, self.d_head)
+
+    def matmul(self, w: Work) -> dict[str, int]:
+        B, T = w.lengths.batch, w.lengths.rows("tokens", w.stack)
+        return {"relative_projection": matmul_flops(T, self.d_model, self.heads * self.d_head),
+                "relative_scores": 2 * B * self.heads * T * T * self.d_head}  # fmt: skip
+
+    def non_matmul(self, w: Work) -> dict[str, int]:
+        # u and v added to every query (the term's addition to the scores is the Attend's score bias)
+        return {"positions": 2 * w.rows() * self.heads * self.d_head * NON_MATMUL_COST["position_add"]}
+
+
+@_answers
 class Pointwise(NamedTuple):
     """Element-wise work on `width` values per row, `cost` a key of NON_MATMUL_COST, filed under
     `category` of the non-matmul estimate."""
@@ -345,7 +375,7 @@ class Pointwise(NamedTuple):
         return {self.category: w.rows(self.rows) * self.width * NON_MATMUL_COST[self.cost]}
 
 
-Entry = Linear | Table | Norm | Param | Conv | Attend | Disentangled | Pointwise
+Entry = Linear | Table | Norm | Param | Conv | Attend | Disentangled | RelativeXL | Pointwise
 
 
 # ---------------------------------------------------------------- what is kept: saved and cached

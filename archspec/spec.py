@@ -60,6 +60,7 @@ from archspec.subtables import (
     SequentialBlock,
     SinusoidalPosition,
     StandardAttention,
+    TransformerXLPosition,
     _Member,
     _shorthand,
     _Table,
@@ -72,7 +73,7 @@ __all__ = [
     "LatentAttention", "LayerKind", "LearnedPosition", "Layers", "LMHead", "Mamba2Mixer", "MambaMixer", "MLMHead",
     "ModelSpec", "MoEMLP", "NoHead", "NoMixer", "NoMLP", "NoPosition", "Norm", "NormAffine", "NormPosition",
     "Override", "ParallelBlock", "Position", "QKNorm", "RelativePosition", "RotaryPosition", "SequentialBlock",
-    "SinusoidalPosition", "StandardAttention",
+    "SinusoidalPosition", "StandardAttention", "TransformerXLPosition",
 ]  # fmt: skip
 
 Norm = Literal["layernorm", "rmsnorm"]
@@ -308,6 +309,16 @@ class ModelSpec(BaseModel):
                                  f"{self.n_kv_heads} must equal n_heads={self.n_heads}")  # fmt: skip
             if not (self.position.c2p or self.position.p2c):
                 raise ValueError("disentangled positions need position.c2p or position.p2c (or use position='none')")
+        if self.position.kind == "transformer_xl":
+            if self.encoder_layers:
+                raise ValueError("transformer_xl positions (relative attention, Dai et al. 2019) are for a "
+                                 "decoder-only model; set encoder_layers=0")  # fmt: skip
+            if self.attention.kind != "standard":
+                raise ValueError("transformer_xl positions score the queries of standard attention; attention kind "
+                                 f"{self.attention.kind!r} has none to score")  # fmt: skip
+            if self.d_model % 2:
+                raise ValueError(f"transformer_xl positions need an even d_model for their sinusoidal encodings, got "
+                                 f"d_model={self.d_model}")  # fmt: skip
         if self.pooler and self.encoder_layers == 0:
             raise ValueError("pooler=true needs an encoder (encoder_layers > 0)")
         if self.block.kind == "parallel" and self.encoder_layers and self.decoder_layers:

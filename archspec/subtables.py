@@ -139,6 +139,23 @@ class DisentangledPosition(_Member):
         return self.buckets or self.max_distance
 
 
+class TransformerXLPosition(_Member):
+    """Transformer-XL's relative positional attention (Dai et al. 2019, section 3.3; Gopher and Chinchilla, Rae
+    et al. 2021 section 3): no position is added to the embeddings; each layer projects sinusoidal encodings of
+    the relative distances (d_model wide, one row per distance to every key) with a projection of its own,
+    W_r (d_model -> n_heads * d_head, no bias), and scores a query against key j as
+    (q + u) . k_j + (q + v) . W_r R_(i - j), the second term brought to its distance by the relative shift.
+    u and v (n_heads x d_head) are learned: one pair in every layer (Transformer-XL's untie_r), or one pair
+    shared by the stack's layers (the paper's equations)."""
+
+    kind: Literal["transformer_xl"] = "transformer_xl"
+    per_layer: bool = Field(
+        True,
+        description="every layer has its own u and v (Transformer-XL's untie_r; Gopher, whose printed counts hold "
+        "them per layer); false: one pair per stack, shared by its layers (Dai et al. 2019's equations)",
+    )
+
+
 class NoPosition(_Member):
     kind: Literal["none"] = "none"
 
@@ -150,6 +167,7 @@ Position = _union(
     AlibiPosition,
     RelativePosition,
     DisentangledPosition,
+    TransformerXLPosition,
     NoPosition,
 )
 
@@ -431,7 +449,7 @@ Head = _union(LMHead, MLMHead, DiscriminatorHead, NoHead)
 SUBTABLES: dict[str, dict[str, type[_Member]]] = {
     "position": {m.model_fields["kind"].default: m for m in (LearnedPosition, SinusoidalPosition, RotaryPosition,
                                                              AlibiPosition, RelativePosition, DisentangledPosition,
-                                                             NoPosition)},
+                                                             TransformerXLPosition, NoPosition)},
     "block": {"sequential": SequentialBlock, "parallel": ParallelBlock},
     "attention": {"standard": StandardAttention, "latent": LatentAttention, "mamba": MambaMixer,
                   "mamba2": Mamba2Mixer, "gated_deltanet": GatedDeltaNet, "none": NoMixer},

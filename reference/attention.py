@@ -170,6 +170,12 @@ class SelfAttention(AttentionCore):
         self.out = nn.Linear(self.nh * self.dv, spec.d_model, bias=b.out)
         p = spec.position
         self.terms = tuple(t for t in ("c2p", "p2c") if p.kind == "disentangled" and getattr(p, t))
+        # Transformer-XL: W_r of the relative encodings, and u and v of the layer's own (else the stack's)
+        relative = p.kind == "transformer_xl"
+        self.r_proj = nn.Linear(spec.d_model, self.nh * self.dk, bias=False) if relative else None
+        own = relative and p.per_layer
+        self.u = nn.Parameter(torch.empty(self.nh, self.dk)) if own else None  # the content bias
+        self.v = nn.Parameter(torch.empty(self.nh, self.dk)) if own else None  # the position bias
         self.pos_key = self.pos_query = None
         if self.terms and not p.share_key:  # DeBERTa's own projections of the position table
             width = self.nh * self.dk
@@ -202,6 +208,20 @@ class SelfAttention(AttentionCore):
             bias = bias + torch.gather(p2c, -1, p2c_index.expand(B, nh, T, T)).transpose(-1, -2)
         return bias * (self.scale if self.scale is not None else dk**-0.5)
 
+    def relative_terms(self, q, R, shift, u, v) -> tuple[torch.Tensor, torch.Tensor]:
+        """Transformer-XL's relative attention (Dai et al. 2019, section 3.3): the scores are
+        (q + u) · k + (q + v) · W_r R_(i - j), scaled together. Returns the position term, shifted to each
+        pair's distance and scaled as the scores are, (B, nh, T, S), and the queries of the content term, q + u.
+        R (S, d) holds the encodings of the distances S - 1 .. 0, `shift` (T, S) the row of each pair."""
+        B, nh, T, dk = q.shape
+        u = self.u if self.u is not None else u
+        v = self.v if self.v is not None else v
+        S = R.shape[0]
+        r = self.r_proj(R).view(S, nh, dk).permute(1, 2, 0)  # (nh, dk, S)
+        by_distance = torch.matmul(q + v[:, None], r)  # (B, nh, T, S): column c is distance S - 1 - c
+        term = torch.gather(by_distance, -1, shift.expand(B, nh, T, S))  # (B, nh, T, S): key j at distance i - j
+        return term * (self.scale if self.scale is not None else dk**-0.5), q + u[:, None]
+
     def forward(self, x, cache: dict | None = None, bias=None) -> torch.Tensor:
         B, T, _ = x.shape
         parts = dict(zip(self.names, self.qkv(x).split(self.split, dim=-1), strict=True))
@@ -223,6 +243,8 @@ class SelfAttention(AttentionCore):
             q, k = self.q_norm(q), self.k_norm(k)
         if self.terms:  # DeBERTa: `bias` is (table, c2p index, p2c index) from the stack
             bias = self.position_terms(q, k, *bias)
+        elif self.r_proj is not None:  # Transformer-XL: `bias` is (R, shift, u, v) from the stack
+            bias, q = self.relative_terms(q, *bias)
         if cache is not None:
             if "k" in cache:
                 k = torch.cat((cache["k"], k), dim=-2)  # (B, nkv, held + T, dk)

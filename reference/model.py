@@ -39,6 +39,7 @@ from archspec.reference.positions import (
     LearnedPosition,
     RelativePosition,
     SinusoidalPosition,
+    TransformerXLPosition,
 )
 from archspec.spec import MIXERS, ModelSpec
 from archspec.vocab import ATTENTION, RECOMPUTE
@@ -195,6 +196,7 @@ class Stack(nn.Module):
             "relative": lambda: None if p.per_layer else RelativePosition(p.buckets, p.max_distance, spec.n_heads,
                                                                           not causal),
             "disentangled": lambda: DisentangledPosition(p.buckets, p.max_distance, spec.d_model),
+            "transformer_xl": lambda: TransformerXLPosition(spec.d_model, spec.n_heads, spec.d_head, not p.per_layer),
         }.get(p.kind, lambda: None)()  # fmt: skip
         self.per_layer_bias = p.kind == "relative" and p.per_layer
         # DeBERTa's table is normalised once per forward pass, before the layers read it
@@ -227,6 +229,10 @@ class Stack(nn.Module):
             table = self.position.weight
             table = self.position_norm(table) if self.position_norm is not None else table
             bias = (table.to(x.dtype), *self.position.indices(T, x.device))
+        elif isinstance(self.position, TransformerXLPosition):  # the encodings of every distance, the shift, u, v
+            S = start + T
+            p = self.position
+            bias = (p.encodings(S, x.device).to(x.dtype), p.shift(T, S, x.device), p.u, p.v)
         for i in range(self.n_layers):
             layer = self.layers[i if len(self.layers) > 1 else 0]
             x = layer(x, memory, cache[i] if cache is not None else None, bias)

@@ -208,3 +208,32 @@ class DisentangledPosition(nn.Module):
         rel = self.distance(T, device)
         top = 2 * self.span - 1
         return torch.clamp(rel + self.span, 0, top), torch.clamp(-rel + self.span, 0, top)
+
+
+class TransformerXLPosition(nn.Module):
+    """Transformer-XL's relative encodings (Dai et al. 2019, section 3.3, as its code computes them): for S keys,
+    R holds the sinusoids of the distances S - 1, ..., 1, 0 (row c: distance S - 1 - c), [sin | cos] of
+    distance / 10000^(2i/d) over the two halves of d_model; no parameters but, when the stack's layers
+    share them, the learned u and v (nh, dk). `shift` is the relative shift: for query i (of the last T
+    positions) and key j, the row of the pair's distance, T - 1 - i + j (future keys, which the causal mask
+    hides, clamped to the last row)."""
+
+    component = "position"
+    role = "dense"
+
+    def __init__(self, d_model: int, heads: int, d_head: int, shared: bool):
+        super().__init__()
+        self.d_model = d_model
+        self.u = nn.Parameter(torch.empty(heads, d_head)) if shared else None
+        self.v = nn.Parameter(torch.empty(heads, d_head)) if shared else None
+
+    def encodings(self, S: int, device) -> torch.Tensor:
+        distance = torch.arange(S - 1, -1, -1, dtype=torch.float32, device=device)  # (S,)
+        inv = SINUSOID_BASE ** (-torch.arange(0, self.d_model, 2, dtype=torch.float32, device=device) / self.d_model)
+        angles = torch.outer(distance, inv)  # (S, d/2)
+        return torch.cat((angles.sin(), angles.cos()), dim=-1)  # (S, d)
+
+    def shift(self, T: int, S: int, device) -> torch.Tensor:
+        i = torch.arange(T, device=device)[:, None]
+        j = torch.arange(S, device=device)[None, :]
+        return (T - 1 - i + j).clamp(max=S - 1)  # (T, S)

@@ -45,6 +45,10 @@ FEATURES = {
     "umt5-relative-bias-per-layer": dict(position={"kind": "relative", "per_layer": True}, norm="rmsnorm",
                                          activation="geglu", bias=False, encoder_layers=2, decoder_layers=3,
                                          tie_embeddings=False),
+    # Transformer-XL's relative attention (Gopher): W_r and u, v in every layer; one u, v per stack, grouped queries
+    "transformer-xl": dict(position="transformer_xl", norm="rmsnorm"),
+    "transformer-xl-shared-biases-gqa": dict(position={"kind": "transformer_xl", "per_layer": False}, n_kv_heads=2,
+                                             norm="rmsnorm", bias=False),
     "sinks": dict(**LLAMA, attention=std(sinks=True)),
     "output-gate": dict(**LLAMA, attention=std(gate=True)),
     "shared-kv": dict(**LLAMA, attention=std(shared_kv=True)),

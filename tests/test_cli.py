@@ -73,7 +73,7 @@ def test_schema_is_json_schema(run_cli):
         (["params", "gpt2", "--set", "n_heads=7"], "not divisible by n_heads=7"),
         (
             ["params", "gpt2", "--set", "position=rope"],
-            "'learned', 'sinusoidal', 'rotary', 'alibi', 'relative', 'disentangled', 'none'",
+            "'learned', 'sinusoidal', 'rotary', 'alibi', 'relative', 'disentangled', 'transformer_xl', 'none'",
         ),
         (["params", "gpt2", "--set", "d_model"], "expected FIELD=VALUE"),
         (["params", "gpt2", "--format", "xml"], "invalid choice: 'xml'"),

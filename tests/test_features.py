@@ -24,12 +24,14 @@ def modern_specs(draw) -> ModelSpec:
     n_kv = draw(st.sampled_from([1, 2, 4]))
     d_head = draw(st.sampled_from([4, 8, 12]))
     enc, dec = draw(st.sampled_from([(0, 2), (0, 3), (2, 0), (1, 2)]))
-    kind = draw(st.sampled_from(["learned", "sinusoidal", "rotary", "alibi", "relative", "none"]))
+    kind = draw(st.sampled_from(["learned", "sinusoidal", "rotary", "alibi", "relative", "transformer_xl", "none"]))
     position: dict = {"kind": kind}
     if kind == "learned":
         position["offset"] = draw(st.integers(0, 2))
     if kind == "rotary":
         position.update(fraction=draw(st.sampled_from([1.0, 0.5])), interleaved=draw(st.booleans()))
+    if kind == "transformer_xl":
+        position["per_layer"] = draw(st.booleans())
     latent = dec and not enc and kind == "rotary" and draw(st.booleans())
     data = dict(
         BASE,
@@ -223,6 +225,8 @@ def test_moe_routes_each_token_to_its_top_k_experts():
         {"position": "alibi"},
         {"position": {"kind": "relative", "buckets": 8, "max_distance": 16}},
         {"position": {"kind": "relative", "buckets": 8, "max_distance": 16, "per_layer": True}},
+        {"position": "transformer_xl"},
+        {"position": {"kind": "transformer_xl", "per_layer": False}, "n_kv_heads": 2},
         {"attention": {"kind": "standard", "sliding_window": 4}},
         {"position": {"kind": "rotary", "fraction": 0.5, "interleaved": True}},
         {"norm_position": "sandwich", "attention": {"kind": "standard", "softcap": 5.0, "qk_norm": True}},
@@ -233,6 +237,8 @@ def test_moe_routes_each_token_to_its_top_k_experts():
         "alibi",
         "relative",
         "relative-per-layer",
+        "transformer-xl",
+        "transformer-xl-shared-gqa",
         "sliding",
         "partial-interleaved-rotary",
         "sandwich-softcap-qknorm",

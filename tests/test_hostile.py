@@ -441,6 +441,19 @@ def test_a_bad_proportional_rotary_is_one_line_naming_the_field(extra, message):
     refused("params", "gpt2", "--set", "position.kind=rotary", *extra, message=message)
 
 
+@pytest.mark.parametrize("model, extra, message", [
+    ("bert-base", [], "transformer_xl positions (relative attention, Dai et al. 2019) are for a decoder-only model"),
+    ("gpt2", ["--set", "d_model=769", "--set", "d_head=64"],
+     "transformer_xl positions need an even d_model for their sinusoidal encodings, got d_model=769"),
+    ("gpt2", ["--set", "attention.kind=mamba2", "--set", "attention.heads=4", "--set", "attention.head_dim=8"],
+     "transformer_xl positions score the queries of standard attention; attention kind 'mamba2'"),
+    ("gpt2", ["--set", "position.per_layer=maybe"], "position.per_layer: Input should be a valid boolean"),
+    ("gpt2", ["--set", "position.buckets=8"], "position.buckets"),
+], ids=["encoder", "odd-d_model", "recurrent-mixer", "per_layer-not-bool", "foreign-field"])  # fmt: skip
+def test_a_bad_transformer_xl_position_is_one_line_naming_the_field(model, extra, message):
+    refused("params", model, "--set", "position=transformer_xl", *extra, message=message)
+
+
 def test_a_bad_value_norm_is_one_line_naming_the_field():
     message = "attention.value_norm: Input should be a valid boolean"
     refused("params", "gpt2", "--set", "attention.value_norm=maybe", message=message)
