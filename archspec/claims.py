@@ -176,7 +176,8 @@ _PRINTED = re.compile(r"([+-]?)([0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+
 
 
 def parse_printed(text: str, what: str = "claimed figure") -> tuple[Decimal, Decimal]:
-    """'117M' -> (117e6, 1e6); '1.3B' -> (1.3e9, 1e8); '12,850M' -> (12850e6, 10e6); '3.14E+23' -> (3.14e23, 1e21).
+    """'117M' -> (117e6, 1e6); '1.3B' -> (1.3e9, 1e8); '12,850M' -> (12850e6, 10e6); '3.14E+23' -> (3.14e23, 1e21);
+    '70 M' (a space before the unit, as Pythia's table prints it) -> (70e6, 10e6).
 
     The precision is one unit of the last significant digit; trailing zeros of an integer are not
     significant. Both are exact Decimals. A figure that is not a finite positive number (nan,
@@ -184,7 +185,7 @@ def parse_printed(text: str, what: str = "claimed figure") -> tuple[Decimal, Dec
     """
     if not isinstance(text, str):
         raise SpecError(f'{what} {shown(text)} must be text as printed, e.g. "117M"')
-    s = text.strip().replace(",", "").replace("_", "")
+    s = text.strip().replace(",", "").replace("_", "").replace(" ", "")
     m = _PRINTED.fullmatch(s) if len(s) <= 64 else None
     if not m:
         raise SpecError(f"{what} {shown(text)} is not a number (e.g. 117M, 1.3B, 3.14E+23)")
@@ -205,7 +206,7 @@ def _last_printed_digit(text: str) -> Decimal:
     """One unit of the last digit `text` prints, trailing zeros included: '124M' -> 1e6, '340M' -> 1e6,
     '2.60' -> 0.01 (parse_printed's precision counts an integer's trailing zeros out; this bound keeps them)."""
     _, precision = parse_printed(text)
-    digits = _PRINTED.fullmatch(text.strip().replace(",", "").replace("_", "")).group(2)
+    digits = _PRINTED.fullmatch(text.strip().replace(",", "").replace("_", "").replace(" ", "")).group(2)
     zeros = 0 if "." in digits else len(digits) - len(digits.rstrip("0"))
     return precision.scaleb(-zeros)
 

@@ -5,8 +5,10 @@ import json
 import pytest
 
 import archspec
+from archspec.catalog import preset_names
 from archspec.claims import Claim, assess, status_of
 from archspec.params import count_params
+from archspec.tables import load_table, packaged
 
 TABLE = """
 [table]
@@ -182,3 +184,57 @@ def test_a_padded_vocabulary_is_searched():
     padded = _gpt2_count(12, 768, V=50304)  # 50257 rounded up to a multiple of 64 (and of 128)
     a = assess(spec, Claim(quantity="params", printed=f"{padded:,}", source="x"))
     assert [s["conventions"] for s in a.suggestions] == [["vocab_padded_to_64"], ["vocab_padded_to_128"]]
+
+
+# ---------------------------------------------------------------- the packaged tables, typed from the papers
+
+TABLES = sorted(packaged())
+
+
+def test_the_papers_tables_are_packaged_under_names_no_preset_has():
+    assert {"pythia", "llama", "opt", "gemma", "gemma-2"} <= set(TABLES)
+    assert not set(TABLES) & set(preset_names())
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_every_printed_figure_of_a_papers_table_is_reproduced_or_explained(name):
+    """Held to the printed precision: each figure rounds (or is cut off) to what the paper prints, or the
+    claim names the conventions or the sourced what-if that reproduce it."""
+    table = load_table(name)
+    assert table.source and table.rows
+    for row in table.rows:
+        assert row.quote and row.source, row.spec.name
+        for claim in row.claims:
+            a = assess(row.spec, claim)
+            assert a.status in ("match", "truncated") or a.by_conventions or a.sourced_what_if, (row.spec.name, a)
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_packaged_table_validates_in_one_run(run_cli, name):
+    code, out, _ = run_cli("validate", name, "--format", "json")
+    rows = json.loads(out)
+    assert code == 0 and [r["name"] for r in rows] == [r.spec.name for r in load_table(name).rows]
+
+
+def test_pythias_non_embedding_counts_are_gpt_neox_layers_by_hand():
+    """Each GPT-NeoX layer: two LayerNorms, QKV and output projections and a 4d MLP, all with biases
+    (12 d^2 + 13 d); one final LayerNorm. The paper's figures, archspec's, and this formula agree."""
+    for row in load_table("pythia").rows:
+        L, d = row.spec.decoder_layers, row.spec.d_model
+        (printed,) = [c.printed for c in row.claims if c.quantity == "non_embedding_params"]
+        by_hand = L * (12 * d * d + 13 * d) + 2 * d
+        assert int(printed.replace(",", "")) == by_hand == count_params(row.spec).non_embedding
+
+
+def test_llamas_widths_follow_the_reference_code():
+    """model.py: hidden = int(2 * 4d / 3), rounded up to a multiple of 256."""
+    for row in load_table("llama").rows:
+        hidden = int(2 * 4 * row.spec.d_model / 3)
+        assert row.spec.d_ff == 256 * -(-hidden // 256)
+
+
+@pytest.mark.parametrize("name", ["gemma", "gemma-2"])
+def test_gemmas_embedding_counts_are_one_tied_table_of_256128_rows(name):
+    for row in load_table(name).rows:
+        (printed,) = [c.printed for c in row.claims if c.quantity == "embedding_params"]
+        assert int(printed.replace(",", "")) == 256128 * row.spec.d_model

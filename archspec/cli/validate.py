@@ -32,15 +32,15 @@ def _fmt_quantity(quantity: str, value) -> str:
 
 
 def _like_printed(printed: str, value) -> str:
-    """`value` written as `printed` is, with one more digit: '6.7B' -> '6.74B', '70,426,624' -> '70,426,624'."""
-    from archspec.claims import SUFFIX, parse_printed
+    """`value` written as `printed` is, with one digit more than it prints: '6.7B' -> '6.74B', '70 M' -> '70.4M',
+    '70,426,624' -> '70,426,624'."""
+    from archspec.claims import SUFFIX, _last_printed_digit
 
     text = printed.strip()
     suffix = text[-1:].upper()
     if not isinstance(value, int) or suffix not in SUFFIX:
         return f"{value:,}" if isinstance(value, int) else _fmt_quantity("training_flops", value)
-    _, precision = parse_printed(text)
-    decimals = max(0, SUFFIX[suffix] - precision.adjusted() + 1)
+    decimals = max(0, SUFFIX[suffix] - _last_printed_digit(text).adjusted() + 1)
     return f"{value / 10 ** SUFFIX[suffix]:,.{decimals}f}{suffix}"
 
 
