@@ -116,5 +116,11 @@ def test_the_two_commands_are_in_the_readme():
     assert 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest' in README
 
 
+def test_ci_runs_the_readmes_test_command():
+    command = re.search(r'pip install -e "\.\[test\]" && (python -m pytest[^\n`]*)\n', README).group(1)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert command.strip() in ci, f".ci/run does not run the README's test command `{command}`"
+
+
 def test_the_readme_is_a_short_guide():
     assert len(README.encode("utf-8")) <= 25 * 1024, "the README is a guide of at most 25 KB; reference goes to docs/"
