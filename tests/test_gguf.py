@@ -424,3 +424,68 @@ def test_a_missing_head_ties_the_embedding(gguf_dir, tmp_path):
     spec = ggufsrc.load_gguf(path)
     assert spec.tie_embeddings and not count_params(spec).components.get("head")
     assert count_params(spec).total == count_params(load_spec(HF / "llama-3-8b.json")).total - 128256 * 4096
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_a_gguf_file_is_a_model_on_the_command_line(gguf_dir, run_json):
+    path, _ = _written("qwen3-30b-a3b", gguf_dir)
+    (from_gguf,) = run_json("params", str(path))
+    (from_config,) = run_json("params", str(HF / "qwen3-30b-a3b.json"))
+    assert from_gguf["name"] == "qwen3-30b-a3b"
+    assert {k: from_gguf[k] for k in ("total", "active", "components")} == {
+        k: from_config[k] for k in ("total", "active", "components")
+    }
+
+
+def test_check_of_a_gguf_file_holds_it_against_its_spec(gguf_dir, run_json):
+    path, types = _written("gpt-oss-20b", gguf_dir)
+    (report,) = run_json("check", str(path))
+    assert report["ok"] and report["layout"] == "llama.cpp gpt-oss (file type Q4_K_M)"
+    assert report["weights_format"] == "q4_k_m" and report["predicted_bytes"] > 0
+    by_type: dict[str, int] = {}
+    for shape, kind in types.values():
+        by_type[T(kind).name] = by_type.get(T(kind).name, 0) + nbytes(shape, kind)
+    assert {d: t["bytes"] for d, t in report["by_dtype"].items()} == by_type
+    assert report["stored_params"] == report["spec_params"] == count_params(load_spec(HF / "gpt-oss-20b.json")).total
+    assert report["by_component"]["experts"]["bytes"] == sum(
+        nbytes(s, k) for n, (s, k) in types.items() if "_exps" in n
+    )
+
+
+def test_check_names_what_a_gguf_file_lacks_or_adds(gguf_dir, tmp_path, run_cli):
+    """A file of Qwen3-8B without one layer's attn_k, with an extra tensor and an MTP layer's tensor: exit 1,
+    each named."""
+    raw = json.loads((HF / "qwen3-8b.json").read_text())
+    tensors = converter_tensors(raw, "qwen3")
+    del tensors["blk.3.attn_k.weight"]
+    tensors["blk.3.attn_k.weight"] = (1024, 4096 + 32)  # misshapen
+    tensors["blk.36.nextn.eh_proj.weight"] = (4096, 8192)
+    tensors["stray.weight"] = (32,)
+    path = tmp_path / "qwen3-8b-changed.gguf"
+    w = gguf.GGUFWriter(path, "qwen3")
+    converter_metadata(w, raw, "qwen3")
+    for name, shape in tensors.items():
+        w.add_tensor_info(name, shape, np.float32, nbytes(shape, T.F16), raw_dtype=T.F16)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size + sum(nbytes(s, T.F16) + 32 for s in tensors.values()))
+    code, out, err = run_cli("check", str(path), "--format", "json")
+    assert code == 1, err
+    (report,) = json.loads(out)
+    assert report["misshapen"] == [{"names": ["blk.3.attn_k.weight"], "stored": [[1024, 4128]],
+                                    "expected": [[1024, 4096]]}]  # fmt: skip
+    assert report["extra"] == ["stray.weight"] and list(report["hidden"]) == ["mtp"]
+    code, out, err = run_cli("check", str(path))
+    assert code == 1 and "blk.3.attn_k.weight" in out and "stray.weight" in out
+
+
+def test_a_corrupt_gguf_file_is_one_line_and_exit_2(small, tmp_path, run_cli):
+    path = tmp_path / "cut.gguf"
+    path.write_bytes(small.read_bytes()[:300])
+    code, out, err = run_cli("params", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "runs past the end of the file" in err

@@ -506,3 +506,81 @@ def iter_mismatches(header: Header, spec) -> Iterator[tuple[str, str, Any, Any]]
     for name, shape in stored.items():
         if name not in expected:
             yield ("extra", name, None, shape)
+
+
+# ---------------------------------------------------------------- archspec check and the resolver
+
+
+def file_type(header: Header) -> str | None:
+    """The mixture llama.cpp's quantiser names in general.file_type ('Q4_K_M' for 15), or None."""
+    gguf = _gguf()
+    value = header.metadata.get("general.file_type")
+    try:
+        return gguf.LlamaFileType(value).name.removeprefix("MOSTLY_") if isinstance(value, int) else None
+    except ValueError:
+        return None
+
+
+def weights_format(file_type_name: str | None) -> str | None:
+    """The --weights format that models a GGUF file type ('Q4_K_M' -> 'q4_k_m', 'F16' -> 'fp16'), or None."""
+    from archspec.memory.storage import STORAGE
+    from archspec.vocab import dtype_key
+
+    if not file_type_name:
+        return None
+    key = dtype_key(file_type_name)
+    key = {"f16": "fp16", "f32": "fp32", "all_f32": "fp32"}.get(key, key)
+    return key if key in STORAGE else None
+
+
+def check(spec, stored: list[StoredTensor], arch: str, ref: str, files: tuple[str, ...] = (),
+          file_type_name: str | None = None):  # fmt: skip
+    """archspec check of a GGUF file: its tensors against the spec's under llama.cpp's names (a
+    archspec.sources.check.CheckReport). Rotary tables and DeepSeek-V3's score correction are buffers;
+    nextn (multi-token prediction) tensors a hidden component; anything else not the spec's is extra."""
+    from archspec.memory.parallel import stored_weights_bytes
+    from archspec.params import COMPONENTS, count_params
+    from archspec.sources.check import CheckReport, Misshapen, Tally
+
+    names = {t.name for t in stored}
+    split = "blk.0.attn_kv_b.weight" not in names
+    expected = expected_tensors(spec, arch, kv_b_split=split)
+    by_name = {t.name: t for t in stored}
+    missing = tuple(n for n in expected if n not in by_name)
+    misshapen = tuple(
+        Misshapen((n,), (by_name[n].shape,), (shape,))
+        for n, (shape, _) in expected.items()
+        if n in by_name and tuple(by_name[n].shape) != tuple(shape)
+    )
+    component = {n: comp for n, (_, comp) in expected.items() if n in by_name}
+    extra: list[str] = []
+    hidden: dict[str, Tally] = {}
+    buffers = Tally()
+    for t in stored:
+        if t.name in component:
+            continue
+        comp = component_of(t.name)
+        if comp == "buffers":
+            buffers = buffers.add(t)
+        elif comp in ("mtp", "towers"):
+            hidden[comp] = hidden.get(comp, Tally()).add(t)
+        else:
+            comp = "extra"
+            extra.append(t.name)
+        component[t.name] = comp
+    by_dtype: dict[str, Tally] = {}
+    by_component: dict[str, Tally] = {}
+    total = Tally()
+    for t in stored:
+        by_dtype[t.dtype] = by_dtype.get(t.dtype, Tally()).add(t)
+        by_component[component[t.name]] = by_component.get(component[t.name], Tally()).add(t)
+        total = total.add(t)
+    order = {c: i for i, c in enumerate(COMPONENTS)}
+    by_component = dict(sorted(by_component.items(), key=lambda kv: order.get(kv[0], len(order))))
+    fmt = weights_format(file_type_name)
+    layout = f"llama.cpp {arch}" + (" (file type " + file_type_name + ")" if file_type_name else "")
+    return CheckReport(
+        spec.name, ref, layout, not (missing or misshapen or extra or hidden), missing, misshapen, tuple(extra),
+        hidden, Tally(), buffers, by_dtype, by_component, total, count_params(spec).total, fmt,
+        stored_weights_bytes(spec, weights=fmt) if fmt else None, files,
+    )  # fmt: skip

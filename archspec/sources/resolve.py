@@ -31,6 +31,7 @@ class Source:
     files: tuple[str, ...]
     tensors: tuple[StoredTensor, ...]
     commit: str | None = None
+    file_type: str | None = None  # a GGUF file's general.file_type, as llama.cpp names it ('Q4_K_M')
 
     @property
     def stored_bytes(self) -> int:
@@ -105,6 +106,8 @@ def _local(ref: str) -> ModelSpec | None:
             return None  # a config-only folder, or none: archspec.loading says what it holds
         tensors, files = headers.read_folder(path)
         config = path / "config.json"
+    elif path.suffix.lower() == ".gguf":
+        return _gguf(ref, path)
     elif path.suffix.lower() == ".safetensors" or path.name == headers.INDEX:
         config = path.parent / "config.json"
         if not config.is_file():
@@ -125,6 +128,19 @@ def _local(ref: str) -> ModelSpec | None:
         ref, "checkpoint", "safetensors", config, str(config), _model_type(config), tuple(files), tuple(tensors)
     )
     _same_model(spec, source)
+    return _attach(spec, source)
+
+
+def _gguf(ref: str, path: Path) -> ModelSpec:
+    """A .gguf file: its header's architecture keys give the spec, its tensor infos the stored tensors."""
+    from archspec.sources import gguf
+
+    header = gguf.read_header(path)
+    spec = gguf.spec_of(header, gguf.spec_name(path), ref)
+    source = Source(
+        ref, "checkpoint", "gguf", None, ref, gguf.architecture(header, ref), (path.name,),
+        tuple(gguf.stored_tensors(header, ref)), file_type=gguf.file_type(header),
+    )  # fmt: skip
     return _attach(spec, source)
 
 
