@@ -18,7 +18,7 @@ from archspec.loading import load_spec
 from archspec.params import COMPONENTS, ParamCount, count_params
 from archspec.spec import ModelSpec
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"  # the package's version (pyproject reads it here); CHANGELOG.md says what each holds
 
 
 def presets() -> list[str]:
