@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_latency import BUDGET, measure, report, wall  # noqa: E402
+from results import run  # noqa: E402
 
 VERIFY = [sys.executable, "-m", "archspec", "verify"]
 
@@ -48,4 +49,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("budgets.py", main))

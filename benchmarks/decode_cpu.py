@@ -29,6 +29,7 @@ import sys
 from fractions import Fraction
 
 import torch
+from results import run  # writes the figures into RESULTS.md
 from timing import interleaved  # this folder is on sys.path
 
 import archspec
@@ -132,4 +133,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("decode_cpu.py", main))

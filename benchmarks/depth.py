@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import sys
 
+from results import run  # writes the figures into RESULTS.md
 from timing import interleaved  # this folder is on sys.path
 
 from archspec.flops import count_flops
@@ -64,4 +65,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("depth.py", main))

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from cli_latency import CPU, floor_command, wall  # this folder is on sys.path
+from results import run  # writes the figures into RESULTS.md
 from timing import byte_compile_archspec
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "hf"
@@ -69,4 +70,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run("hf_configs.py", main))
