@@ -14,48 +14,65 @@ This package needs torch (``pip install 'archspec-transformers[reference]'``).
 
 from __future__ import annotations
 
-try:
-    import torch  # noqa: F401
-except ImportError:  # without torch the weight-map tables (archspec.reference.families) still import: `archspec
-    pass  # check` reads a checkpoint's names by them
-else:
-    from archspec.reference.build import (
-        InsufficientMemoryError,
-        available_memory,
-        build,
-        init_weights,
-        materialize,
-        resolve_device,
-        resolve_dtype,
-    )
-    from archspec.reference.convert import (
-        load_bert,
-        load_gpt2,
-        load_llama,
-        load_torch_transformer,
-        load_transformers,
-        transformers_config,
-        transformers_model,
-    )
-    from archspec.reference.distributed import RanksReport, measure_ranks
-    from archspec.reference.measure import count_by_component, count_total
-    from archspec.reference.memory_measure import (
-        ActivationReport,
-        measure_activations,
-        measure_kv_cache,
-        measure_weights,
-    )
-    from archspec.reference.model import Transformer, cache_bytes, cache_length
-    from archspec.reference.verify import (
-        MemoryReport,
-        Pair,
-        RanksVerifyReport,
-        VerifyReport,
-        compare_tensors,
-        verify,
-        verify_memory,
-        verify_ranks,
-    )
+import sys
+import types
+
+# Each name is imported from its module on first use, so that the torch-free parts of this package (the
+# families' tables and weight maps, archspec.reference.families, which `archspec check` reads) import
+# without torch. `build` and `verify` are also the names of their modules: importing the module must not
+# hide the function (as the eager `from ... import` of earlier versions made sure), hence __setattr__.
+_WHERE = {
+    "InsufficientMemoryError": "archspec.reference.build",
+    "available_memory": "archspec.reference.build",
+    "build": "archspec.reference.build",
+    "init_weights": "archspec.reference.build",
+    "materialize": "archspec.reference.build",
+    "resolve_device": "archspec.reference.build",
+    "resolve_dtype": "archspec.reference.build",
+    "load_bert": "archspec.reference.convert",
+    "load_gpt2": "archspec.reference.convert",
+    "load_llama": "archspec.reference.convert",
+    "load_torch_transformer": "archspec.reference.convert",
+    "load_transformers": "archspec.reference.convert",
+    "transformers_config": "archspec.reference.convert",
+    "transformers_model": "archspec.reference.convert",
+    "RanksReport": "archspec.reference.distributed",
+    "measure_ranks": "archspec.reference.distributed",
+    "count_by_component": "archspec.reference.measure",
+    "count_total": "archspec.reference.measure",
+    "ActivationReport": "archspec.reference.memory_measure",
+    "measure_activations": "archspec.reference.memory_measure",
+    "measure_kv_cache": "archspec.reference.memory_measure",
+    "measure_weights": "archspec.reference.memory_measure",
+    "Transformer": "archspec.reference.model",
+    "cache_bytes": "archspec.reference.model",
+    "cache_length": "archspec.reference.model",
+    "MemoryReport": "archspec.reference.verify",
+    "Pair": "archspec.reference.verify",
+    "RanksVerifyReport": "archspec.reference.verify",
+    "VerifyReport": "archspec.reference.verify",
+    "compare_tensors": "archspec.reference.verify",
+    "verify": "archspec.reference.verify",
+    "verify_memory": "archspec.reference.verify",
+    "verify_ranks": "archspec.reference.verify",
+}
+
+
+class _Package(types.ModuleType):
+    def __getattr__(self, name: str):
+        if name not in _WHERE:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        return getattr(importlib.import_module(_WHERE[name]), name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _WHERE and isinstance(value, types.ModuleType):
+            return  # a submodule of the same name as a function: the function stays the attribute
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "ActivationReport",

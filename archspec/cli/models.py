@@ -96,7 +96,11 @@ def config_notes(ref: str) -> tuple[str, ...]:
     from pathlib import Path
 
     from archspec import loading
+    from archspec.sources.resolve import source_by_ref
 
+    source = source_by_ref(ref)
+    if source is not None and source.config is not None:
+        return tuple(loading.import_config(source.config, where=source.where).notes)
     path = Path(ref)
     try:
         if not (loading._is_dir(path) or (path.suffix.lower() == ".json" and loading._is_file(path))):

@@ -134,21 +134,19 @@ def match(spec: ModelSpec, stored: list[StoredTensor], wmap: WeightMap) -> Match
     for t in left:
         key = _stripped(t.name, wmap)
         base, _, suffix = t.name.rpartition(".")
+        group = _hidden(t.name, key, layers)
         if suffix in SCALES and f"{base}.weight" in weights:
             scales.append(t.name)
             component[t.name] = weights[f"{base}.weight"]
+        elif group is not None:  # a hidden component's tensors, its scales and buffers included
+            hidden.setdefault(group, []).append(t.name)
+            component[t.name] = group
         elif any(re.fullmatch(p, key) for p in wmap.ignore):
             buffers.append(t.name)
             component[t.name] = "buffers"
         else:
-            group = _hidden(t.name, key, layers)
-            if group is None:
-                extra.append(t.name)
-                component[t.name] = "extra"
-            else:
-                hidden.setdefault(group, []).append(t.name)
-                component[t.name] = group
-    # scales of hidden components' weights are theirs
+            extra.append(t.name)
+            component[t.name] = "extra"
     return Matching(
         wmap.name,
         matched,
