@@ -135,9 +135,12 @@ def _describe(spec: ModelSpec, mtp: bool) -> list[Part]:
     if spec.kind == "encoder-decoder" and not spec.share_embeddings:
         parts.append(Part("target_embed", "embed", "embedding", (Table("", V, e),)))
     if spec.type_vocab_size:
-        parts.append(Part("token_type", "token_type", "embedding", (Table("", spec.type_vocab_size, e),)))
+        parts.append(Part("token_type", "token_type", "embedding", (Table("", spec.type_vocab_size, spec.d_position),)))
     for stack in stacks:
         parts += stack_parts(spec, stack)
+    if spec.embedding.project_out:  # OPT: d_model -> d_embed after the last stack, which keeps its input
+        parts.append(Part("project_out", "embed", "dense", (Linear("", d, e, spec.embedding.projection_bias),),
+                          stack=stacks[-1], saved=(Saved("embed_proj", d, kept=ALWAYS),)))  # fmt: skip
     if spec.pooler:
         parts.append(Part("pooler", "pooler", "dense", (Linear("dense", d, d, True, rows="first"),)))
     if spec.head.kind != "none":
@@ -179,10 +182,11 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
     """The output head over the last stack: a linear map to the vocabulary (tied or not), or BERT's
     masked-LM head (dense, activation, LayerNorm, then the tied table with a vocabulary bias)."""
     d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
+    h_in = spec.d_head_input  # d_model, or d_embed after OPT's project_out
     tied = "embed" if spec.tie_embeddings else None
     # the head's input; the loss (cross-entropy in fp32, as trainers compute it): the log-softmax of
     # the logits (one storage for both of its users), the int64 targets and a 0-d fp32 weight
-    saved = (Saved("head_input", d, kept=ALWAYS), Saved("loss", V, dtype="fp32", kept=ALWAYS),
+    saved = (Saved("head_input", h_in, kept=ALWAYS), Saved("loss", V, dtype="fp32", kept=ALWAYS),
              Saved("loss", 1, dtype="int64", kept=ALWAYS), Saved("loss", 1, rows="first", dtype="fp32", kept=ALWAYS,
                                                                  per_batch=False))  # fmt: skip
     if spec.head.kind == "discriminator":
@@ -210,14 +214,14 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
             Linear("", e, V, h.bias, tied="embed"),
         )
     else:
-        entries = (Linear("", d, V, spec.head.bias, tied=tied),)
+        entries = (Linear("", h_in, V, spec.head.bias, tied=tied),)
     return Part("head", "head", "head", entries, stack=last, saved=saved)
 
 
 def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
     """Positions, the embedding norm, the blocks (one set of parts per layer kind) and the final norm
     of one stack."""
-    d, e = spec.d_model, spec.d_embed
+    d, e, joined = spec.d_model, spec.d_embed, spec.d_position  # joined: where positions join the tokens
     out: list[Part] = []
     at = stack.name
     kind = spec.position.kind
@@ -229,8 +233,8 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
         keep = (Saved("positions", spec.n_heads, kept=recomputed, per_batch=False),)
         out.append(Part(f"{at}.position", "position", "embedding", (), stack=stack, saved=keep))
     if kind in ("learned", "sinusoidal"):
-        table = (Table("", spec.max_positions + spec.position.offset, e),) if kind == "learned" else ()
-        out.append(Part(f"{at}.position", "position", "embedding", (*table, Pointwise("add", "position_add", e,
+        table = (Table("", spec.max_positions + spec.position.offset, joined),) if kind == "learned" else ()
+        out.append(Part(f"{at}.position", "position", "embedding", (*table, Pointwise("add", "position_add", joined,
                         "positions")), stack=stack))  # fmt: skip
     elif kind == "disentangled":  # DeBERTa: one relative-position table per stack (and its LayerNorm)
         p = spec.position
@@ -253,9 +257,10 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
             index += (Saved("positions", spec.n_heads, rows="pairs", per_batch=False, kept=recomputed),)
         out.append(Part(f"{at}.position", "position", "embedding", table, stack=stack, saved=index))
     if spec.embedding_norm:
-        out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=e))
-    if e != d and stack.first:  # ALBERT's factorised embeddings: d_embed -> d_model, which keeps its input
-        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, True),), stack=stack,
+        out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=joined))
+    if e != d and stack.first:  # factorised embeddings: d_embed -> d_model, which keeps its input
+        bias = spec.embedding.projection_bias
+        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, bias),), stack=stack,
                         saved=(Saved("embed_proj", e, kept=ALWAYS),)))  # fmt: skip
     # the stack's input: the token ids the lookup keeps (int64), the token types of the first stack,
     # and the dropout mask on the summed embeddings (with dropout only)

@@ -358,16 +358,26 @@ class ModelSpec(BaseModel):
                     f"mlp.d_dense (Gemma 4's dense MLP beside the experts) needs norm_position='sandwich', "
                     f"not {self.norm_position!r}"
                 )
-        if self.embedding.d_embed not in (None, self.d_model):
+        emb = self.embedding
+        if emb.d_embed not in (None, self.d_model):
             if self.encoder_layers and self.decoder_layers:
                 raise ValueError(
                     "embedding.d_embed (factorised embeddings) is for one stack; this is an encoder-decoder"
                 )
-            if self.head.kind == "lm" and self.tie_embeddings:
+            if self.head.kind == "lm" and self.tie_embeddings and not emb.project_out:
                 raise ValueError(
-                    "a tied lm head needs embedding tables d_model wide, not "
-                    f"embedding.d_embed={self.embedding.d_embed}"
+                    f"a tied lm head reads the d_embed={emb.d_embed} wide token table: it needs "
+                    "embedding.project_out=true (OPT's d_model -> d_embed projection) or tie_embeddings=false"
                 )
+        elif emb.project_out or emb.position_width != "d_embed" or not emb.projection_bias:
+            raise ValueError(
+                "embedding.project_out, embedding.position_width and embedding.projection_bias shape the "
+                "projections of factorised embeddings: set embedding.d_embed to a width other than d_model"
+            )
+        if emb.project_out and self.kind != "decoder-only":
+            raise ValueError("embedding.project_out (OPT's projection back to d_embed) is for a decoder-only model")
+        if emb.project_out and self.head.kind not in ("lm", "none"):
+            raise ValueError(f"embedding.project_out feeds an lm head (or none), not head kind {self.head.kind!r}")
         if self.head.kind == "discriminator" and self.tie_embeddings:
             raise ValueError("head kind 'discriminator' has no vocabulary projection to tie: set tie_embeddings=false")
         if self.head.kind == "mlm" and not self.tie_embeddings:
@@ -530,8 +540,19 @@ class ModelSpec(BaseModel):
 
     @property
     def d_embed(self) -> int:
-        """Width of the embedding tables: embedding.d_embed, or d_model."""
+        """Width of the token table: embedding.d_embed, or d_model."""
         return self.embedding.d_embed or self.d_model
+
+    @property
+    def d_position(self) -> int:
+        """Width where positions, token types and the embedding norm join the token embeddings: d_embed
+        (before a factorised embedding's projection), or d_model (after it: embedding.position_width)."""
+        return self.d_model if self.embedding.position_width == "d_model" else self.d_embed
+
+    @property
+    def d_head_input(self) -> int:
+        """Width of the values the output head reads: d_embed after OPT's project_out, else d_model."""
+        return self.d_embed if self.embedding.project_out else self.d_model
 
     @classmethod
     def construct_trusted(cls, data: dict[str, Any]) -> "ModelSpec":

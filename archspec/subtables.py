@@ -396,10 +396,26 @@ MLP = _union(DenseMLP, MoEMLP, NoMLP)
 
 
 class Embedding(_Table):
-    """Factorised embeddings (ALBERT): tables and their norm d_embed wide, then a d_embed -> d_model
-    projection with a bias."""
+    """Factorised embeddings: a token table d_embed wide and a d_embed -> d_model projection. ALBERT's: the
+    position and token-type tables and their norm d_embed wide too, summed before the projection, which has
+    a bias. OPT-350M's (word_embed_proj_dim): project_in without a bias, learned positions d_model wide added
+    after it, and project_out (d_model -> d_embed, no bias) after the last layer, so that the head, tied or
+    not, reads d_embed values."""
 
-    d_embed: int | None = Field(None, ge=1, description="width of the embedding tables (absent: d_model)")
+    d_embed: int | None = Field(None, ge=1, description="width of the token table (absent: d_model)")
+    projection_bias: bool = Field(
+        True, description="biases on the projections in (and out): ALBERT's has one, OPT's project_in none"
+    )
+    project_out: bool = Field(
+        False,
+        description="a d_model -> d_embed projection after the last layer (OPT's project_out): the head, tied or "
+        "not, reads d_embed values",
+    )
+    position_width: Literal["d_embed", "d_model"] = Field(
+        "d_embed",
+        description="where positions (and the embedding norm) join: d_embed, on the tables before the projection "
+        "(ALBERT); d_model, after it (OPT's learned positions, hidden_size wide)",
+    )
 
 
 # -- heads

@@ -187,7 +187,10 @@ class Stack(nn.Module):
 
     def __init__(self, spec: ModelSpec, layers: int, causal: bool, cross: bool):
         super().__init__()
-        p, e = spec.position, spec.d_embed
+        p = spec.position
+        # positions (and the embedding norm) join at the token table's width (ALBERT), or after the projection
+        # to d_model (OPT's project_in)
+        e = spec.d_model if spec.embedding.position_width == "d_model" else spec.d_embed
         self.n_layers = layers
         self.position = {
             "learned": lambda: LearnedPosition(spec.max_positions, p.offset, e),
@@ -209,7 +212,8 @@ class Stack(nn.Module):
         self.final_norm = make_norm(spec) if spec.final_norm else None
 
     def embed_positions(self, x, start: int = 0):
-        """x: (B, T, d_embed) summed embeddings -> with additive positions and the embedding norm."""
+        """x: (B, T, e) summed embeddings -> with additive positions and the embedding norm (e: d_embed, or
+        d_model after OPT's project_in)."""
         if isinstance(self.position, (LearnedPosition, SinusoidalPosition)):
             x = x + self.position(x.shape[1], start).to(x.dtype)
         return self.embedding_norm(x) if self.embedding_norm is not None else x
@@ -250,7 +254,8 @@ class Head(nn.Module):
         super().__init__()
         h = spec.head
         self.scale, self.softcap = h.scale, h.softcap
-        self.weight = nn.Parameter(torch.empty(spec.vocab_size, spec.d_model))
+        width = spec.d_embed if spec.embedding.project_out else spec.d_model  # OPT: after project_out
+        self.weight = nn.Parameter(torch.empty(spec.vocab_size, width))
         self.bias = nn.Parameter(torch.empty(spec.vocab_size)) if h.bias else None
 
     def forward(self, x):
@@ -295,7 +300,8 @@ class DiscriminatorHead(nn.Module):
 
 
 class EmbeddingProjection(nn.Linear):
-    """ALBERT: the factorised embedding's d_embed -> d_model map."""
+    """Factorised embeddings: ALBERT's d_embed -> d_model map (with a bias), OPT's project_in (without);
+    OPT's project_out maps d_model -> d_embed back before the head."""
 
     component = "embed"
 
@@ -365,8 +371,12 @@ class Transformer(nn.Module):
         self.embed = TokenEmbedding(V, e)
         untied_pair = self.kind == "encoder-decoder" and not spec.share_embeddings
         self.target_embed = TokenEmbedding(V, e) if untied_pair else None
-        self.token_type = TokenTypeEmbedding(spec.type_vocab_size, e) if spec.type_vocab_size else None
-        self.embed_proj = EmbeddingProjection(e, d) if e != d else None
+        emb = spec.embedding
+        self.positions_after_projection = emb.position_width == "d_model"  # OPT: positions d_model wide
+        joined = d if self.positions_after_projection else e
+        self.token_type = TokenTypeEmbedding(spec.type_vocab_size, joined) if spec.type_vocab_size else None
+        self.embed_proj = EmbeddingProjection(e, d, bias=emb.projection_bias) if e != d else None
+        self.project_out = EmbeddingProjection(d, e, bias=emb.projection_bias) if emb.project_out else None
         # Vaswani et al. 2017, 3.4 (and Gemma): embeddings multiplied by sqrt(d_model)
         # (Granite: a number, its embedding_multiplier)
         scale = spec.embedding_scale
@@ -476,6 +486,8 @@ class Transformer(nn.Module):
 
     def _embed(self, tokens, embed: nn.Embedding, stack: Stack, token_types=None, first_stack=True, start=0):
         x = embed(tokens) * self.embed_scale if self.embed_scale != 1.0 else embed(tokens)
+        if self.positions_after_projection:  # OPT: project_in, then positions d_model wide
+            x = self.embed_proj(x)
         if token_types is not None:
             if self.token_type is None or not first_stack:
                 raise ValueError("token_types given, but this model has no token-type table (type_vocab_size=0)")
@@ -487,7 +499,9 @@ class Transformer(nn.Module):
                 token_types = torch.zeros_like(tokens)
             x = x + self.token_type(token_types)
         x = stack.embed_positions(x, start)
-        return self.embed_proj(x) if self.embed_proj is not None else x  # (B, T, d)
+        if self.embed_proj is not None and not self.positions_after_projection:  # ALBERT: after the sum
+            x = self.embed_proj(x)
+        return x  # (B, T, d)
 
     def encode(self, src: torch.Tensor, token_types: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder's output (B, S, d)."""
@@ -507,7 +521,11 @@ class Transformer(nn.Module):
         return self.decoder(x, memory, cache, start)
 
     def hidden_states(self, *inputs, token_types=None, cache=None) -> torch.Tensor:
-        """The last stack's output (B, T, d), before the output head."""
+        """The last stack's output (B, T, d), before the output head (d_embed wide after OPT's project_out)."""
+        out = self._last_stack(*inputs, token_types=token_types, cache=cache)
+        return self.project_out(out) if self.project_out is not None else out
+
+    def _last_stack(self, *inputs, token_types=None, cache=None) -> torch.Tensor:
         if self.kind == "encoder-decoder":
             if len(inputs) != 2:
                 raise TypeError(f"an encoder-decoder model takes model(src, tgt): two token tensors, got {len(inputs)}")

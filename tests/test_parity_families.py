@@ -116,6 +116,7 @@ GPT_OSS = ModelSpec(name="gpt-oss-toy", vocab_size=99, d_model=64, decoder_layer
                     mlp={"kind": "moe", "experts": 4, "top_k": 2, "d_expert": 48, "router_bias": True})  # fmt: skip
 OPT = ModelSpec(name="opt-toy", vocab_size=91, d_model=64, decoder_layers=2, n_heads=4, d_ff=128, max_positions=40,
                 position={"kind": "learned", "offset": 2}, activation="relu")  # fmt: skip
+OPT_350M_EMBEDDING = {"d_embed": 32, "projection_bias": False, "project_out": True, "position_width": "d_model"}
 T5_RELATIVE = {"kind": "relative", "buckets": 8, "max_distance": 20}  # sequences longer than max_distance
 # T5 v1.1 / Flan-T5: gated GELU, one table for source and target, a head of its own, unscaled
 T5_V1_1 = ModelSpec(name="t5-v1-1-toy", vocab_size=99, d_model=64, encoder_layers=2, decoder_layers=2, n_heads=4,
@@ -205,6 +206,12 @@ CASES = {
     "opt": Case(OPT, "OPT", "decoder.position.weight", {"gelu": {"activation": "gelu"}}),
     "opt-post-norm-untied": Case(OPT.replace(norm_position="post", tie_embeddings=False), "OPT",
                                  "decoder.layers.1.mlp_norm.weight", {"gelu": {"activation": "gelu"}}),
+    # OPT-350M's layout: token embeddings word_embed_proj_dim wide, project_in and project_out, a tied head at that
+    # width, positions hidden_size wide; post-norm without a final norm; and untied
+    "opt-350m-projections": Case(OPT.replace(embedding=OPT_350M_EMBEDDING, norm_position="post"), "OPT",
+                                 "project_out.weight", {"gelu": {"activation": "gelu"}}),
+    "opt-projections-untied": Case(OPT.replace(embedding=OPT_350M_EMBEDDING, tie_embeddings=False), "OPT",
+                                   "embed_proj.weight", {"gelu": {"activation": "gelu"}}),
     "t5-v1.1": Case(T5_V1_1, "T5", "decoder.position.weight", {
         "max-distance": {"position": {**T5_RELATIVE, "max_distance": 40}},
         "scaled-scores": {"attention": "standard"},

@@ -81,11 +81,19 @@ def _gpt_neox(cfg: Config, where: str) -> dict[str, Any]:
 
 
 def _opt(cfg: Config, where: str) -> dict[str, Any]:
+    """Pre- or post-norm (OPT-350M is post-norm, without a final norm); token embeddings narrower than
+    hidden_size (word_embed_proj_dim, OPT-350M's 512): project_in and project_out without biases around the
+    layers, the positions hidden_size wide, the head (tied or not) word_embed_proj_dim wide."""
     pre = cfg["do_layer_norm_before"]
-    return {
+    out: dict[str, Any] = {
         "norm_position": "pre" if pre else "post",
         "final_norm": bool(pre and not cfg.get("_remove_final_layer_norm", False)),
     }
+    width = cfg.get("word_embed_proj_dim")
+    if width not in (None, cfg["hidden_size"]):
+        out["embedding"] = {"d_embed": width, "projection_bias": False, "project_out": True,
+                            "position_width": "d_model"}  # fmt: skip
+    return out
 
 
 def _falcon(cfg: Config, where: str) -> dict[str, Any]:
@@ -237,11 +245,6 @@ FAMILIES = [
         # learned positions keep 2 extra rows (position ids start at 2); nn.LayerNorm's eps 1e-5
         fixed={"position": {"kind": "learned", "offset": 2}, "norm": "layernorm", "norm_eps": 1e-5},
         refuse=(
-            Refusal(
-                "word_embed_proj_dim",
-                lambda c: c.get("word_embed_proj_dim") in (None, c["hidden_size"]),
-                "token embeddings narrower than hidden_size (project_in/project_out) are not represented",
-            ),
             must_be("layer_norm_elementwise_affine", True, "LayerNorms without weight and bias are not represented"),
         ),
         derive=combine(plain_mlp("activation_function"), _opt),

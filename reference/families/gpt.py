@@ -68,8 +68,22 @@ OPT_WEIGHTS = WeightMap("OPT", strip=("model.decoder.", "decoder."), rows=(
     row("layers.{}.fc1.{w}", DEC + "mlp.up.{w}"),
     row("layers.{}.fc2.{w}", DEC + "mlp.down.{w}"),
     row("final_layer_norm.{w}", "decoder.final_norm.{w}"),
+    row("project_in.weight", "embed_proj.weight"),  # word_embed_proj_dim -> hidden_size (OPT-350M)
+    row("project_out.weight", "project_out.weight"),  # hidden_size -> word_embed_proj_dim
     row("lm_head.weight", "head.weight"),
 ))  # fmt: skip
+
+
+def opt_embedding(s: ModelSpec) -> str | None:
+    """OPT's embeddings: d_model wide, or word_embed_proj_dim wide with project_in and project_out (no biases)
+    and the positions hidden_size wide."""
+    e = s.embedding
+    if e.d_embed in (None, s.d_model):
+        return None
+    if e.projection_bias or not e.project_out or e.position_width != "d_model":
+        return (f"embedding.d_embed={e.d_embed} with projection_bias={e.projection_bias}, project_out={e.project_out}, "
+                f"position_width={e.position_width!r} (OPT's: false, true, 'd_model')")  # fmt: skip
+    return None
 
 
 # fmt: off
@@ -105,10 +119,9 @@ CHECKPOINTS = [
     Checkpoint(
         "OPT", "opt",
         {**BASE, "norm_position": ("pre", "post"), "final_norm": None, "activation": NON_GATED},
-        (final_norm_with_pre, one_bias, mha, heads_span_d_model, d_value_is_d_head, default_scale,
-         embedding_is_d_model),
+        (final_norm_with_pre, one_bias, mha, heads_span_d_model, d_value_is_d_head, default_scale, opt_embedding),
         {
-            "word_embed_proj_dim": lambda s: s.d_model,
+            "word_embed_proj_dim": lambda s: s.d_embed,
             "do_layer_norm_before": lambda s: s.norm_position == "pre",
             "activation_function": lambda s: ACT[s.activation],
             "tie_word_embeddings": lambda s: s.tie_embeddings,
