@@ -49,6 +49,10 @@ FEATURES = {
     "transformer-xl": dict(position="transformer_xl", norm="rmsnorm"),
     "transformer-xl-shared-biases-gqa": dict(position={"kind": "transformer_xl", "per_layer": False}, n_kv_heads=2,
                                              norm="rmsnorm", bias=False),
+    # OPT-350M's factorised embeddings: project_in, positions d_model wide, project_out before the tied head
+    "opt-project-in-out": dict(position={"kind": "learned", "offset": 2}, norm_position="post", activation="relu",
+                               embedding={"d_embed": 16, "projection_bias": False, "project_out": True,
+                                          "position_width": "d_model"}),
     "sinks": dict(**LLAMA, attention=std(sinks=True)),
     "output-gate": dict(**LLAMA, attention=std(gate=True)),
     "shared-kv": dict(**LLAMA, attention=std(shared_kv=True)),

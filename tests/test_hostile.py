@@ -454,6 +454,19 @@ def test_a_bad_transformer_xl_position_is_one_line_naming_the_field(model, extra
     refused("params", model, "--set", "position=transformer_xl", *extra, message=message)
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--set", "embedding.d_embed=256"], "a tied lm head reads the d_embed=256 wide token table: it needs "
+                                         "embedding.project_out=true"),
+    (["--set", "embedding.project_out=true"], "embedding.project_out, embedding.position_width and "
+                                              "embedding.projection_bias shape the projections"),
+    (["--set", "embedding.position_width=d_head"], "embedding.position_width: Input should be 'd_embed' or 'd_model'"),
+    (["--set", "embedding.d_embed=256", "--set", "embedding.project_out=true", "--set", "head=discriminator",
+      "--set", "tie_embeddings=false"], "embedding.project_out feeds an lm head (or none)"),
+], ids=["tied-narrow", "projection-without-d_embed", "position-width", "project-out-discriminator"])  # fmt: skip
+def test_a_bad_factorised_embedding_is_one_line_naming_the_field(extra, message):
+    refused("params", "gpt2", *extra, message=message)
+
+
 def test_a_bad_value_norm_is_one_line_naming_the_field():
     message = "attention.value_norm: Input should be a valid boolean"
     refused("params", "gpt2", "--set", "attention.value_norm=maybe", message=message)
