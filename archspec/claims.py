@@ -264,6 +264,7 @@ class Assessment:
     using_params: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
     conventions: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
     suggestions: list[dict[str, Any]] | None = field(default=None, metadata=rendered(omit_none=True))
+    gap_term: dict[str, Any] | None = field(default=None, metadata=rendered(omit_none=True))
 
     @property
     def sourced_what_if(self) -> bool:
@@ -399,8 +400,11 @@ def assess(spec: ModelSpec, claim: Claim) -> Assessment:
         c_status, c_dev = status_of(value, claimed, precision)
         conventions = {"names": list(claim.conventions), "computed": value, "status": c_status, "deviation": c_dev}
     a = Assessment(claim, claimed, precision, computed, deviation, status, note, what_if, None, None, conventions)
+    gap = None
     if status not in REPRODUCED and claim.quantity in COUNTS and not a.explained:
         suggestions = conventions_that_reproduce(spec, claim.quantity, claimed, precision)
+        if not suggestions and status == "off":
+            gap = gap_term(spec, round(_fraction(claimed)) - computed)
     if claim.solve_for and claim.quantity in COUNTS:
         implied = implied_range(spec, claim.solve_for, claimed, precision)
     if claim.using_params and claim.method == "6nd":
@@ -413,7 +417,19 @@ def assess(spec: ModelSpec, claim: Claim) -> Assessment:
         u_status, u_dev = status_of(value, claimed, precision)
         using = {"params": claim.using_params, "computed": float_or_int(value), "status": u_status, "deviation": u_dev}
     return Assessment(claim, claimed, precision, computed, deviation, status, note, what_if, implied, using,
-                      conventions, suggestions)  # fmt: skip
+                      conventions, suggestions, gap)  # fmt: skip
+
+
+def gap_term(spec: ModelSpec, gap: int) -> dict[str, Any] | None:
+    """Which term of the spec's parameter formula the gap (printed less computed) is the size of, when
+    sympy is installed (the [formula] extra) and one is within 5% of it; else None."""
+    try:
+        import sympy  # noqa: F401
+    except ImportError:
+        return None
+    from archspec.formula import term_of_gap
+
+    return term_of_gap(spec, gap)
 
 
 def conventions_that_reproduce(spec: ModelSpec, quantity: str, claimed, precision) -> list[dict[str, Any]]:

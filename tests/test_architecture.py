@@ -78,7 +78,8 @@ LAYERS = {
     "description": ("archspec.entries", "archspec.parts", "archspec.attention", "archspec.mlp", "archspec.blocks",
                     "archspec.mixers"),
     "quantities": ("archspec.params", "archspec.flops", "archspec.memory", "archspec.hardware", "archspec.inference",
-                   "archspec.fit", "archspec.sweep", "archspec.compare", "archspec.claims", "archspec.conventions"),
+                   "archspec.fit", "archspec.sweep", "archspec.compare", "archspec.claims", "archspec.conventions",
+                   "archspec.formula"),
     "inputs": ("archspec.hf", "archspec.loading", "archspec.specfile", "archspec.catalog", "archspec.tables"),
     "front door": ("archspec.__main__", "archspec.cli", "archspec.render", "archspec.plot", "archspec.report"),
 }  # fmt: skip

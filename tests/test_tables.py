@@ -238,3 +238,13 @@ def test_gemmas_embedding_counts_are_one_tied_table_of_256128_rows(name):
     for row in load_table(name).rows:
         (printed,) = [c.printed for c in row.claims if c.quantity == "embedding_params"]
         assert int(printed.replace(",", "")) == 256128 * row.spec.d_model
+
+
+def test_an_off_figure_no_convention_explains_is_matched_to_a_term_of_the_formula():
+    pytest.importorskip("sympy")
+    spec = archspec.preset("gpt2-medium")
+    L, d = spec.decoder_layers, spec.d_model
+    printed = count_params(spec).total + L * d * d  # one layer's worth of d x d matrices per layer too many
+    a = assess(spec, Claim(quantity="params", printed=f"{printed:,}", source="x"))
+    assert a.status == "off" and a.suggestions == []
+    assert a.gap_term == {"gap": L * d * d, "term": "L·d²", "value": L * d * d, "of": "12·L·d²", "times": 12}

@@ -28,7 +28,7 @@ COMMANDS: dict[str, str] = {
     "list": "list_", "show": "show", "params": "params", "compare": "compare", "flops": "flops",
     "memory": "memory", "validate": "validate", "verify": "verify", "sweep": "sweep", "plot": "plot",
     "inference": "inference", "hardware": "hardware", "fit": "fit", "report": "report", "import": "import_",
-    "schema": "schema", "check": "check",
+    "schema": "schema", "formula": "formula", "check": "check",
 }  # fmt: skip
 
 SHELLS = ("bash", "zsh", "fish")  # the shells shtab writes completion scripts for

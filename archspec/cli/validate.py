@@ -91,6 +91,11 @@ def notes_of(a, quantity_label=None) -> list[str]:
             lines.append(f"reproduced with {found}")
         else:
             lines.append("no known counting convention, alone or with two others, reproduces it")
+    if a.gap_term:
+        g = a.gap_term
+        part = f"; the term {g['of']} is {g['times']} of it" if "of" in g else ""
+        lines.append(f"the gap (printed less computed, {g['gap']:+,}) is the size of {g['term']} = {g['value']:,} "
+                     f"in `archspec formula`{part}")  # fmt: skip
     return lines
 
 
