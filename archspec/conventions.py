@@ -3,15 +3,17 @@
 archspec counts every unique parameter tensor once (docs/architecture.md, "Conventions that
 everything shares"). Papers do not always: some leave the norms' weights out, count a tied matrix
 twice (as the input table and as the output head) or leave an untied head out, print the count of
-a vocabulary padded for the hardware, or count a model without the biases it has. Each convention
+a vocabulary padded for the hardware, count a model without the biases it has, or leave out the
+relative position terms (Transformer-XL's per-layer W_r and u, v biases, as Gopher and Chinchilla have
+them). Each convention
 here is named, says in words what it does, and recomputes the counts of a spec under it; a claim
 names the conventions its source followed (``conventions = ["norms_left_out"]``) and is then
 recomputed under them, and `validate` searches them, alone and together, for a figure that stays
 off.
 
 A convention changes the spec (``vocab_padded_to_128``, ``biases_left_out``) or the count
-(``norms_left_out``, ``head_left_out``, ``tied_counted_twice``, ``positions_left_out``); the
-changes compose.
+(``norms_left_out``, ``head_left_out``, ``tied_counted_twice``, ``positions_left_out``,
+``relative_positions_left_out``); the changes compose.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def _facts(spec: ModelSpec) -> dict[str, Any]:
     """What the conventions read of a spec's description: norm parameters inside and outside N, the
     untied head, the tied matrix, the position tables."""
     from archspec.blocks import Linear, describe
+    from archspec.entries import RelativeXL
     from archspec.params import count_params
 
     parts = describe(spec)
@@ -67,8 +70,20 @@ def _facts(spec: ModelSpec) -> dict[str, Any]:
     norm_n = sum(p.copies * p.params() for p in parts if p.component == "norm" and p.role not in ("embedding", "head"))
     tied = sum(by_path[e.tied].params() for p in parts if p.component == "head" for e in p.entries
                if isinstance(e, Linear) and e.tied is not None)  # fmt: skip
+    table = sum(p.copies * p.params() for p in parts if p.component == "position" and p.role == "embedding")
+    # Transformer-XL's terms: each layer's W_r (and u, v), and the u, v a stack's layers share
+    relative = sum(p.copies * sum(_numel(shape) for _, shape in e.tensors()) for p in parts for e in p.entries
+                   if isinstance(e, RelativeXL))  # fmt: skip
+    relative += sum(p.copies * p.params() for p in parts if p.component == "position" and p.role == "dense")
     return {"count": pc, "norm": norm, "norm_n": norm_n, "head": pc.components["head"], "tied": tied,
-            "position": pc.components["position"]}  # fmt: skip
+            "position": table, "relative": relative}  # fmt: skip
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _has_bias(spec: ModelSpec) -> bool:
@@ -96,6 +111,8 @@ CONVENTIONS: dict[str, Convention] = {
                    lambda s, f: f["tied"] > 0, count_change=lambda f: (f["tied"], 0)),
         Convention("positions_left_out", "the learned position table left out", lambda s, f: f["position"] > 0,
                    count_change=lambda f: (-f["position"], 0)),
+        Convention("relative_positions_left_out", "the relative position terms left out (Transformer-XL's W_r, u, v)",
+                   lambda s, f: f["relative"] > 0, count_change=lambda f: (-f["relative"], -f["relative"])),
         Convention("biases_left_out", "biases left out", lambda s, f: _has_bias(s),
                    spec_change=lambda s: {"bias": False}),
         Convention("biases_counted", "biases on every attention and MLP projection", lambda s, f: not _has_bias(s),
