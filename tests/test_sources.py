@@ -452,3 +452,38 @@ def test_a_config_and_a_checkpoint_of_different_models_are_refused(hub, tmp_path
 
 def test_stored_tensor_counts_its_values():
     assert StoredTensor("x", (3, 4), "BF16", 24).numel == 12 and StoredTensor("s", (), "F32", 4).numel == 1
+
+
+def fp8_checkpoint(tmp_path: Path) -> Path:
+    config, shapes = meta_model("llama")
+    linear = [k for k, s in shapes.items() if len(s) == 2 and ".layers." in k]
+    scales = {k.removesuffix(".weight") + ".weight_scale": (shapes[k][0], 1) for k in linear}
+    dtypes = {**dict.fromkeys(linear, torch.float8_e4m3fn), **dict.fromkeys(scales, torch.float32)}
+    return write_checkpoint(tmp_path / "fp8", config, {**shapes, **scales}, dtypes=dtypes)
+
+
+def test_memory_inference_and_fit_plan_a_checkpoint_as_stored(tmp_path, run_cli):
+    """Without --weights, a checkpoint is planned in the format most of its values are stored in (here fp8,
+    the linear layers'), and says so; --weights overrides it, and says that too."""
+    folder = str(fp8_checkpoint(tmp_path))
+    spec = archspec.load_spec(Path(folder) / "config.json")
+    code, out, _ = run_cli("memory", folder, "--format", "json")
+    (m,) = json.loads(out)
+    assert code == 0 and m["weights_source"] == "stored" and m["weights"] == "fp8"
+    assert m["stored"]["by_dtype"]["F8_E4M3"] == sum(
+        math.prod(s) for k, s in meta_model("llama")[1].items() if len(s) == 2 and ".layers." in k
+    )
+    code, out, _ = run_cli("memory", folder, "--weights", "bf16", "--format", "json")
+    (b,) = json.loads(out)
+    assert b["weights_source"] == "option" and b["weights"] == "bf16"
+    assert b["inference_weights_bytes"] == 2 * archspec.count_params(spec).total
+    code, out, _ = run_cli("memory", folder)
+    assert "note: weights as stored: --weights fp8" in out
+    args = ("--gpu", "h100", "-p", "64", "-g", "8", "--format", "json")
+    code, out, _ = run_cli("inference", folder, *args)
+    (i,) = json.loads(out)
+    assert i["weights_source"] == "stored" and i["dtype"] == "fp8"
+    code, out, _ = run_cli("fit", folder, "--gpu", "h100", "--format", "json")
+    assert [(o["dtype"], o["weights_source"]) for o in json.loads(out)] == [("fp8", "stored")]
+    code, out, _ = run_cli("params", folder, "--format", "json")
+    assert json.loads(out)[0]["stored"]["format"] == "fp8"

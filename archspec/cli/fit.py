@@ -64,13 +64,17 @@ def run(args) -> int:
     accs = accelerators(args.gpu)
     lora = dict(lora_rank=args.lora_rank, lora_targets=args.lora_targets) if args.task == "lora" else {}
     objects, blocks = [], []
+    from archspec.sources.resolve import stored, weights_of
+
     for spec in read_specs(args):
         seq_len, clamped = context_seq_len(spec, args.seq_len)
         rows, memo = [], {}
+        as_stored, stored_note = weights_of(spec, None) if args.task == "inference" else (None, None)
+        extra = {"weights_source": "stored", "stored": stored(spec).to_dict()} if as_stored else {}
         for acc in accs:
-            for dtype in DTYPES[args.task]:
+            for dtype in (as_stored,) if as_stored else DTYPES[args.task]:
                 f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo, **lora)
-                objects.append({**f.to_dict(), "seq_len_clamped": clamped})
+                objects.append({**f.to_dict(), "seq_len_clamped": clamped, **extra})
                 used = "" if f.per_device_bytes is None else (
                     f"{human_bytes(f.per_device_bytes)} of {acc.memory_gib:g} GiB")  # fmt: skip
                 devices = paint(f"{f.devices:,}", GREEN if f.devices == 1 else "") if f.devices else paint("-", RED)
@@ -84,6 +88,7 @@ def run(args) -> int:
         at = f"{seq_len:,}" + (f" (its context; {args.seq_len:,} asked)" if clamped else "")
         head = f"{spec.name}: {args.task}, batch {args.batch} x {at} tokens; {what} per device"
         align = ("left", "left", "right", "left", "right")
+        head += f"\nnote: {stored_note}" if as_stored else ""
         blocks.append(head + "\n" + table(rows, ["gpu", "dtype", "devices", "layout", "per device"], args.format,
                                          colalign=align))  # fmt: skip
     layouts = (

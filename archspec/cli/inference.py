@@ -61,13 +61,19 @@ def run(args) -> int:
     acc = accelerator(args.gpu)
     if args.weights and args.dtype and args.weights != args.dtype:
         raise SpecError(f"--dtype {args.dtype} and --weights {args.weights}: give one of them")
-    weights = args.weights or args.dtype or "bf16"
+    from archspec.sources.resolve import stored, weights_of
+
     objects, blocks, code = [], [], EXIT_OK
     for spec in read_specs(args):
+        weights, stored_note = weights_of(spec, args.weights or args.dtype)
+        weights = weights or "bf16"
         e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
                                args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
                                expert_parallel=args.ep, pipeline_parallel=args.pp)  # fmt: skip
         obj = e.to_dict()
+        if stored_note:
+            obj.update(weights_source="option" if args.weights or args.dtype else "stored",
+                       stored=stored(spec).to_dict())  # fmt: skip
         used = e.weights_bytes + e.kv_cache_bytes
         context = e.prompt_len + e.gen_len
         lay = e.layout
@@ -119,6 +125,8 @@ def run(args) -> int:
                          f"{bound}")  # fmt: skip
         else:
             lines.append(obj["message"] + "; no timings")
+        if stored_note:
+            lines.append(f"note: {stored_note}")
         lines += ["assumptions:", *(f"  - {a}" for a in e.assumptions)]
         objects.append(obj)
         blocks.append("\n".join(lines))

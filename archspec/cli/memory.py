@@ -101,16 +101,21 @@ def run(args) -> int:
     acc = accelerator(args.gpu) if args.gpu else None
     batch = _memory_batch(args)
     objects, blocks = [], []
+    from archspec.sources.resolve import stored, weights_of
+
     for spec in read_specs(args):
+        weights, stored_note = weights_of(spec, args.weights)
         lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
         options = dict(seq_len=args.seq_len, dtype=args.dtype, optimizer=args.optimizer, recompute=args.recompute,
                        src_len=args.src_len, fp32_grads=args.fp32_grads, dropout=args.dropout,
                        zero_stage=lay.zero_stage, data_parallel=lay.data_parallel,
                        tensor_parallel=lay.tensor_parallel, pipeline_parallel=lay.pipeline_parallel,
-                       attention=args.attention, weights=args.weights, experts=args.experts, kv_dtype=args.kv_dtype,
+                       attention=args.attention, weights=weights, experts=args.experts, kv_dtype=args.kv_dtype,
                        lora_rank=args.lora, lora_targets=args.lora_targets or "all", offload=args.offload)  # fmt: skip
         m = estimate_memory(spec, batch, global_batch=args.global_batch, **options)
         obj = m.to_dict()
+        if stored_note:
+            obj.update(weights_source="option" if args.weights else "stored", stored=stored(spec).to_dict())
         if acc:
             verdict = fits(m, acc.memory_bytes)
             obj.update(accelerator=acc.name, accelerator_memory_bytes=acc.memory_bytes,
@@ -174,6 +179,8 @@ def run(args) -> int:
             *by_kind(m.kinds, "activations_bytes_per_layer", human_bytes, "activations per layer by kind"),
             *by_kind(m.kinds, "kv_cache_bytes_per_layer", human_bytes, "KV cache or state per layer by kind"),
         ]
+        if stored_note:
+            lines.append(f"note: {stored_note}")
         if m.lora:
             lines.append(f"LoRA rank {m.lora['rank']} on {m.lora['targets']}: {m.trainable_params:,} trainable "
                          f"parameters ({m.trainable_params / m.params:.3%} of {m.params:,})")  # fmt: skip

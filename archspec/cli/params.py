@@ -53,13 +53,18 @@ def run(args) -> int:
     counts = [s if is_measured(s) else count_params(s, mtp=getattr(args, "mtp", False)) for s in specs]
     objects = [c.params_dict() if is_measured(c) else c.to_dict() for c in counts]
     notes = [config_notes(ref) for ref in args.models or []]
-    for obj, said in zip(objects, notes):
+    from archspec.sources.resolve import stored
+
+    held = [None if is_measured(s) else stored(s) for s in specs]
+    for obj, said, s in zip(objects, notes, held):
         if said:
             obj["notes"] = list(said)
+        if s is not None:
+            obj["stored"] = s.to_dict()
 
     def people() -> str:
         blocks = []
-        for spec, c, said in zip(specs, counts, notes):
+        for spec, c, said, s in zip(specs, counts, notes, held):
             if is_measured(c):
                 blocks.append(_measured_params_block(c, args.format))
                 continue
@@ -92,6 +97,7 @@ def run(args) -> int:
                 "leaves out biases, norms, position tables, cross-attention and any other departure "
                 "from the GPT-2 block",
                 *(f"note: {n}" for n in said),
+                *([f"note: {s.line()}; `archspec check` holds them against the spec tensor by tensor"] if s else []),
             ]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks) + "\n\n" + ROUNDING_NOTE

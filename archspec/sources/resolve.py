@@ -179,3 +179,63 @@ def _same_model(spec: ModelSpec, source: Source) -> None:
     from archspec.sources.check import plausible
 
     plausible(spec, list(source.tensors), source.ref)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """The weights' formats as a checkpoint stores them: the --weights format of most stored values (scales
+    aside), the exact stored bytes, and values and bytes by the file's dtype."""
+
+    format: str | None
+    bytes: int
+    by_dtype: dict[str, int]  # dtype -> bytes
+    values: dict[str, int]  # dtype -> values
+
+    def to_dict(self) -> dict:
+        return {"format": self.format, "bytes": self.bytes, "by_dtype": self.by_dtype, "values": self.values}
+
+    def line(self) -> str:
+        from archspec.render import human_bytes
+
+        total = sum(self.values.values()) or 1
+        mix = ", ".join(f"{d} {n / total:.0%}" for d, n in sorted(self.values.items(), key=lambda kv: -kv[1]))
+        return f"stored as {mix} of values, {human_bytes(self.bytes)} ({self.bytes:,} bytes) in the checkpoint's files"
+
+
+def stored(spec: ModelSpec) -> Stored | None:
+    """The stored formats of a spec read from a checkpoint, a GGUF file or a Hub repository with weights."""
+    source = source_of(spec)
+    if source is None or not source.tensors:
+        return None
+    from collections import Counter
+
+    from archspec.sources.check import FORMAT_OF, SCALES
+
+    by_dtype: Counter = Counter()
+    values: Counter = Counter()
+    formats: Counter = Counter()
+    for t in source.tensors:
+        by_dtype[t.dtype] += t.nbytes
+        values[t.dtype] += t.numel
+        if t.name.rpartition(".")[2] not in SCALES and t.dtype in FORMAT_OF:
+            formats[FORMAT_OF[t.dtype]] += t.numel
+    if source.format == "gguf":
+        from archspec.sources import gguf
+
+        fmt = gguf.weights_format(source.file_type)
+    else:
+        fmt = formats.most_common(1)[0][0] if formats else None
+    return Stored(fmt, sum(by_dtype.values()), dict(by_dtype), dict(values))
+
+
+def weights_of(spec: ModelSpec, given: str | None) -> tuple[str | None, str | None]:
+    """The --weights format to plan `spec` with and the note that says where it comes from: the option
+    where given, else the checkpoint's stored format (None, None for a model without stored weights)."""
+    s = stored(spec)
+    if s is None:
+        return given, None
+    if given:
+        return given, f"--weights {given}, not the checkpoint's stored formats ({s.line()})"
+    if s.format is None:
+        return None, f"the checkpoint's stored formats have no --weights format ({s.line()}); planned with the default"
+    return s.format, f"weights as stored: --weights {s.format}, the format of most values ({s.line()})"
