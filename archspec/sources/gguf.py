@@ -20,7 +20,9 @@ The ``gguf`` package (the optional extra ``[gguf]``) is imported on first use.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import stat
 from collections.abc import Iterator
 from functools import cache
@@ -48,7 +50,19 @@ def _gguf():
 
 
 def read_header(path: str | os.PathLike) -> Header:
-    """The header of a local GGUF file, reading only its first bytes (more only as the header needs)."""
+    """The header of a local GGUF file, reading only its first bytes (more only as the header needs); a
+    file whose tensors' data would run past its end is refused."""
+    header, size = _read(path)
+    check_data(header, size, clip(str(path), 200))
+    return header
+
+
+def read_header_only(path: str | os.PathLike) -> Header:
+    """The header of a local GGUF file, whether or not its data follows (a header-only copy)."""
+    return _read(path)[0]
+
+
+def _read(path: str | os.PathLike) -> tuple[Header, int]:
     where = clip(str(path), 200)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -70,8 +84,27 @@ def read_header(path: str | os.PathLike) -> Header:
                 want = max(exc.needed, 2 * want)
                 continue
             break
-    check_data(header, size, where)
-    return header
+    return header, size
+
+
+_SHARD = r"-(\d{5})-of-(\d{5})\.gguf$"  # a split model's shards: Name-00001-of-00003.gguf
+
+
+def read_model(path: str | os.PathLike) -> tuple[Header, list[StoredTensor], list[str]]:
+    """A local GGUF model: the first file's header, the stored tensors of every shard of a split model
+    (its shards beside it: Name-00001-of-00003.gguf ...) and the files read."""
+    path = Path(path)
+    m = re.search(_SHARD, path.name)
+    files = [path]
+    if m:
+        n = int(m.group(2))
+        files = [path.with_name(re.sub(_SHARD, f"-{i:05d}-of-{n:05d}.gguf", path.name)) for i in range(1, n + 1)]
+        absent = [f.name for f in files if not f.is_file()]
+        if absent:
+            raise SpecError(f"{clip(str(path), 200)}: a split GGUF model of {n} files; {absent[0]} is not beside it")
+    headers = [read_header(f) for f in files]
+    stored = [t for f, h in zip(files, headers) for t in stored_tensors(h, clip(str(f), 200))]
+    return headers[0], stored, [f.name for f in files]
 
 
 def check_data(header: Header, size: int, where: str) -> None:
@@ -299,8 +332,13 @@ ARCHITECTURES = {
 }
 
 
-def hf_config(header: Header, where: str = "GGUF file") -> dict[str, Any]:
-    """The Hugging Face config.json keys that llama.cpp's converter wrote this header from."""
+def hf_config(header: Header, where: str = "GGUF file", stored: list[StoredTensor] | None = None) -> dict[str, Any]:
+    """The Hugging Face config.json keys that llama.cpp's converter wrote this header from. `stored`: the
+    tensors of every shard of a split model, whose first header holds the metadata and its own tensors
+    only (the config reads their names and shapes)."""
+    if stored is not None:
+        infos = tuple(TensorInfo(t.name, tuple(reversed(t.shape)), -1, -1) for t in stored)  # no type, no offset
+        header = dataclasses.replace(header, tensors=infos)
     arch = architecture(header, where)
     if arch not in ARCHITECTURES:
         raise SpecError(f"{where}: GGUF architecture {shown(arch)} is not supported; supported: "
@@ -309,18 +347,19 @@ def hf_config(header: Header, where: str = "GGUF file") -> dict[str, Any]:
 
 
 def spec_name(path: str | os.PathLike) -> str:
-    """'Qwen3-8B-Q4_K_M.gguf' -> 'qwen3-8b-q4_k_m'."""
+    """'Qwen3-8B-Q4_K_M.gguf' -> 'qwen3-8b-q4_k_m' (the first shard of a split model by its model's name)."""
     from archspec import hf
 
-    return hf.spec_name(Path(path))
+    return hf.spec_name(Path(re.sub(_SHARD, ".gguf", str(path))))
 
 
-def spec_of(header: Header, name: str, where: str = "GGUF file"):
-    """The ModelSpec of a GGUF header, through archspec.hf's adapter of the family."""
+def spec_of(header: Header, name: str, where: str = "GGUF file", stored: list[StoredTensor] | None = None):
+    """The ModelSpec of a GGUF header (and, for a split model, every shard's tensors), through archspec.hf's
+    adapter of the family."""
     from archspec import hf
     from archspec.loading import build_spec
 
-    imported = hf.from_mapping(hf_config(header, where), name, where)
+    imported = hf.from_mapping(hf_config(header, where, stored), name, where)
     return build_spec(imported.data, where)
 
 
@@ -477,8 +516,6 @@ _COMPONENTS = {
 def component_of(name: str) -> str:
     """The component a GGUF tensor belongs to ('blk.3.attn_q.weight' -> 'attention', 'blk.3.nextn.eh_proj.weight'
     -> 'mtp'), for tensors the spec does not name; 'unknown' for a name llama.cpp does not define."""
-    import re
-
     base = re.sub(r"\.(weight|bias)$", "", name)
     pattern = re.sub(r"^blk\.\d+\.", "blk.{bid}.", base)
     member = _tensor_ids().get(pattern)

@@ -91,6 +91,7 @@ class Fetched:
     requests: dict[str, int] = field(default_factory=dict)  # header requests per file (this call)
     cached: bool = False
     gguf_header: Path | None = None  # a GGUF file's header bytes, kept beside the record
+    gguf_header_bytes: bytes | None = None  # read from the Hub this call, written by save()
 
     def save(self) -> None:
         if self.cached:
@@ -103,6 +104,8 @@ class Fetched:
             "files": list(self.files),
             "tensors": [[t.name, list(t.shape), t.dtype, t.nbytes] for t in self.tensors],
         }
+        if self.gguf_header_bytes is not None:  # the header first: a record is trusted only with its header
+            _write(_gguf_header_path(self.ref, self.commit), self.gguf_header_bytes)
         _write(_record_path(self.ref.repo, self.commit, self.ref.pick), json.dumps(data).encode())
         if self.ref.revision != self.commit:
             _write(_ref_path(self.ref), self.commit.encode())
@@ -186,11 +189,13 @@ def fetch(ref: HubRef) -> Fetched:
     commit = info.sha
     if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
         raise SpecError(f"{ref}: the Hub's answer names no commit of the repository")
+    sizes = {s.rfilename: s.size for s in info.siblings or []}
+    if ref.pick or ("config.json" not in sizes and any(f.endswith(".gguf") for f in sizes)):
+        return _gguf_fetch(ref, commit, sizes, hub)
     config = _download(ref, commit, "config.json", hub)
     record = _read_record(ref.repo, commit, ref.pick)
     if record is not None:
         return _fetched(ref, commit, config, record)
-    sizes = {s.rfilename: s.size for s in info.siblings or []}
     return _read_remote(ref, commit, config, sizes, hub)
 
 
@@ -226,7 +231,11 @@ def _fetched(ref: HubRef, commit: str, config: Path, record: dict) -> Fetched:
         raise SpecError(
             f"{ref}: the cached record {_record_path(ref.repo, commit, ref.pick)} is damaged; delete it"
         ) from None
-    return Fetched(ref, commit, config, files, tensors, kind, cached=True)
+    header = config if kind == "gguf" else None
+    if header is not None and not header.is_file():
+        record = _record_path(ref.repo, commit, ref.pick)
+        raise SpecError(f"{ref}: the cached GGUF header {header} is missing; delete {record}")
+    return Fetched(ref, commit, config, files, tensors, kind, cached=True, gguf_header=header)
 
 
 def _from_cache(ref: HubRef, hub) -> Fetched:
@@ -247,16 +256,13 @@ def _from_cache(ref: HubRef, hub) -> Fetched:
             f"{ref}: offline (HF_HUB_OFFLINE), and archspec has not read commit {commit[:12]} of this "
             "repository before; run once online"
         )
+    if record.get("kind") == "gguf":
+        return _fetched(ref, commit, _gguf_header_path(ref, commit), record)
     config = _download(ref, commit, "config.json", hub, local=True)
     return _fetched(ref, commit, config, record)
 
 
 def _read_remote(ref: HubRef, commit: str, config: Path, sizes: dict[str, int | None], hub) -> Fetched:
-    if ref.pick:
-        raise SpecError(
-            f"{ref}: a file or quantisation after ':' picks a GGUF file; reading GGUF files from the Hub "
-            "is not supported yet (download the file and give its path)"
-        )
     requests: dict[str, int] = {}
     if INDEX in sizes:
         from archspec.sources.headers import agree
@@ -313,3 +319,95 @@ def _total(content_range: str | None, listed: int | None, whole: int | None) -> 
         if tail.isdigit():
             return int(tail)
     return whole if whole is not None else listed
+
+
+# ---------------------------------------------------------------- GGUF repositories
+
+GGUF_FIRST_RANGE = 1 << 22  # a GGUF header holds the tokenizer (a few MB); a longer one takes more requests
+_SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
+
+
+def pick_gguf(ref: HubRef, files: list[str]) -> list[str]:
+    """The GGUF file(s) `ref` picks from a repository's files: a file name after ':', or a quantisation
+    (Q4_K_M) that names one file, or one split model (-00001-of-00003.gguf ...); with no pick, the only
+    GGUF file. Anything else is refused with the choices."""
+    ggufs = sorted(f for f in files if f.endswith(".gguf"))
+    if not ggufs:
+        raise SpecError(f"{ref}: the repository holds no .gguf file")
+    if ref.pick is None:
+        chosen = ggufs
+    elif ref.pick.endswith(".gguf"):
+        chosen = [f for f in ggufs if f == ref.pick or f.rsplit("/", 1)[-1] == ref.pick]
+    else:
+        word = re.compile(rf"(?i)(?:^|[-_.]){re.escape(ref.pick)}(?:[-_.]|$)")
+        chosen = [f for f in ggufs if word.search(f.rsplit("/", 1)[-1].removesuffix(".gguf"))]
+    models = {_SHARD.sub(".gguf", f) for f in chosen}
+    if len(models) != 1:
+        quants = sorted({_quant(f) for f in ggufs})
+        what = "names no GGUF file" if not chosen else f"names {len(models)} GGUF files"
+        what = f"{what} in the repository" if ref.pick else "the repository holds several GGUF files"
+        raise SpecError(f"{ref}: {what}"
+                        f"; pick one with :QUANT or :FILE, e.g. {ref.repo}:{quants[0]} (it holds: "
+                        f"{clip(', '.join(quants), 200)})")  # fmt: skip
+    return chosen
+
+
+def _quant(filename: str) -> str:
+    """'Qwen3-8B-Q4_K_M.gguf' -> 'Q4_K_M': the last dash-separated word of a GGUF file's name."""
+    return _SHARD.sub(".gguf", filename).rsplit("/", 1)[-1].removesuffix(".gguf").rsplit("-", 1)[-1]
+
+
+def _gguf_header_path(ref: HubRef, commit: str) -> Path:
+    return _record_path(ref.repo, commit, ref.pick).with_suffix(".gguf-header")
+
+
+def _gguf_fetch(ref: HubRef, commit: str, sizes: dict[str, int | None], hub) -> Fetched:
+    """A GGUF file of the repository: its header by range requests (kept beside the record), its tensors;
+    a split model's tensors from every shard's header."""
+    from archspec.sources import gguf
+
+    record = _read_record(ref.repo, commit, ref.pick)
+    if record is not None and record.get("kind") == "gguf" and _gguf_header_path(ref, commit).is_file():
+        return _fetched(ref, commit, _gguf_header_path(ref, commit), record)
+    files = pick_gguf(ref, list(sizes))
+    requests: dict[str, int] = {}
+    first, tensors = b"", []
+    for name in files:
+        data, header = _remote_gguf_header(ref, commit, name, sizes.get(name), hub, requests)
+        first = first or data
+        tensors += gguf.stored_tensors(header, f"{ref}: {name}")
+    fetched = Fetched(ref, commit, _gguf_header_path(ref, commit), tuple(files), tuple(tensors), "gguf", requests)
+    fetched.gguf_header_bytes = first
+    return fetched
+
+
+def _remote_gguf_header(ref: HubRef, commit: str, filename: str, size: int | None, hub, requests: dict):
+    """A GGUF file's header bytes and parsed header, by range requests: GGUF_FIRST_RANGE bytes, then as
+    many more as the parser says it needs (at least doubling)."""
+    from archspec.sources import gguf
+    from archspec.sources.gguf_header import Truncated, parse_header
+
+    where = f"{ref}: {filename}"
+    url = hub.hf_hub_url(ref.repo, filename, revision=commit, endpoint=endpoint())
+    headers = hub.utils.build_hf_headers(token=_token())
+    session = hub.utils.get_session()
+    body, total, want = b"", size, GGUF_FIRST_RANGE
+    while True:
+        if total is not None and len(body) >= total:
+            raise SpecError(f"{where}: the file ends ({total:,} bytes) inside its GGUF header (a truncated file)")
+        try:
+            r = session.get(url, headers={**headers, "Range": f"bytes={len(body)}-{want - 1}"}, follow_redirects=True)
+            requests[filename] = requests.get(filename, 0) + 1
+            hub.utils.hf_raise_for_status(r)
+        except Exception as exc:  # noqa: BLE001
+            raise _refusal(exc, ref) from None
+        body = body + r.content if r.status_code == 206 else r.content
+        total = _total(r.headers.get("Content-Range"), total, len(body) if r.status_code == 200 else None)
+        try:
+            header = parse_header(body, where, total)
+        except Truncated as exc:
+            want = max(exc.needed, 2 * len(body))
+            continue
+        if total is not None:
+            gguf.check_data(header, total, where)
+        return bytes(body[: header.data_offset]), header

@@ -135,11 +135,11 @@ def _gguf(ref: str, path: Path) -> ModelSpec:
     """A .gguf file: its header's architecture keys give the spec, its tensor infos the stored tensors."""
     from archspec.sources import gguf
 
-    header = gguf.read_header(path)
-    spec = gguf.spec_of(header, gguf.spec_name(path), ref)
+    header, stored, files = gguf.read_model(path)
+    spec = gguf.spec_of(header, gguf.spec_name(path), ref, stored)
     source = Source(
-        ref, "checkpoint", "gguf", None, ref, gguf.architecture(header, ref), (path.name,),
-        tuple(gguf.stored_tensors(header, ref)), file_type=gguf.file_type(header),
+        ref, "checkpoint", "gguf", None, ref, gguf.architecture(header, ref), tuple(files), tuple(stored),
+        file_type=gguf.file_type(header),
     )  # fmt: skip
     return _attach(spec, source)
 
@@ -156,6 +156,8 @@ def _hub(ref: str, hub_ref) -> ModelSpec:
     from archspec.sources import hub
 
     fetched = hub.fetch(hub_ref)
+    if fetched.format == "gguf":
+        return _hub_gguf(ref, hub_ref, fetched)
     where = f"{hub_ref.repo} (config.json)"
     name = hf.spec_name(Path(hub_ref.repo.split("/")[1]) / "config.json")
     spec = load_config(fetched.config, name=name, where=where)
@@ -172,6 +174,23 @@ def _hub(ref: str, hub_ref) -> ModelSpec:
     )
     _same_model(spec, source)
     fetched.save()  # only a model that resolved is kept for later calls
+    return _attach(spec, source)
+
+
+def _hub_gguf(ref: str, hub_ref, fetched) -> ModelSpec:
+    """A GGUF file of a Hub repository: the spec from its header (kept in the cache), its tensors."""
+    from archspec.sources import gguf
+    from archspec.sources.gguf_header import parse_header
+
+    where = f"{hub_ref}: {fetched.files[0]}"
+    header = parse_header(fetched.gguf_header_bytes or fetched.gguf_header.read_bytes(), where)
+    name = gguf.spec_name(Path(fetched.files[0].rsplit("/", 1)[-1]))
+    spec = gguf.spec_of(header, name, where, list(fetched.tensors))
+    source = Source(
+        ref, "hub", "gguf", None, where, gguf.architecture(header, where), fetched.files, fetched.tensors,
+        fetched.commit, file_type=gguf.file_type(header),
+    )  # fmt: skip
+    fetched.save()
     return _attach(spec, source)
 
 
