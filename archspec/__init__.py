@@ -18,6 +18,10 @@ from archspec.loading import load_spec
 from archspec.params import COMPONENTS, ParamCount, count_params
 from archspec.spec import ModelSpec
 
+# `archspec.sweep` is the function. Importing it loads the module archspec.sweep first, so a later
+# `from archspec.sweep import parse_vary` finds the module loaded and leaves this attribute alone.
+from archspec.sweep import sweep
+
 __version__ = "0.4.0"  # the package's version (pyproject reads it here); CHANGELOG.md says what each holds
 
 
@@ -32,6 +36,10 @@ def __getattr__(name: str):
         from archspec import flops
 
         return getattr(flops, name)
+    if name == "to_pandas":
+        from archspec.notebook import to_pandas
+
+        return to_pandas
     if name in ("estimate_memory", "MemoryEstimate"):
         from archspec import memory
 
@@ -51,5 +59,6 @@ __all__ = [
     "preset_names",
     "presets",
     "resolve_model",
+    "sweep",
     "__version__",
 ]

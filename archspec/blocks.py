@@ -35,9 +35,11 @@ archspec.mixers. Every public name of those is importable from here too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache, wraps
 from threading import Lock
+from typing import Any, TypeVar
 
 from archspec.attention import (
     AttentionShape,
@@ -95,6 +97,7 @@ def stack_shapes(spec: ModelSpec) -> list[StackShape]:
 # the same parts. The held specs are keyed by identity (the entry keeps the spec, so its id is not
 # reused while held) and counted by the blocks open on them, so blocks may nest, interleave (threads,
 # generators) and close in any order: an entry goes when its last block closes.
+T = TypeVar("T")
 _held: dict[int, list] = {}  # id(spec) -> [spec, open blocks, {mtp: parts}]
 _holding = Lock()  # opening and closing blocks from several threads
 
@@ -113,6 +116,29 @@ def describing(spec: ModelSpec) -> Iterator[None]:
             entry[1] -= 1
             if entry[1] == 0:
                 del _held[key]
+
+
+def described(fold: Callable[..., T]) -> Callable[..., T]:
+    """`fold(spec, ...)` runs inside describing(spec): every figure it asks starts from one description."""
+
+    @wraps(fold)
+    def run(spec: ModelSpec, *args: Any, **kwargs: Any) -> T:
+        with describing(spec):
+            return fold(spec, *args, **kwargs)
+
+    return run
+
+
+def held(spec: ModelSpec, key: Any, make: Callable[[], T]) -> T:
+    """make(), once per `key` while describing(spec) holds the spec (a figure several folds ask, such as
+    the parameter count FLOPs and weights both start from); make() each time otherwise."""
+    entry = _held.get(id(spec))
+    if entry is None:
+        return make()
+    memo = entry[2]
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
 
 
 def describe(spec: ModelSpec, mtp: bool = False) -> list[Part]:
@@ -276,8 +302,38 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
     return out
 
 
+# A sweep describes many specs whose layers repeat (the same widths at another depth, or the same
+# kind in a new model): the parts of one layer kind depend on the spec's fields but not on its name
+# or depth, so they are made once per kind and reused (measured in benchmarks/planning.py).
+_BLOCKS: dict[tuple, tuple[Part, ...]] = {}
+_BLOCKS_MAX = 4096  # kinds kept; the table is emptied when it is full, so memory stays bounded
+_NOT_READ = frozenset({"name", "encoder_layers", "decoder_layers", "kinds", "layers", "mtp"})  # by a block
+
+
 def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: bool = False,
                 layer: str | None = None) -> list[Part]:  # fmt: skip
+    """The layers of one kind in a stack (`spec` is the spec that kind sees), `group.count` of them."""
+    unplaced = stack._replace(layers=0)
+    try:
+        key = (*map(spec.__dict__.__getitem__, _block_fields()), unplaced, layer)
+        body = _BLOCKS.get(key)
+    except TypeError:  # a field that cannot be hashed: described afresh
+        key, body = None, None
+    if body is None:
+        body = tuple(_block_body(spec, unplaced, layer))
+        if key is not None:
+            if len(_BLOCKS) >= _BLOCKS_MAX:
+                _BLOCKS.clear()
+            _BLOCKS[key] = body
+    return [p._replace(stack=stack, repeat=group.count, group=group, shared=shared) for p in body]
+
+
+@cache
+def _block_fields() -> tuple[str, ...]:
+    return tuple(f for f in ModelSpec.model_fields if f not in _NOT_READ)
+
+
+def _block_body(spec: ModelSpec, stack: StackShape, layer: str | None) -> list[Part]:
     """The layers of one kind in a stack (`spec` is the spec that kind sees): each sub-layer with its
     norm(s) and residual add; a kind without a mixer or without an MLP has that sub-layer left out.
 
@@ -326,7 +382,7 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
     if stack.cross:
         keep += (Saved("memory", spec.d_model, rows="source", kept=CHECKPOINT, shared=True),)
     out[0] = out[0]._replace(saved=out[0].saved + keep)
-    return [p._replace(repeat=group.count, group=group, shared=shared) for p in out]
+    return out
 
 
 def relative_bias_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:

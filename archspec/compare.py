@@ -42,6 +42,11 @@ class Comparison(Record):
     def to_dict(self) -> dict[str, Any]:
         return record(self, derived=(("kv_cache_dtype", "training_bytes_per_param"),))
 
+    def _repr_html_(self) -> str:  # a table in Jupyter
+        from archspec.notebook import result_html
+
+        return result_html(self)
+
 
 DEFAULT_SEQ_LEN = 4096
 

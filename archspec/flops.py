@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
-from archspec.blocks import AttentionShape, describe
+from archspec.blocks import AttentionShape, describe, described
 from archspec.checks import check_args
 from archspec.entries import NON_MATMUL_CATEGORIES, Lengths, Work
 from archspec.errors import SpecError
@@ -120,6 +120,11 @@ class FlopCount(Record):
             ("non_matmul_estimate_total", "non_matmul"), ("not_modelled", "non_matmul"),
         ))  # fmt: skip
 
+    def _repr_html_(self) -> str:  # a table in Jupyter
+        from archspec.notebook import result_html
+
+        return result_html(self)
+
 
 def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: int | None) -> Lengths:
     """The workload: B sequences of T target (or only) tokens, max_positions by default, and for an
@@ -142,6 +147,7 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
     return Lengths(batch, T, S)
 
 
+@described
 def count_flops(
     spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len: int | None = None, causal_half: bool = False
 ) -> FlopCount:

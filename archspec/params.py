@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from archspec.blocks import Linear, Part, describe, stack_shapes
+from archspec.blocks import Linear, Part, describe, held, stack_shapes
 from archspec.checks import check_args
 from archspec.records import Record, record
 from archspec.spec import ModelSpec
@@ -54,6 +54,11 @@ class ParamCount(Record):
     def to_dict(self) -> dict:
         return record(self)
 
+    def _repr_html_(self) -> str:  # a table in Jupyter
+        from archspec.notebook import result_html
+
+        return result_html(self)
+
 
 def seed_estimate(spec: ModelSpec) -> int:
     """The seed formula 12 * L * d^2 + V * d, with L all blocks of all stacks."""
@@ -79,6 +84,10 @@ def count_params(spec: ModelSpec, mtp: bool = False) -> ParamCount:
     """Exact parameter count of `spec`, by component, role and layer kind; with `mtp`, the
     multi-token-prediction modules too (component 'mtp'; transformers does not build them)."""
     check_args("count_params", spec=spec, mtp=mtp)
+    return held(spec, ("count_params", bool(mtp)), lambda: _count_params(spec, mtp))
+
+
+def _count_params(spec: ModelSpec, mtp: bool) -> ParamCount:
     parts = describe(spec, mtp=mtp)
     components = dict.fromkeys(COMPONENTS, 0)
     roles = dict.fromkeys(ROLES, 0)

@@ -174,7 +174,7 @@ def scaling_data(specs: list[ModelSpec], vary, seq_len: int | None = None) -> Sc
         raise SpecError(f"--vary {v}: a scaling plot needs a numeric field with whole-number values")
     curves = []
     for spec in specs:
-        rows = sweep(spec, [v], seq_len)
+        rows = list(sweep(spec, [v], seq_len, strict=True))
         curves.append(
             ScalingCurve(
                 name=spec.name,

@@ -577,6 +577,10 @@ class ModelSpec(BaseModel):
         """A new spec with `changes`, validated again; derived defaults are re-derived. A dotted key
         changes one field of a sub-table (`**{"mlp.top_k": 1}`, `**{"position.base": 5e5}`); naming a
         new kind (`**{"mlp.kind": "moe"}`) starts that kind's table from its defaults."""
+        if changes and changes.keys() <= _plain_fields(type(self)):
+            fast = _replaced(self, changes)
+            if fast is not None:
+                return fast
         data: dict[str, Any] = {k: getattr(self, k) for k in self.model_fields_set}
         for key, value in changes.items():
             table, dot, field = key.partition(".")
@@ -654,4 +658,57 @@ def _with_defaults(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]
             out[name] = info.default_factory()
         elif how == "value":
             out[name] = info.get_default()  # a copy of a mutable default, as model_construct makes
+    return out
+
+
+# A planning script replaces a few numbers of a spec many times (a sweep: thousands of shapes a
+# second). Validating the whole spec again costs most of that, so when only plain fields change
+# (numbers, flags, names of choices) `replace` validates those values with pydantic's own validator
+# for each field, re-derives the defaults that read them, and runs the model's cross-field checks: the
+# spec full validation would make (a fuzz test compares both). Anything else, or any error, takes the
+# full path, which gives the one error message. Measured in benchmarks/planning.py.
+@cache
+def _plain_fields(cls: type[BaseModel]) -> frozenset[str]:
+    """Fields whose value is a number, a flag or a choice: validated alone, the same as in the model."""
+    from types import UnionType
+    from typing import Union, get_args, get_origin
+
+    def plain(tp: Any) -> bool:
+        if get_origin(tp) in (Union, UnionType):
+            return all(plain(a) for a in get_args(tp))
+        return tp in (int, float, bool, str) or get_origin(tp) is Literal
+
+    return frozenset(n for n, info in cls.model_fields.items() if n != "name" and plain(info.annotation))
+
+
+@cache
+def _field_validator(cls: type[BaseModel], name: str) -> Any:
+    from typing import Annotated
+
+    from pydantic import TypeAdapter
+
+    info = cls.model_fields[name]
+    tp = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    return TypeAdapter(tp, config=ConfigDict(strict=True))
+
+
+def _replaced(spec: BaseModel, changes: dict[str, Any]) -> Any:
+    """`spec` with plain `changes`, validated as full validation would; None where it refuses them."""
+    cls = type(spec)
+    try:
+        new = {k: _field_validator(cls, k).validate_python(v) for k, v in changes.items()}
+    except ValidationError:
+        return None
+    out = spec.model_copy(update=new)  # the new values are given; the rest is shared, as validation shares it
+    values, seen = out.__dict__, {}
+    for name, info, how in _defaults(cls):  # in field order, a derived default sees the fields before it
+        if how == "data" and name not in out.model_fields_set:
+            values[name] = info.default_factory(seen)
+        seen[name] = values[name]
+    for key in values.keys() - seen.keys():  # views cached on `spec` (cached_property) are not its copy's
+        del values[key]
+    try:
+        out._check_consistency()
+    except ValueError:
+        return None
     return out

@@ -73,7 +73,7 @@ def within(name: str, prefixes) -> bool:
 # and the layers it may import at module level (function bodies may reach up, lazily)
 LAYERS = {
     "base": ("archspec.presets", "archspec.vocab", "archspec.limits", "archspec.errors", "archspec.checks",
-             "archspec.sizing", "archspec.records", "archspec._source_tree"),
+             "archspec.sizing", "archspec.records", "archspec._source_tree", "archspec.progress"),
     "spec": ("archspec.subtables", "archspec.spec", "archspec.layers"),
     "description": ("archspec.entries", "archspec.parts", "archspec.attention", "archspec.mlp", "archspec.blocks",
                     "archspec.mixers"),
@@ -81,7 +81,8 @@ LAYERS = {
                    "archspec.fit", "archspec.sweep", "archspec.compare", "archspec.claims", "archspec.conventions",
                    "archspec.formula"),
     "inputs": ("archspec.hf", "archspec.loading", "archspec.specfile", "archspec.catalog", "archspec.tables"),
-    "front door": ("archspec.__main__", "archspec.cli", "archspec.render", "archspec.plot", "archspec.report"),
+    "front door": ("archspec.__main__", "archspec.cli", "archspec.render", "archspec.plot", "archspec.report",
+                   "archspec.notebook"),
 }  # fmt: skip
 MAY_IMPORT = {
     "base": {"base"},

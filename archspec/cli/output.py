@@ -57,30 +57,51 @@ PROGRESS = {"live": False}
 
 
 def progress_write(text: str | None) -> None:
-    """Redraw the progress line on stderr (None clears it)."""
+    """Redraw the progress line on stderr (None clears it, and closes any progress bar)."""
+    if text is None:
+        from archspec.progress import close_all
+
+        close_all()
     sys.stderr.write("\r\033[K" + (text or ""))
     sys.stderr.flush()
     PROGRESS["live"] = text is not None
 
 
 def progress(items: list, label: str, describe: Callable[[Any], str] = str):
-    """Yield `items`; when stderr is a terminal, keep one line there saying which item of how many runs."""
-    live = len(items) > 1 and sys.stderr.isatty()
-    for i, item in enumerate(items):
-        if live:
-            progress_write(f"{label}: {i + 1}/{len(items)} {describe(item)}")
-        yield item
-    if live:
-        progress_write(None)
+    """Yield `items`; when stderr is a terminal, a progress bar there says which item of how many runs."""
+    from archspec.progress import bar, done, on_terminal
+
+    if len(items) < 2 or not on_terminal():
+        yield from items
+        return
+    b = bar(len(items), label)
+    PROGRESS["live"] = True
+    try:
+        for item in items:
+            b.set_postfix_str(describe(item), refresh=False)
+            yield item
+            b.update(1)
+    finally:
+        done(b)
+        PROGRESS["live"] = False
 
 
 def progress_callback(label: str) -> Callable[[int, int], None] | None:
-    """A (done, total) callback for library loops, drawing the progress line on a terminal; else None."""
-    if not sys.stderr.isatty():
-        return None
+    """A (done, total) callback for library loops, drawing a progress bar on a terminal; else None."""
+    from archspec.progress import bar, done, on_terminal
 
-    def show(done: int, total: int) -> None:
-        progress_write(f"{label}: {done}/{total}" if done < total else None)
+    if not on_terminal():
+        return None
+    drawn: list = []
+
+    def show(n: int, total: int) -> None:
+        if not drawn:
+            drawn.append(bar(total, label))
+            PROGRESS["live"] = True
+        drawn[0].update(n - drawn[0].n)
+        if n >= total:
+            done(drawn[0])
+            PROGRESS["live"] = False
 
     return show
 

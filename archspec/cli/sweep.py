@@ -1,15 +1,19 @@
 """`archspec sweep`: one row per combination of --vary values: the varied fields, total and active
-parameters, forward FLOPs per token, weights and KV cache per token."""
+parameters, forward FLOPs per token, weights and KV cache per token. The rows stream from
+archspec.sweep (the API's path): CSV and JSON lines are written as they are made, to standard output
+or to a file (-o) that appears whole or not at all."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from archspec.cli.models import read_specs
 from archspec.cli.options import DTYPE_HELP, dtype_name, positive_int
-from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, ROUNDING_NOTE, fmt_value, progress_callback, render
-from archspec.errors import SpecError
+from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, ROUNDING_NOTE, OutputError, emit, fmt_value, progress_callback
+from archspec.errors import SpecError, shown
 
 HELP = (
     "one row per combination of --vary values: the varied fields, total and active parameters, forward FLOPs "
@@ -18,13 +22,22 @@ HELP = (
 EXAMPLES = (
     "archspec sweep gpt2 --vary d_model=512:1024:256 --vary n_heads=8,16\n"
     "  archspec sweep gpt3-6.7b --vary n_kv_heads=1,8,32 --dtype bfloat16\n"
-    "  archspec sweep gpt2 --vary activation=gelu,swiglu --set d_ff=2048 --format csv > sweep.csv"
+    "  archspec sweep llama-3-8b --vary d_model=3072:6144:128 --vary decoder_layers=16:48 "
+    "--where 'total within 1% of 7e9'\n"
+    "  archspec sweep gpt2 --vary d_model=256:4096:16 --vary decoder_layers=1:96 -o shapes.csv"
 )
+FORMATS = (
+    ["table", "markdown", "json", "csv", "jsonl"],
+    "output format: table (default), markdown, json (exact numbers), csv, jsonl (one JSON object a line); "
+    "with -o, the file's suffix (.csv, .jsonl, .json, .md) when not given",
+)
+TABLE_ROWS = 1_000  # rows a table or markdown prints; more are written to a file (-o) or as csv/jsonl
+SUFFIX_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".json": "json", ".md": "markdown", ".txt": "table"}
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
     from archspec.memory import DTYPE_BYTES
-    from archspec.sweep import KEEP
+    from archspec.sweep import KEEP, LIMIT
 
     p.add_argument(
         "--vary",
@@ -48,46 +61,203 @@ def add_args(p: argparse.ArgumentParser) -> None:
         help="d_head: keep the head width while d_model varies, so that n_heads = d_model / d_head",
     )
     p.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="CONSTRAINT",
+        help="keep the rows that satisfy it (repeatable): FIELD OP VALUE with OP one of == != < <= > >= "
+        "('d_head == 128', 'kv_cache_bytes_per_token <= 131072'), or FIELD within P%% of VALUE "
+        "('total within 1%% of 7e9'); FIELD is a spec field or a figure of the row",
+    )
+    p.add_argument(
         "--seq-len", type=positive_int, help="sequence length for FLOPs per token (default: each row's max_positions)"
     )
     p.add_argument("--dtype", default="bf16", type=dtype_name, choices=list(DTYPE_BYTES), help=DTYPE_HELP)
+    p.add_argument(
+        "--limit",
+        type=positive_int,
+        default=LIMIT,
+        metavar="N",
+        help=f"the most combinations a sweep runs (default {LIMIT:,}); --force runs any number",
+    )
+    p.add_argument("--force", action="store_true", help="run a sweep of more combinations than --limit")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the rows to FILE (CSV, JSON lines, JSON or markdown by --format or the suffix), streamed; "
+        "the file appears when the sweep is done, never half-written",
+    )
 
 
 def run(args) -> int:
-    from archspec.render import human, human_bytes, table
-    from archspec.sweep import parse_vary, sweep
+    from archspec.sweep import sweep
 
-    varies = [parse_vary(v) for v in args.vary]
-    zipped = [[f.strip() for f in z.split(",")] for z in args.zip]
     specs = read_specs(args)
-    objects, skipped = [], []
-    for i, spec in enumerate(specs):
-        progress = progress_callback(f"sweep {spec.name}" + (f" ({i + 1}/{len(specs)})" if len(specs) > 1 else ""))
-        objects += sweep(spec, varies, args.seq_len, args.dtype, progress, zipped, args.keep, skipped)
-    if not objects:
-        raise SpecError(f"no combination of the sweep is a valid spec; the first: {skipped[0]}")
-    for s in skipped:
-        sys.stderr.write(f"archspec: skipped {s}\n")
-
-    def people() -> str:
-        fields = [v.field for v in varies] + (["n_heads"] if args.keep else [])
-        headers = ["model", *fields, "params", "active", "FLOPs/token", f"weights {args.dtype}", "KV/token"]
-        rows = [
-            [o["name"], *(fmt_value(o[f]) for f in fields), human(o["total"]), human(o["active"]),
-             human(float(o["forward_per_token"])), human_bytes(o["weights_bytes"]),
-             human_bytes(o["kv_cache_bytes_per_token"])]
-            for o in objects
-        ]  # fmt: skip
-        at = f"{args.seq_len:,}-token sequences" if args.seq_len else "each row's max_positions"
-        note = (
-            f"FLOPs/token: exact forward matmul FLOPs per token over {at} (2 per multiply-accumulate); "
-            f"weights and KV cache per token in {args.dtype}."
-        )
-        if args.keep:
-            note += " n_heads follows d_model (--keep d_head)."
-        if skipped:
-            note += f"\n{len(skipped)} combination(s) skipped (the spec refuses them; see stderr)."
-        return table(rows, headers, args.format) + "\n\n" + ROUNDING_NOTE + "\n" + note
-
-    render(args, objects, people)
+    fmt = output_format(args)
+    limit = None if args.force else args.limit
+    zipped = [[f.strip() for f in z.split(",")] for z in args.zip]
+    sweeps = [sweep(spec, args.vary, args.seq_len, args.dtype, where=args.where, zipped=zipped, keep=args.keep,
+                    limit=limit, strict=False) for spec in specs]  # fmt: skip
+    total = sum(s.n_combinations for s in sweeps)
+    if limit is not None and total > limit:
+        raise SpecError(f"the sweeps have {total:,} combinations, over the limit of {limit:,}; narrow the ranges, "
+                        "raise --limit or give --force")  # fmt: skip
+    with _Output(args.output) as out:
+        if fmt in ("table", "markdown"):
+            _tabulate(args, sweeps, fmt, out)
+        else:
+            _stream(sweeps, fmt, out, len(specs))
+    skipped = sum(s.n_skipped for s in sweeps)
+    if not any(s.n_rows for s in sweeps) and skipped and not any(s.n_filtered for s in sweeps):
+        raise SpecError(f"no combination of the sweep is a valid spec; the first: {sweeps[0].skipped[0]}")
+    for s in sweeps:
+        for refused in s.skipped:
+            sys.stderr.write(f"archspec: skipped {refused}\n")
+        if s.n_skipped > len(s.skipped):
+            sys.stderr.write(f"archspec: skipped {s.n_skipped - len(s.skipped):,} more combinations of {s.spec.name}\n")
     return EXIT_MISMATCH if skipped else EXIT_OK
+
+
+def output_format(args) -> str:
+    """--format, or the output file's suffix; the file's folder must exist and be writable (checked before
+    any row is made)."""
+    given = "format" in getattr(args, "given", set())
+    if args.output is None:
+        return args.format
+    path = Path(args.output)
+    if not given:
+        if path.suffix.lower() not in SUFFIX_FORMATS:
+            raise SpecError(f"-o {shown(args.output)}: say the format with --format csv|jsonl|json|markdown, or end "
+                            f"the name in {', '.join(SUFFIX_FORMATS)}")  # fmt: skip
+        args.format = SUFFIX_FORMATS[path.suffix.lower()]
+    folder = path.parent
+    if path.is_dir():
+        raise SpecError(f"-o {shown(args.output)} is a folder; give a file name")
+    if not folder.is_dir():
+        raise SpecError(f"-o {shown(args.output)}: no such folder {shown(str(folder))}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise SpecError(f"-o {shown(args.output)}: not writable")
+    return args.format
+
+
+class _Output:
+    """Standard output, or a file written under a temporary name beside it and renamed when the sweep is
+    done: an error or an interrupt leaves no half-written file."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path, self.file, self.tmp = path, None, None
+
+    def __enter__(self) -> _Output:
+        if self.path is not None:
+            import tempfile
+
+            target = Path(self.path)
+            try:
+                fd, self.tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+            except OSError as exc:
+                raise SpecError(f"-o {shown(self.path)}: cannot be written ({exc.strerror or exc})") from None
+            self.file = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        return self
+
+    def write(self, text: str) -> None:
+        if self.file is None:
+            emit(text)
+            return
+        try:
+            self.file.write(text + "\n")
+        except OSError as exc:
+            raise OutputError(f"{self.path}: {exc.strerror or exc}") from None
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if self.file is None:
+            return
+        try:
+            self.file.close()
+            if kind is None:
+                os.replace(self.tmp, self.path)
+        except OSError as err:
+            kind = kind or OSError
+            raise OutputError(f"{self.path}: {err.strerror or err}") from None
+        finally:
+            if kind is not None and os.path.exists(self.tmp):
+                os.unlink(self.tmp)
+
+
+def _ticks(s, i: int, n: int):
+    label = f"sweep {s.spec.name}" + (f" ({i + 1}/{n})" if n > 1 else "")
+    s.progress = progress_callback(label)
+
+
+def _stream(sweeps, fmt: str, out: _Output, n: int) -> None:
+    """CSV, JSON lines or a JSON array, one row at a time."""
+    import csv
+    import io
+    import json
+
+    first = True
+    if fmt == "json":
+        out.write("[")
+    for i, s in enumerate(sweeps):
+        _ticks(s, i, n)
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=s.columns, lineterminator="")
+        if fmt == "csv" and i == 0:
+            writer.writeheader()
+            out.write(buf.getvalue())
+        for row in s:
+            if fmt == "csv":
+                buf.seek(0)
+                buf.truncate()
+                writer.writerow({k: _csv(v) for k, v in row.items()})
+                out.write(buf.getvalue())
+            else:
+                try:
+                    text = json.dumps(row, allow_nan=False)
+                except ValueError as exc:
+                    raise SpecError(f"a result cannot be written as JSON: {exc}") from None
+                if fmt == "json":
+                    text = ("  " if first else ", ") + text
+                out.write(text)
+            first = False
+    if fmt == "json":
+        out.write("]")
+
+
+def _csv(v):
+    return "true" if v is True else "false" if v is False else v
+
+
+def _tabulate(args, sweeps, fmt: str, out: _Output) -> None:
+    """A table for people, of at most TABLE_ROWS rows: a sweep that gives more says how many it would print."""
+    from archspec.render import human, human_bytes, table
+
+    fields = sweeps[0].fields
+    headers = ["model", *fields, "params", "active", "FLOPs/token", f"weights {args.dtype}", "KV/token"]
+    rows, n = [], 0
+    for i, s in enumerate(sweeps):
+        _ticks(s, i, len(sweeps))
+        for o in s:
+            n += 1
+            if n <= TABLE_ROWS:
+                rows.append([o["name"], *(fmt_value(o[f]) for f in fields), human(o["total"]), human(o["active"]),
+                             human(float(o["forward_per_token"])), human_bytes(o["weights_bytes"]),
+                             human_bytes(o["kv_cache_bytes_per_token"])])  # fmt: skip
+    if n > TABLE_ROWS:
+        raise SpecError(f"the sweep gives {n:,} rows, too many to print as a {fmt}; write them to a file "
+                        "(-o FILE.csv or -o FILE.jsonl) or print them with --format csv|jsonl, or narrow it "
+                        "with --where")  # fmt: skip
+    at = f"{args.seq_len:,}-token sequences" if args.seq_len else "each row's max_positions"
+    note = (
+        f"FLOPs/token: exact forward matmul FLOPs per token over {at} (2 per multiply-accumulate); "
+        f"weights and KV cache per token in {args.dtype}."
+    )
+    if args.keep:
+        note += " n_heads follows d_model (--keep d_head)."
+    filtered = sum(s.n_filtered for s in sweeps)
+    if filtered:
+        note += f"\n{filtered:,} combination(s) left out by --where."
+    skipped = sum(s.n_skipped for s in sweeps)
+    if skipped:
+        note += f"\n{skipped:,} combination(s) skipped (the spec refuses them; see stderr)."
+    out.write(table(rows, headers, fmt) + "\n\n" + ROUNDING_NOTE + "\n" + note)

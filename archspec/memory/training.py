@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from archspec.blocks import Lengths, describe
+from archspec.blocks import Lengths, describe, described
 from archspec.checks import check_args, check_int
 from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
@@ -112,6 +112,11 @@ class MemoryEstimate(Record):
     def to_dict(self) -> dict:
         return record(self, self.DERIVED)
 
+    def _repr_html_(self) -> str:  # a table in Jupyter
+        from archspec.notebook import result_html
+
+        return result_html(self)
+
 
 def training_bytes_per_param(dtype: str, optimizer: str = "adamw", fp32_grads: bool = False) -> tuple:
     """(weights, gradients, optimizer states) bytes per parameter when training in `dtype`.
@@ -131,6 +136,7 @@ def training_bytes_per_param(dtype: str, optimizer: str = "adamw", fp32_grads: b
     return e, grads, optim
 
 
+@described
 def estimate_memory(
     spec: ModelSpec,
     batch: int = 1,
