@@ -81,10 +81,12 @@ def test_verify_memory_renders_planned_against_measured(run_cli):
 
 def test_verify_memory_exits_1_when_the_plan_drifts(run_cli, monkeypatch):
     """A description that forgets one saved tensor (the MLP's input) is caught by the measurement."""
+    import archspec.blocks as blocks
     import archspec.mlp as mlp
 
     real = mlp._mlp_saved
     monkeypatch.setattr(mlp, "_mlp_saved", lambda m, per_token=1: real(m, per_token)[1:])
+    monkeypatch.setattr(blocks, "_BLOCKS", {})  # layer kinds described before the patch are not reused
     code, out, _ = run_cli("verify", "gpt2", "--set", "decoder_layers=1", "--memory")
     assert code == 1 and "MISMATCH" in out
 

@@ -168,6 +168,7 @@ def test_verify_exits_1_and_names_the_tensor_and_component_on_a_mismatch(run_cli
         return part._replace(entries=entries)
 
     monkeypatch.setattr(blocks, "mlp_part", down_without_bias)
+    monkeypatch.setattr(blocks, "_BLOCKS", {})  # layer kinds described before the patch are not reused
     code, out, _ = run_cli("verify", "gpt2")
     assert code == 1 and "MISMATCH" in out
     assert "decoder.layers.0.mlp.down.bias (768,) is in the model, not in the description" in out
