@@ -399,6 +399,11 @@ def test_corrupt_files_are_refused_in_one_line(small, tmp_path):
     assert "declares" in _bad(data[:24] + struct.pack("<Q", 1 << 50) + data[32:], tmp_path)
     # a key length that runs past the end of the file
     assert "runs past the end of the file" in _bad(data[:24] + struct.pack("<Q", 1 << 20) + data[32:], tmp_path)
+    at = data.index(struct.pack("<Q", 4) + b"tok7")  # one token of the tokenizer's array of strings
+    assert "tokenizer.ggml.tokens'[7] declares" in _bad(
+        data[:at] + struct.pack("<Q", 1 << 50) + data[at + 8 :], tmp_path
+    )
+    assert "[7] is not UTF-8" in _bad(data.replace(b"tok7", b"\xff\xfek7", 1), tmp_path)
     assert "truncated GGUF file" in _bad(data[: len(data) - 100], tmp_path)
     assert "runs past the end" in _bad(data[:200], tmp_path)
 
