@@ -494,3 +494,17 @@ def test_a_corrupt_gguf_file_is_one_line_and_exit_2(small, tmp_path, run_cli):
     path.write_bytes(small.read_bytes()[:300])
     code, out, err = run_cli("params", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and "runs past the end of the file" in err
+
+
+def test_the_documents_toy_file_is_what_its_script_writes(tmp_path):
+    """tests/data/gguf/toy-qwen3-Q4_K_M.gguf, which the documents' examples read, is reproducible; typed as
+    llama.cpp's quantiser types Q4_K_M, its stored bytes are what archspec's q4_k_m format predicts."""
+    import runpy
+
+    toy = Path(__file__).parent / "data" / "gguf" / "toy-qwen3-Q4_K_M.gguf"
+    script = runpy.run_path(str(toy.with_name("make_toy.py")))
+    script["write"](tmp_path / "toy.gguf")
+    assert (tmp_path / "toy.gguf").read_bytes() == toy.read_bytes()
+    header, stored, _ = ggufsrc.read_model(toy)
+    report = ggufsrc.check(ggufsrc.spec_of(header, "toy"), stored, "qwen3", str(toy), (), ggufsrc.file_type(header))
+    assert report.ok and report.weights_format == "q4_k_m" and report.predicted_bytes == report.stored.bytes
