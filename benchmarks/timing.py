@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 
 
-def command(cmd: list[str]) -> Callable[[], None]:
-    """A callable that runs `cmd` to the end (its output discarded), failing if it fails."""
-    return lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+def command(cmd: list[str], env: dict[str, str] | None = None) -> Callable[[], None]:
+    """A callable that runs `cmd` to the end (its output discarded), failing if it fails; `env`: its environment."""
+    return lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
 
 
 def seconds(fn: Callable[[], object]) -> float:

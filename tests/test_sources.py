@@ -487,3 +487,22 @@ def test_memory_inference_and_fit_plan_a_checkpoint_as_stored(tmp_path, run_cli)
     assert [(o["dtype"], o["weights_source"]) for o in json.loads(out)] == [("fp8", "stored")]
     code, out, _ = run_cli("params", folder, "--format", "json")
     assert json.loads(out)[0]["stored"]["format"] == "fp8"
+
+
+def test_a_hub_id_without_the_extra_is_refused_offline_too(monkeypatch, run_cli):
+    import sys
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    code, _, err = run_cli("params", "someone/some-model")
+    assert code == 2 and "archspec-transformers[hub]" in err and err.count("\n") == 1
+
+
+def test_a_commit_read_once_is_not_asked_again(hub, run_cli):
+    """A commit never changes: `org/name@COMMIT` read once answers online without a request."""
+    serve_checkpoint(hub, "toy/pinned", "llama")
+    commit = hub.repos["toy/pinned"].sha
+    code, first, _ = run_cli("params", f"toy/pinned@{commit}", "--format", "json")
+    hub.log.clear()
+    code2, again, _ = run_cli("params", f"toy/pinned@{commit}", "--format", "json")
+    assert code == code2 == 0 and first == again and hub.log == []

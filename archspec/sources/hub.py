@@ -178,9 +178,16 @@ def _refusal(exc: Exception, ref: HubRef) -> SpecError:
 
 def fetch(ref: HubRef) -> Fetched:
     """The config and stored tensors of a Hub repository, from the cache when they were read before."""
+    if offline():  # from the cache alone: huggingface_hub is imported only where the cache lacks a file
+        _installed()
+        return _from_cache(ref)
+    if ref.revision and re.fullmatch(r"[0-9a-f]{40}", ref.revision):  # a commit never changes: read once, kept
+        _installed()
+        try:
+            return _from_cache(ref)
+        except SpecError:
+            pass
     hub = _hub()
-    if offline():
-        return _from_cache(ref, hub)
     api = hub.HfApi(endpoint=endpoint(), token=_token())
     try:
         info = api.model_info(ref.repo, revision=ref.revision, files_metadata=True)
@@ -238,7 +245,27 @@ def _fetched(ref: HubRef, commit: str, config: Path, record: dict) -> Fetched:
     return Fetched(ref, commit, config, files, tensors, kind, cached=True, gguf_header=header)
 
 
-def _from_cache(ref: HubRef, hub) -> Fetched:
+def _installed() -> None:
+    """Refuse a Hub id where huggingface_hub is not installed, without importing it."""
+    import importlib.util
+    import sys
+
+    try:
+        missing = (
+            sys.modules.get("huggingface_hub", False) is None or importlib.util.find_spec("huggingface_hub") is None
+        )
+    except (ImportError, ValueError):
+        missing = True
+    if missing:
+        raise SpecError(f"a Hugging Face Hub id needs huggingface_hub: {EXTRA}")
+
+
+def _snapshot(repo: str, commit: str, filename: str) -> Path:
+    """Where the hub's cache keeps a file of a commit (huggingface_hub's layout: models--ORG--NAME/snapshots)."""
+    return hub_cache() / f"models--{repo.replace('/', '--')}" / "snapshots" / commit / filename
+
+
+def _from_cache(ref: HubRef) -> Fetched:
     revision = ref.revision or "main"
     if re.fullmatch(r"[0-9a-f]{40}", revision):
         commit = revision
@@ -258,7 +285,9 @@ def _from_cache(ref: HubRef, hub) -> Fetched:
         )
     if record.get("kind") == "gguf":
         return _fetched(ref, commit, _gguf_header_path(ref, commit), record)
-    config = _download(ref, commit, "config.json", hub, local=True)
+    config = _snapshot(ref.repo, commit, "config.json")
+    if not config.is_file():  # the hub's cache was cleaned: huggingface_hub says so in its words
+        config = _download(ref, commit, "config.json", _hub(), local=True)
     return _fetched(ref, commit, config, record)
 
 
