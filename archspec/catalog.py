@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
 from archspec.checks import check_args
 from archspec.errors import SpecError, clip, did_you_mean, shown
-from archspec.loading import build_spec, is_hf_config, parse_text, read_mapping
-from archspec.records import Record
+from archspec.loading import Loaded, build_spec, is_hf_config, parse_text, read_mapping
 from archspec.spec import ModelSpec
 
 RESERVED = ("summary", "source", "printed", "claims")
 
 
-@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
-class Preset(Record):
+@dataclass(frozen=True)
+class Preset:
     """One model of a family file: its spec plus provenance and published claims."""
 
     name: str
@@ -42,11 +41,12 @@ class Preset(Record):
     claims_data: tuple[dict[str, Any], ...] = ()
     printed: dict[str, Any] = field(default_factory=dict)
     path: str = ""
-    trusted: bool = False  # packaged presets skip re-validation at run time (see _spec_of)
 
-    @property
+    @cached_property
     def spec(self) -> ModelSpec:
-        return _spec_of(self)
+        """The preset's spec, validated as any spec file is, once per preset (the package's presets are
+        read once per process: get_preset)."""
+        return build_spec(dict(self.spec_data), f"{clip(self.path, 200)}: models.{clip(self.name, 60)}")
 
     @property
     def claims(self):
@@ -55,23 +55,7 @@ class Preset(Record):
         return parse_claims(self.claims_data, f"{self.path}: models.{self.name}.claims")
 
 
-_SPECS: dict[tuple[str, str, bool], ModelSpec] = {}
-
-
-def _spec_of(p: Preset) -> ModelSpec:
-    """The preset's spec; a packaged one is built once (keyed by where it comes from, since spec data
-    may hold sub-tables, which are not hashable)."""
-    if not p.trusted:
-        return build_spec(dict(p.spec_data), f"{clip(p.path, 200)}: models.{clip(p.name, 60)}")
-    key = (p.path, p.name, p.trusted)
-    if key not in _SPECS:
-        # Package presets are trusted data: tests/test_presets.py validates every one of them
-        # (test_packaged_presets_are_valid) and checks this construction gives the same spec.
-        _SPECS[key] = ModelSpec.construct_trusted(p.spec_data)
-    return _SPECS[key]
-
-
-def parse_family(data: dict[str, Any], where: str, trusted: bool = False) -> list[Preset]:
+def parse_family(data: dict[str, Any], where: str) -> list[Preset]:
     """The presets of one family file's mapping."""
     unknown = set(data) - {"family", "defaults", "models"}
     if unknown and is_hf_config(data):
@@ -120,18 +104,16 @@ def parse_family(data: dict[str, Any], where: str, trusted: bool = False) -> lis
                 claims_data=tuple(claims),
                 printed=dict(table.get("printed", {})),
                 path=where,
-                trusted=trusted,
             )
         )
     return out
 
 
-def load_family_file(path: str | Path, trusted: bool = False) -> list[Preset]:
-    """The presets of a family file; `trusted` only for the package's own files."""
-    return parse_family(read_mapping(path), str(path), trusted)
+def load_family_file(path: str | Path) -> list[Preset]:
+    """The presets of a family file."""
+    return parse_family(read_mapping(path), str(path))
 
 
-# compiled on first use (re caches it): with the cache of preset names, a command may never need it
 _HEADER = r'(?m)^\[models\.(?:"([^"]+)"|([A-Za-z0-9_-]+))\][ \t]*(?:#.*)?$'
 
 
@@ -147,90 +129,14 @@ def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-class _Cache:
-    """The packaged family files as read before: per file its stat (mtime in ns, size), its preset
-    names and, once parsed, its checked data, kept with marshal in the presets' __pycache__ folder
-    as Python keeps bytecode, and trusted under the same rule: an entry counts only while the file
-    has the same mtime and size (and the same archspec and Python). A folder that cannot be written
-    leaves it empty; every command still reads the files."""
-
-    FORMAT = 1
-
-    def __init__(self) -> None:
-        self.folders: dict[Path, dict[str, list]] = {}
-
-    @staticmethod
-    def _key() -> tuple:
-        import sys
-
-        from archspec import __version__
-
-        return (_Cache.FORMAT, __version__, sys.implementation.cache_tag)
-
-    @staticmethod
-    def _file(folder: Path, key: tuple) -> Path:
-        return folder / "__pycache__" / f"presets.{key[2]}.marshal"
-
-    def _entries(self, folder: Path) -> dict[str, list]:
-        if folder not in self.folders:
-            import marshal
-
-            self.folders[folder] = {}
-            key = self._key()
-            try:
-                with open(self._file(folder, key), "rb") as f:
-                    # loads of the bytes: marshal.load of the file reads it a few bytes at a time (10 x slower)
-                    stored, entries = marshal.loads(f.read())
-                if tuple(stored) == key and isinstance(entries, dict):
-                    self.folders[folder] = entries
-            except (OSError, EOFError, ValueError, TypeError):
-                pass
-        return self.folders[folder]
-
-    def get(self, path: Path) -> list | None:
-        """[mtime_ns, size, names, data or None] of `path`, if it is the file as last read."""
-        entry = self._entries(path.parent).get(path.name)
-        try:
-            st = path.stat()
-        except OSError:
-            return None
-        if isinstance(entry, list) and len(entry) == 4 and entry[:2] == [st.st_mtime_ns, st.st_size]:
-            return entry
-        return None
-
-    def put(self, path: Path, names: list[str], data: dict | None) -> None:
-        import marshal
-        import os
-
-        entries = self._entries(path.parent)
-        try:
-            st = path.stat()
-            entries[path.name] = [st.st_mtime_ns, st.st_size, names, data]
-            target = self._file(path.parent, self._key())
-            target.parent.mkdir(exist_ok=True)
-            tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(marshal.dumps((self._key(), entries)))
-            os.replace(tmp, target)  # whole or not at all, whoever else writes it
-        except (OSError, ValueError):  # a read-only install, or data marshal cannot hold: not cached
-            pass
-
-
-_CACHE = _Cache()
-
-
 def _names_in(path: Path) -> list[str]:
-    entry = _CACHE.get(path)
-    if entry is not None:
-        return entry[2]
-    names = [quoted or bare for quoted, bare in re.findall(_HEADER, _text(path))]
-    _CACHE.put(path, names, None)
-    return names
+    return [quoted or bare for quoted, bare in re.findall(_HEADER, _text(path))]
 
 
 @cache
 def _index() -> dict[str, Path]:
     """Preset name -> family file, from the `[models.NAME]` headers: reading text, not parsing TOML,
-    so a command parses only the files of the models it names (and, cached, reads neither)."""
+    so a command parses only the files of the models it names."""
     out: dict[str, Path] = {}
     for path in _data_files():
         for name in _names_in(path):
@@ -243,13 +149,7 @@ def _index() -> dict[str, Path]:
 @cache
 def _family(path: Path) -> dict[str, Preset]:
     """The parsed presets of one packaged family file (its text was read once, by _index)."""
-    entry = _CACHE.get(path)
-    if entry is not None and entry[3] is not None:
-        data = entry[3]
-    else:
-        data = parse_text(path, ".toml", _text(path))
-        _CACHE.put(path, [quoted or bare for quoted, bare in re.findall(_HEADER, _text(path))], data)
-    return {p.name: p for p in parse_family(data, str(path), trusted=True)}
+    return {p.name: p for p in parse_family(parse_text(path, ".toml", _text(path)), str(path))}
 
 
 def preset_names() -> list[str]:
@@ -285,24 +185,36 @@ def with_overrides(spec: ModelSpec, overrides: dict[str, Any] | None, where: str
         raise SpecError(f"{clip(where, 200)} with --set: {exc}") from None
 
 
-def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
-    """The spec of a MODEL argument, with `--set` overrides applied and re-validated. In this order: a
-    preset name; a local path (a spec file, a Hugging Face config.json, a folder holding one, a checkpoint
-    folder or .safetensors file with its config.json); a Hub id `org/name[@REV]` (archspec.sources)."""
+def resolve(ref: str, overrides: dict[str, Any] | None = None) -> Loaded:
+    """The model of a MODEL argument, with `--set` overrides applied and re-validated, and what reading it
+    told (a config's notes). In this order: a preset name; a local path (a spec file, a Hugging Face
+    config.json, a folder holding one, a checkpoint folder or .safetensors file with its config.json); a
+    Hub id `org/name[@REV]` (archspec.sources)."""
     if isinstance(ref, Path):
         ref = str(ref)
     check_args("resolve_model", ref=ref)
     if _looks_like_path(ref) or (ref not in _index() and (_is_file(ref) or _is_dir(ref))):
-        from archspec.sources.resolve import resolve
+        from archspec.loading import import_config, load
+        from archspec.sources.resolve import resolve as resolve_source
+        from archspec.sources.resolve import source_of
 
-        spec = resolve(ref)
+        spec = resolve_source(ref)
+        source = source_of(spec) if spec is not None else None
         if spec is None:
-            from archspec.loading import load_spec
-
-            spec = load_spec(ref)
+            loaded = load(ref)
+        elif source is not None and source.config is not None:  # its config.json tells what the file tells
+            loaded = Loaded(spec, tuple(import_config(source.config, where=source.where).notes))
+        else:
+            loaded = Loaded(spec)
     else:
-        spec = preset(ref)
-    return with_overrides(spec, overrides, ref)
+        loaded = Loaded(preset(ref))
+    return Loaded(with_overrides(loaded.spec, overrides, ref), loaded.notes)
+
+
+def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:
+    """A preset name, a spec-file path, a Hugging Face config.json or a folder holding one, with `--set`
+    overrides applied and re-validated."""
+    return resolve(ref, overrides).spec
 
 
 def claim_sets(refs: list[str] | None, overrides: dict[str, Any] | None = None) -> list[tuple[ModelSpec, tuple]]:

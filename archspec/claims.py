@@ -163,7 +163,8 @@ def parse_claim(item, where: str) -> Claim:
     try:
         return Claim.model_validate(item)
     except ValidationError as err:
-        raise SpecError(describe_validation_error(err, where).replace("unknown field", "unknown claim field")) from None
+        message = describe_validation_error(err, where, Claim.model_fields)
+        raise SpecError(message.replace("unknown field", "unknown claim field")) from None
     except ValueError as exc:
         raise SpecError(f"{where}: {exc}") from None
 

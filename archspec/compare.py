@@ -13,12 +13,12 @@ from archspec.blocks import describing
 from archspec.flops import count_flops, exact_number
 from archspec.memory import kv_cache_bytes_per_token, kv_cache_dtype, training_bytes_per_param, weights_bytes
 from archspec.params import ParamCount, count_params
-from archspec.records import Record, record, rendered
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 
 
-@dataclass(kw_only=True, init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
-class Comparison(Record):
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
     """One model's row: its shape, exact counts and the planning figures at `seq_len` in `dtype`. Its
     JSON record is the spec's shape, the count's totals and the fields below, in this order."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import reprlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -86,11 +86,13 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean {' or '.join(repr(c) for c in near)}?" if near else ""
 
 
-def describe_validation_error(err: ValidationError, where: str = "") -> str:
-    """pydantic's multi-line report as one line: 'where: field: problem (got value)'."""
-    from archspec.spec import SUBTABLES, ModelSpec
-
-    fields = list(ModelSpec.model_fields)
+def describe_validation_error(
+    err: ValidationError, where: str = "", fields: Iterable[str] = (), unions: Mapping[str, Iterable[str]] = {}
+) -> str:
+    """pydantic's multi-line report as one line: 'where: field: problem (got value)'. `fields`: the
+    model's field names (an unknown one gets a suggestion); `unions`: field -> the kinds of its tagged
+    union, whose tag pydantic writes into the location ('mlp.moe.experts' is shown as 'mlp.experts')."""
+    fields = list(fields)
     parts = []
     either = set()  # fields given as one of two forms (bias: a bool or a table), reported once
     for e in err.errors(include_url=False):
@@ -102,7 +104,7 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
                                  f"(got {shown(e.get('input'))})")  # fmt: skip
                 continue
             e = {**e, "loc": ("bias", *e["loc"][2:])}  # a field of the table
-        if len(e["loc"]) >= 2 and e["loc"][0] in SUBTABLES and e["loc"][1] in SUBTABLES[e["loc"][0]]:
+        if len(e["loc"]) >= 2 and e["loc"][0] in unions and e["loc"][1] in unions[e["loc"][0]]:
             e = {**e, "loc": (e["loc"][0], *e["loc"][2:])}  # 'mlp.moe.experts' -> 'mlp.experts'
         loc = ".".join(clip(str(p)) for p in e["loc"])
         msg = e["msg"]

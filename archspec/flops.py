@@ -29,7 +29,7 @@ from archspec.entries import NON_MATMUL_CATEGORIES, Lengths, Work
 from archspec.errors import SpecError
 from archspec.limits import float_or_int
 from archspec.params import ParamCount, count_params
-from archspec.records import Record, record, rendered
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 
 PF_DAY = 10**15 * 24 * 3600  # one petaFLOP/s sustained for a day: 8.64e19 FLOPs
@@ -52,8 +52,8 @@ def exact_number(x: Fraction) -> int | float:
     return int(x) if x.denominator == 1 else float_or_int(x)
 
 
-@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
-class FlopCount(Record):
+@dataclass(frozen=True)
+class FlopCount:
     """Exact forward matmul FLOPs for one workload, by component and operation. Its JSON record is its
     fields and the figures to_dict derives; causal_half shows as attention_scores."""
 
@@ -254,8 +254,8 @@ def approximations(spec: ModelSpec, B: int, T: int, forward: int, pc: ParamCount
 # ---------------------------------------------------------------- training cost
 
 
-@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
-class TrainingCost(Record):
+@dataclass(frozen=True)
+class TrainingCost:
     """Total training compute for D tokens and the wall time it implies on some accelerators."""
 
     tokens: int

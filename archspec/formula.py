@@ -153,7 +153,7 @@ def traced_spec(spec: ModelSpec, values: dict[str, int] | None = None) -> tuple[
     data = {k: getattr(spec, k) for k in spec.model_fields_set}
     for f, sym in symbols.items():
         data[f] = Traced((values or {}).get(f, getattr(spec, f)), sym)
-    return ModelSpec.construct_trusted(data), symbols
+    return ModelSpec.model_construct(_fields_set=set(data), **data), symbols
 
 
 # ---------------------------------------------------------------- the formula

@@ -8,13 +8,14 @@ import re
 import stat
 import sys
 import typing
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from archspec.errors import SpecError, clip, describe_validation_error, one_line, shown
+from archspec.errors import SpecError, clip, one_line, shown
 from archspec.limits import (
     MAX_DEPTH,
     MAX_EXPONENT,
@@ -29,7 +30,7 @@ from archspec.limits import (
     too_deep,
     too_many_yaml_nodes,
 )
-from archspec.spec import ModelSpec
+from archspec.spec import ModelSpec, describe_spec_error
 
 SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 
@@ -369,31 +370,47 @@ def build_spec(data: dict[str, Any], where: str = "") -> ModelSpec:
     try:
         return ModelSpec.model_validate(data)
     except ValidationError as err:
-        raise SpecError(describe_validation_error(err, where)) from None
+        raise SpecError(describe_spec_error(err, where)) from None
 
 
-def load_spec(path: str | Path) -> ModelSpec:
-    """A ModelSpec from a .toml, .json or .yaml file holding the fields at its top level, or from a
-    Hugging Face config.json (a JSON object with model_type) or a folder holding one."""
+@dataclass(frozen=True)
+class Loaded:
+    """A model as read from a file: its spec, and what reading it told the user (a Hugging Face
+    config.json's notes: a multimodal wrapper's uncounted towers, an alias, a tying that transformers
+    overrides); a spec file and a preset tell nothing."""
+
+    spec: ModelSpec
+    notes: tuple[str, ...] = ()
+
+
+def load(path: str | Path) -> Loaded:
+    """The model of a .toml, .json or .yaml file holding the fields at its top level, or of a Hugging
+    Face config.json (a JSON object with model_type) or a folder holding one, with its notes."""
     if isinstance(path, (str, os.PathLike)) and _is_dir(path):
         if not _is_file(Path(path) / "config.json"):
             raise SpecError(
                 f"{_where(path)}: is a directory without a config.json; give a spec file (.toml, .json, .yaml), "
                 "a Hugging Face config.json or a folder holding one"
             )
-        return load_config(path)
-    data, text = _read_mapping(path)
+        return _load_config(path)
+    data, _ = _read_mapping(path)
     if Path(path).suffix.lower() == ".json" and is_hf_config(data):
         from archspec import hf
 
         imported = hf.from_mapping(data, hf.spec_name(Path(path)), _where(path))
-        return _kept(_where(path), text, imported, build_spec(imported.data, _where(path)))
+        return Loaded(build_spec(imported.data, _where(path)), tuple(imported.notes))
     if "models" in data and "name" not in data:
         raise SpecError(
             f"{path}: this looks like a preset family file (it has [models]); "
             "a spec file holds one model's fields at its top level"
         )
-    return build_spec(data, str(path))
+    return Loaded(build_spec(data, str(path)))
+
+
+def load_spec(path: str | Path) -> ModelSpec:
+    """A ModelSpec from a .toml, .json or .yaml file holding the fields at its top level, or from a
+    Hugging Face config.json (a JSON object with model_type) or a folder holding one."""
+    return load(path).spec
 
 
 def _is_dir(path: str | os.PathLike) -> bool:
@@ -445,37 +462,24 @@ def _config_object(file: Path, text: str) -> dict[str, Any]:
 def load_config(path: str | Path, name: str | None = None, where: str | None = None) -> ModelSpec:
     """The ModelSpec of a Hugging Face config.json, or of a folder holding one; `name` and `where` (what
     messages call the file) default to the file's (a Hub id gives its own)."""
-    from archspec import hf
+    return _load_config(path, name, where).spec
 
+
+def _load_config(path: str | Path, name: str | None = None, where: str | None = None) -> Loaded:
     file, text = _config_text(path)
-    where = clip(where or str(file), 200)
-    imported = hf.from_mapping(_config_object(file, text), name or hf.spec_name(file), where)
-    return _kept(where, text, imported, build_spec(imported.data, where))
+    imported = _imported(file, text, name, where)
+    return Loaded(build_spec(imported.data, clip(where or str(file), 200)), tuple(imported.notes))
 
 
 def import_config(path: str | Path, name: str | None = None, where: str | None = None):
     """What `archspec import` writes: the spec data of a config.json (an archspec.hf.Imported) with its notes."""
+    return _imported(*_config_text(path), name, where)
+
+
+def _imported(file: Path, text: str, name: str | None = None, where: str | None = None):
     from archspec import hf
 
-    file, text = _config_text(path)
-    where = clip(where or str(file), 200)
-    kept = _KEPT.pop((where, text), None)
-    if kept is not None:
-        return kept
-    return hf.from_mapping(_config_object(file, text), name or hf.spec_name(file), where)
-
-
-# A config just counted, for the next import_config of the same file and text (a command that counts
-# files and then says what reading each told: its notes), handed out once: each mapping has one user
-# after the spec built from it. Bounded: a process that only loads keeps the last few hundred.
-_KEPT: dict[tuple[str, str], Any] = {}
-
-
-def _kept(where: str, text: str, imported: Any, spec: ModelSpec) -> ModelSpec:
-    if len(_KEPT) >= 256:
-        _KEPT.clear()
-    _KEPT[(where, text)] = imported
-    return spec
+    return hf.from_mapping(_config_object(file, text), name or hf.spec_name(file), clip(where or str(file), 200))
 
 
 _DIGITS = r"[0-9](?:_?[0-9])*"

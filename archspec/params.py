@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 
 from archspec.blocks import Linear, Part, describe, held, stack_shapes
 from archspec.checks import check_args
-from archspec.records import Record, record
+from archspec.records import record
 from archspec.spec import ModelSpec
 from archspec.vocab import COMPONENTS, ROLES
 
 __all__ = ["COMPONENTS", "ParamCount", "count_params", "seed_estimate"]
 
 
-@dataclass(kw_only=True, init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
-class ParamCount(Record):
+@dataclass(frozen=True, kw_only=True)
+class ParamCount:
     """An exact parameter count with its breakdown. Returned, never printed; its JSON record is its
     fields, in this order."""
 

@@ -7,16 +7,11 @@ Where a field's JSON form differs from the field itself, its metadata says so, d
 number), left out when None, shown as None unless a figure holds, spread out into the attributes of
 a nested object, or not rendered at all (data the report keeps for its own text).
 
-``Record`` is the base of the result types on the start-up path: their construction, freezing,
-comparison, hash and repr, written once."""
-
-# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
-# compiles a ForwardRef for every string field when the class is made, at every start-up.
+The result types themselves are plain ``@dataclass(frozen=True)`` classes; this module only reads
+their fields (``dataclasses.fields``) and each field's metadata."""
 
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, FrozenInstanceError, fields, is_dataclass
-from functools import cache
-from reprlib import recursive_repr
+from dataclasses import fields, is_dataclass
 from typing import Any, NamedTuple
 
 _KEY = "archspec.record"
@@ -115,78 +110,3 @@ def per_item(result: Any, items: str) -> list[dict[str, Any]]:
         first = next(iter(own))
         out.append({first: own.pop(first), **head, **own, **tail})
     return out
-
-
-class Record:
-    """The base of a result dataclass declared `@dataclass(init=False, eq=False, repr=False)`: it is
-    made, is frozen, compares, hashes and shows as `@dataclass(frozen=True)`'s own generated methods
-    would (each field by position or keyword, keyword-only ones by keyword, defaults and factories;
-    a field set once, by __init__, and never again, nor any other attribute; equal to a result of the
-    same class whose fields are equal, in order; hashed by those fields; `Name(field=value, ...)`), but
-    from code compiled once, where `dataclass` writes and compiles each of these six methods for every
-    class when the module loads (start-up: see the README's Performance section)."""
-
-    __slots__ = ()
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        cls = type(self)
-        positional, plan = _init_plan(cls)
-        if len(args) > len(positional):
-            raise TypeError(f"{cls.__qualname__}.__init__() takes {len(positional) + 1} positional arguments "
-                            f"but {len(args) + 1} were given")  # fmt: skip
-        given = dict(zip(positional, args))
-        for name in kwargs:
-            if name in given:
-                raise TypeError(f"{cls.__qualname__}.__init__() got multiple values for argument {name!r}")
-        given.update(kwargs)
-        put = object.__setattr__
-        missing = []
-        for name, default, factory, taken in plan:
-            if taken and name in given:
-                put(self, name, given.pop(name))
-            elif default is not MISSING:
-                put(self, name, default)
-            elif factory is not MISSING:
-                put(self, name, factory())
-            elif taken:
-                missing.append(name)
-        if given:
-            raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {next(iter(given))!r}")
-        if missing:
-            raise TypeError(f"{cls.__qualname__}.__init__() missing {len(missing)} required argument"
-                            f"{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}")  # fmt: skip
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self.__dict__ or name not in self.__dataclass_fields__:
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
-        object.__setattr__(self, name, value)  # a subclass's generated __init__, once per field
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is self.__class__:
-            return _compared(self) == _compared(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, f.name) for f in fields(self) if (f.compare if f.hash is None else f.hash)))
-
-    @recursive_repr()
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
-        return f"{self.__class__.__qualname__}({shown})"
-
-
-@cache
-def _init_plan(cls: type) -> tuple[tuple[str, ...], tuple[tuple[str, Any, Any, bool], ...]]:
-    """The names a record type takes by position (its fields not keyword-only, in order) and every field
-    __init__ sets: (name, default, default factory, taken as an argument), MISSING where there is none; a
-    field with init=False is set from its default alone, as a generated __init__ sets it."""
-    every = fields(cls)
-    return (tuple(f.name for f in every if f.init and not f.kw_only),
-            tuple((f.name, f.default, f.default_factory, f.init) for f in every))  # fmt: skip
-
-
-def _compared(result: Any) -> tuple:
-    return tuple(getattr(result, f.name) for f in fields(result) if f.compare)

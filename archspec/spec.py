@@ -10,13 +10,13 @@ The sub-tables it holds (positions, attention and mixers, MLP, heads, layer kind
 
 # Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
 # every string annotation when the class is defined, at every start-up.
-import inspect
 import re
 from functools import cache, cached_property
-from types import FunctionType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from archspec.errors import SpecError, describe_validation_error
 
 # the sub-tables live in archspec.subtables; every name is re-exported here, the spec's one import path
 from archspec.subtables import (
@@ -24,7 +24,6 @@ from archspec.subtables import (
     MIXERS,
     MLP,
     MTP,
-    NESTED,
     SUBTABLES,
     TABLES,
     AlibiPosition,
@@ -67,7 +66,7 @@ from archspec.subtables import (
 )
 
 __all__ = [
-    "GATED_ACTIVATIONS", "KIND_FIELDS", "MIXERS", "MLP", "MTP", "NESTED", "NORM_AFFINE", "NORM_EPS", "SUBTABLES",
+    "GATED_ACTIVATIONS", "KIND_FIELDS", "MIXERS", "MLP", "MTP", "NORM_AFFINE", "NORM_EPS", "SUBTABLES",
     "TABLES", "Activation", "AlibiPosition", "Attention", "Biases", "Block", "DenseMLP", "DisentangledPosition",
     "DiscriminatorHead", "Embedding", "EmbeddingScale", "GatedDeltaNet", "Head", "Indexer", "Init", "Kind",
     "LatentAttention", "LayerKind", "LearnedPosition", "Layers", "LMHead", "Mamba2Mixer", "MambaMixer", "MLMHead",
@@ -122,8 +121,8 @@ def _quotient(data: dict[str, Any], num: str, den: str) -> int:
 class ModelSpec(BaseModel):
     """A Transformer architecture, as the counter and the reference builder both read it."""
 
-    # defer_build: the validator is built on first validation, not at import, so commands that
-    # only read presets (trusted package data, validated by the test suite) start fast.
+    # defer_build: the validator is built on first validation, not at import (`archspec list` and
+    # `--help` validate nothing)
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
     name: str = Field(
@@ -252,8 +251,6 @@ class ModelSpec(BaseModel):
     def _only_the_wrong_fields(cls, data: Any, handler: Any) -> "ModelSpec":
         """One bad field, one error: a derived default whose inputs failed (pydantic's
         default_factory_not_called) is a consequence, not a second problem, so it is left out."""
-        from pydantic import ValidationError
-
         try:
             return handler(data)
         except ValidationError as err:
@@ -500,9 +497,18 @@ class ModelSpec(BaseModel):
 
     @cached_property
     def _kind_specs(self) -> "dict[str, ModelSpec]":
-        # valid by construction: _check_kinds validated each kind's data with the spec (or, for the
-        # trusted presets, the tests did)
-        return {name: type(self).construct_trusted(self._kind_data(name)) for name in self.kinds}
+        # _check_kinds validated each kind's data as a spec; the view holds that data as it is (its
+        # sub-tables validated, pydantic's model_construct for the rest), so that the integers of a
+        # traced spec (archspec.formula) stay what they are
+        out = {}
+        for name in self.kinds:
+            data = self._kind_data(name)
+            for f in SUBTABLES:
+                if isinstance(data.get(f), dict):
+                    table = _shorthand(data[f], next(iter(SUBTABLES[f])))
+                    data[f] = SUBTABLES[f][table["kind"]].model_validate(table)
+            out[name] = type(self).model_construct(_fields_set=set(data), **data)
+        return out
 
     def kind_spec(self, name: str) -> "ModelSpec":
         """The spec that layers of kind `name` see (the model's fields with the kind's changes)."""
@@ -554,25 +560,6 @@ class ModelSpec(BaseModel):
         """Width of the values the output head reads: d_embed after OPT's project_out, else d_model."""
         return self.d_embed if self.embedding.project_out else self.d_model
 
-    @classmethod
-    def construct_trusted(cls, data: dict[str, Any]) -> "ModelSpec":
-        """A spec from data already known to be valid (the packaged presets, which the tests validate),
-        without building the validator: sub-tables are built from their `kind`, nothing is checked."""
-        data = dict(data)
-        for name, members in SUBTABLES.items():
-            if name in data and not isinstance(data[name], _Member):
-                table = _shorthand(data[name], next(iter(members)))
-                nested = {k: NESTED[k].model_construct(**v) for k, v in table.items()
-                          if k in NESTED and isinstance(v, dict)}  # fmt: skip
-                data[name] = members[table["kind"]].model_construct(**{**table, **nested})
-        for name, table_type in TABLES.items():
-            if isinstance(data.get(name), dict):
-                data[name] = table_type.model_construct(**data[name])
-        if isinstance(data.get("kinds"), dict):  # a table of tables: each kind's overrides stay as written
-            data["kinds"] = {k: LayerKind.model_construct(**v) if isinstance(v, dict) else v
-                             for k, v in data["kinds"].items()}  # fmt: skip
-        return cls.model_construct(_fields_set=set(data), **_with_defaults(cls, data))
-
     def replace(self, **changes: Any) -> "ModelSpec":
         """A new spec with `changes`, validated again; derived defaults are re-derived. A dotted key
         changes one field of a sub-table (`**{"mlp.top_k": 1}`, `**{"position.base": 5e5}`); naming a
@@ -597,14 +584,10 @@ class ModelSpec(BaseModel):
             if field == "kind" and current.get("kind") != value:
                 current = {}
             data[table] = {**current, field: value}
-        from pydantic import ValidationError
-
         try:
             return type(self).model_validate(data)
         except ValidationError as err:  # the API's one error type for bad input, on one line
-            from archspec.errors import SpecError, describe_validation_error
-
-            raise SpecError(describe_validation_error(err)) from None
+            raise SpecError(describe_spec_error(err)) from None
 
     def resolved(self) -> dict[str, Any]:
         """Every field with its value, defaults resolved, in the table's order."""
@@ -618,47 +601,14 @@ class ModelSpec(BaseModel):
 @cache
 def _defaults(cls: type[BaseModel]) -> tuple[tuple[str, Any, str], ...]:
     """(field, its FieldInfo, how it defaults: 'value', 'factory', 'data' for a factory that reads the
-    fields before it, or 'required'), in field order: what model_construct asks of every field on
-    every call (inspecting each factory's signature anew), asked once."""
+    fields before it, or 'required'), in field order."""
 
     def how(info: Any) -> str:
-        factory = info.default_factory
-        if (
-            isinstance(factory, FunctionType)
-            and not hasattr(factory, "__wrapped__")
-            and not hasattr(factory, "__signature__")
-        ):  # a plain function: read from its code (inspect.signature costs a start-up 1 ms)
-            code = factory.__code__
-            takes_data = (code.co_argcount == 1 and not code.co_kwonlyargcount and not factory.__defaults__
-                          and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))  # fmt: skip
-            return "data" if takes_data else "factory"
-        if factory is not None:  # pydantic's rule: one positional parameter, without a default
-            try:
-                params = list(inspect.signature(factory).parameters.values())
-            except (TypeError, ValueError):  # a builtin (dict): called bare
-                return "factory"
-            takes_data = len(params) == 1 and params[0].kind in (params[0].POSITIONAL_ONLY,
-                         params[0].POSITIONAL_OR_KEYWORD) and params[0].default is params[0].empty  # fmt: skip
-            return "data" if takes_data else "factory"
+        if info.default_factory is not None:
+            return "data" if info.default_factory_takes_validated_data else "factory"
         return "required" if info.is_required() else "value"
 
     return tuple((name, info, how(info)) for name, info in cls.model_fields.items())
-
-
-def _with_defaults(cls: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
-    """`data` with every field it leaves out at its default, as model_construct fills them: in field
-    order, a factory that takes data seeing the fields before it."""
-    out: dict[str, Any] = {}
-    for name, info, how in _defaults(cls):
-        if name in data:
-            out[name] = data[name]
-        elif how == "data":
-            out[name] = info.default_factory(out)
-        elif how == "factory":
-            out[name] = info.default_factory()
-        elif how == "value":
-            out[name] = info.get_default()  # a copy of a mutable default, as model_construct makes
-    return out
 
 
 # A planning script replaces a few numbers of a spec many times (a sweep: thousands of shapes a
@@ -712,3 +662,8 @@ def _replaced(spec: BaseModel, changes: dict[str, Any]) -> Any:
     except ValueError:
         return None
     return out
+
+
+def describe_spec_error(err: ValidationError, where: str = "") -> str:
+    """A spec's validation error on one line, its fields and sub-tables named as a spec file writes them."""
+    return describe_validation_error(err, where, ModelSpec.model_fields, SUBTABLES)

@@ -25,7 +25,7 @@ QKNorm = Literal["head", "full", "l2"]
 
 
 class _Table(BaseModel):
-    # defer_build: each validator is built on first use, not at import (see ModelSpec)
+    # defer_build: each validator is built on first validation, not at import (see ModelSpec)
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
 
@@ -461,7 +461,7 @@ class NoHead(_Member):
 
 Head = _union(LMHead, MLMHead, DiscriminatorHead, NoHead)
 
-# field -> {kind: member}: every sub-table field of the spec, for constructing trusted data
+# field -> {kind: member}: every sub-table field of the spec (error messages, sweeps, layer kinds)
 SUBTABLES: dict[str, dict[str, type[_Member]]] = {
     "position": {m.model_fields["kind"].default: m for m in (LearnedPosition, SinusoidalPosition, RotaryPosition,
                                                              AlibiPosition, RelativePosition, DisentangledPosition,
@@ -533,5 +533,4 @@ class MTP(_Table):
     own_tables: bool = Field(True, description="each module stores its own token table and output head")
 
 
-NESTED: dict[str, type[_Table]] = {"indexer": Indexer, "ssm": Mamba2Mixer}  # tables inside a sub-table member
 TABLES: dict[str, type[_Table]] = {"bias": Biases, "embedding": Embedding, "layers": Layers, "mtp": MTP}

@@ -3,7 +3,7 @@
 1. `archspec compare transformer-base gpt2 gpt3-175b` against the import floor of its own
    dependencies: importing exactly the names archspec's modules on that command's path import from
    pydantic and tabulate, derived from their source (see cli_latency.py, which also times the old
-   floor, `from pydantic import BaseModel; import tabulate`, beside it): budget 1.3x, aim 1.2x;
+   floor, `from pydantic import BaseModel; import tabulate`, beside it): budget 1.5x;
 2. `archspec verify` of every preset (builds each on the meta device, compares every tensor, the
    parameters and FlopCounterMode's FLOPs): budget 1 s a preset on average (it was 10 s for the
    first 16 presets, then 30 s for 38; the catalog now holds 1T-parameter mixtures of 61 layers, whose

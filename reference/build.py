@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,6 @@ from torch import nn
 
 from archspec.errors import SpecError
 from archspec.limits import digits_of
-from archspec.params import count_params
 from archspec.reference.model import Head, LearnedPosition, Transformer
 from archspec.spec import ModelSpec
 from archspec.vocab import FLOAT_DTYPES, dtype_key
@@ -44,9 +44,10 @@ def resolve_dtype(dtype) -> torch.dtype:
 
 
 DEVICES = "'cpu', 'cuda', 'cuda:N', 'mps' or 'meta'"
-# The most parameter tensors build() makes: a spec past it (a million layers) is refused from its
-# description before a single module is built. DeepSeek-V3 has about 2,000.
-MAX_TENSORS = 1_000_000
+# The most layers build() makes (both stacks and the multi-token-prediction modules): a spec past it
+# (a million layers) is refused from its fields before a single module is built. The deepest preset
+# has a few hundred.
+MAX_LAYERS = 10_000
 INT64_MAX = 2**63 - 1
 
 
@@ -142,12 +143,10 @@ def _about(n: int) -> str:
     return f"{n:,}" if digits <= 24 else f"about 10^{digits - 1}"
 
 
-def check_buildable(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> None:
-    """Refuse, from the spec and its description and before torch sees any size: a field beyond what
-    torch represents (2^63 - 1), a tensor or buffer whose bytes in `dtype` torch cannot address, or
-    too many tensors to build in reasonable time."""
-    from archspec.blocks import describe
-
+def check_buildable(spec: ModelSpec) -> None:
+    """Refuse, from the spec's fields and before torch sees any size: a field beyond what torch
+    represents (2^63 - 1), a sinusoidal table torch cannot address, or too many layers to build in
+    reasonable time. A tensor too large for torch to address is refused as it is made (on_meta)."""
     for field, value in _sizes(spec):
         if value > INT64_MAX:
             raise SpecError(
@@ -159,34 +158,44 @@ def check_buildable(spec: ModelSpec, dtype: torch.dtype = torch.float32) -> None
             f"{spec.name}: the sinusoidal table of max_positions x d_model = {spec.max_positions:,} x "
             f"{spec.d_model:,} fp32 values is more bytes than torch can address (2^63 - 1)"
         )
-    n_tensors = 0
-    for part in describe(spec):
-        for entry in part.entries:
-            for name, shape in entry.tensors():
-                numel = 1
-                for s in shape:
-                    numel *= s
-                if numel * dtype.itemsize > INT64_MAX:
-                    raise SpecError(
-                        f"{spec.name}: tensor {part.path}.{entry.name or name} of shape {shape} has {_about(numel)} "
-                        f"elements, more bytes in {str(dtype).removeprefix('torch.')} than torch can address "
-                        "(2^63 - 1)"
-                    )
-                n_tensors += part.copies
-    if n_tensors > MAX_TENSORS:
+    layers = spec.encoder_layers + spec.decoder_layers + (spec.mtp.modules if spec.mtp is not None else 0)
+    if layers > MAX_LAYERS:
         raise SpecError(
-            f"{spec.name}: the reference model would hold {n_tensors:,} parameter tensors, more than build() "
-            f"makes ({MAX_TENSORS:,}); count it with archspec.count_params, which needs no model"
+            f"{spec.name}: the reference model would hold {layers:,} layers, more than build() makes "
+            f"({MAX_LAYERS:,}); count it with archspec.count_params, which needs no model"
         )
 
 
-def check_fits(spec: ModelSpec, device: torch.device, dtype: torch.dtype, mtp: bool = False) -> None:
-    """Refuse, with the numbers, to allocate weights that would not fit."""
-    need = count_params(spec, mtp=mtp).total * dtype.itemsize
+def on_meta(spec: ModelSpec, dtype: torch.dtype, make):
+    """make() on the meta device; a tensor whose bytes in `dtype` torch cannot address (it says so as it
+    sizes the tensor's storage) is refused in one line."""
+    try:
+        with torch.device("meta"):
+            return make()
+    except RuntimeError as err:
+        sizes = re.match(r"Storage size calculation overflowed with sizes=(\[[0-9, ]*\])", str(err))
+        if sizes is None:
+            raise
+        shape = tuple(int(s) for s in sizes[1].strip("[]").split(","))
+        raise SpecError(
+            f"{spec.name}: a tensor of shape {shape} has more bytes in {str(dtype).removeprefix('torch.')} "
+            "than torch can address (2^63 - 1); count it with archspec.count_params, which needs no model"
+        ) from None
+
+
+def weight_bytes(model: nn.Module) -> int:
+    """The bytes of the model's parameters, each tensor once (tied tables count once)."""
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def check_fits(model: nn.Module, device: torch.device) -> None:
+    """Refuse, with the numbers, to allocate the weights of a meta-built `model` that would not fit."""
+    need = weight_bytes(model)
     have = available_memory(device)
     if have is not None and need > have:
+        dtype = next(model.parameters()).dtype
         raise InsufficientMemoryError(
-            f"{spec.name}: its weights need {need / 2**30:.1f} GiB in {str(dtype).removeprefix('torch.')} "
+            f"{model.spec.name}: its weights need {need / 2**30:.1f} GiB in {str(dtype).removeprefix('torch.')} "
             f"but {device} has {have / 2**30:.1f} GiB available; use device='meta' to build it without memory"
         )
 
@@ -222,13 +231,13 @@ def build(
             f"dtype {str(dt).removeprefix('torch.')} holds weights but torch's matmuls do not run in it; "
             "build it on device='meta' to count, or use bfloat16/float16/float32"
         )
-    check_buildable(spec, dt)
-    with torch.device("meta"):
-        model = Transformer(spec, mtp=mtp).to(dt).set_execution(attention, recompute)
+    check_buildable(spec)
+    model = on_meta(spec, torch.float32, lambda: Transformer(spec, mtp=mtp))
+    model = on_meta(spec, dt, lambda: model.to(dt)).set_execution(attention, recompute)
     if dev.type == "meta":
         return model
     if check_memory:
-        check_fits(spec, dev, dt, mtp)
+        check_fits(model, dev)
     return materialize(model, dev, seed=seed)
 
 

@@ -1,6 +1,7 @@
-"""No import circle: the module-level imports of archspec/ and reference/ form no cycle (archspec.hf maps
-a config's object and never imports archspec.loading, which reads files and imports archspec.hf on
-first use). Imports inside functions run on first use and are not part of the graph; a package's
+"""No import circle: the imports of archspec/ and reference/ form no cycle, neither those at module level
+nor those anywhere, function bodies included (a function that imports a module which imports its own
+module back is a circle that the order of first use happens to hide). archspec.hf maps a config's object
+and never imports archspec.loading, which reads files and imports archspec.hf on first use. A package's
 own __init__ importing its modules (archspec.hf gathering its lineages) is not an edge back."""
 
 import ast
@@ -22,14 +23,16 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """module -> the archspec modules its module-level statements import (`if TYPE_CHECKING:` left out)."""
+def import_graph(anywhere: bool = False) -> dict[str, set[str]]:
+    """module -> the archspec modules its module-level statements import (`if TYPE_CHECKING:` left out),
+    or, `anywhere`, the modules any of its statements imports, inside functions too."""
     modules = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         deps: set[str] = set()
-        for node in ast.parse(path.read_text()).body:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree) if anywhere else tree.body:
             if isinstance(node, ast.Import):
                 deps |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom):
@@ -85,6 +88,18 @@ def test_a_circle_is_found():
 def test_no_import_circle():
     found = cycles(import_graph())
     assert not found, f"module-level import circles: {found} (import inside the function that needs it instead)"
+
+
+def test_no_import_circle_even_inside_functions():
+    found = cycles(import_graph(anywhere=True))
+    assert not found, f"import circles through function bodies: {found} (a lower module must not reach back up)"
+
+
+def test_the_graph_sees_imports_inside_functions():
+    # archspec.catalog parses a preset's claims only when they are asked for
+    assert "archspec.loading" in import_graph(anywhere=True)["archspec.catalog"]
+    assert "archspec.claims" in import_graph(anywhere=True)["archspec.catalog"]
+    assert "archspec.claims" not in import_graph()["archspec.catalog"]
 
 
 def test_hf_does_not_import_loading():

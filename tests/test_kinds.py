@@ -285,3 +285,13 @@ def test_fuzzed_kinds_count_exactly_or_fail_in_one_line(kinds, prefix, pattern, 
         == count_params(spec.replace(decoder_layers=1, kinds={}, layers=None)).total
         - count_params(spec.replace(decoder_layers=1, kinds={}, layers=None)).kinds["decoder"]["layer"]["total"]
     )
+
+
+@pytest.mark.parametrize("name", [n for n in archspec.presets() if archspec.preset(n).kinds])
+def test_a_kind_spec_is_its_data_validated_as_a_spec(name):
+    """kind_spec holds the data _check_kinds validated; validating it again gives the same spec, field for field."""
+    spec = archspec.preset(name)
+    for kind in spec.kinds:
+        validated = ModelSpec.model_validate(spec._kind_data(kind))
+        assert spec.kind_spec(kind) == validated and spec.kind_spec(kind).model_dump() == validated.model_dump()
+        assert spec.kind_spec(kind).model_fields_set == validated.model_fields_set

@@ -22,16 +22,23 @@ def read_specs(args: argparse.Namespace, default_all: bool = False):
 def read_models(args: argparse.Namespace, batch: int = 1, seq_len: int | None = None) -> list:
     """Specs, and for a config.json whose model_type has no adapter, what building transformers' model on
     the meta device measures (archspec.reference.hf_fallback.Measured: labelled measured, never analytic)."""
-    from archspec.catalog import resolve_model
+    return [model for model, _ in read_models_and_notes(args, batch, seq_len)]
+
+
+def read_models_and_notes(args: argparse.Namespace, batch: int = 1, seq_len: int | None = None) -> list[tuple]:
+    """(model, notes) per MODEL argument: read_models' models, each with what reading it told the user
+    (a Hugging Face config.json's notes; nothing for a preset, a spec file or a measured model)."""
+    from archspec.catalog import resolve
     from archspec.loading import parse_assignments
 
     overrides = parse_assignments(args.overrides)
     out = []
     for ref in list(args.models or []):
         try:
-            out.append(resolve_model(ref, overrides))
+            loaded = resolve(ref, overrides)
+            out.append((loaded.spec, loaded.notes))
         except NoAdapter as exc:
-            out.append(measure(exc, bool(overrides), batch, seq_len))
+            out.append((measure(exc, bool(overrides), batch, seq_len), ()))
     return out
 
 
@@ -88,23 +95,3 @@ def is_measured(m) -> bool:
 MEASURED_LINE = (
     "not analytic: this model_type has no adapter, so there is no spec; the counts are measured on transformers' model"
 )
-
-
-def config_notes(ref: str) -> tuple[str, ...]:
-    """What reading a Hugging Face config.json told the user (a multimodal wrapper's uncounted towers, an
-    alias, a tying that transformers overrides); nothing for a preset or a spec file."""
-    from pathlib import Path
-
-    from archspec import loading
-    from archspec.sources.resolve import source_by_ref
-
-    source = source_by_ref(ref)
-    if source is not None and source.config is not None:
-        return tuple(loading.import_config(source.config, where=source.where).notes)
-    path = Path(ref)
-    try:
-        if not (loading._is_dir(path) or (path.suffix.lower() == ".json" and loading._is_file(path))):
-            return ()
-        return tuple(loading.import_config(path).notes)
-    except SpecError:  # a spec file, not a config
-        return ()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from archspec.cli.models import MEASURED_LINE, config_notes, is_measured, read_models
+from archspec.cli.models import MEASURED_LINE, is_measured, read_models_and_notes
 from archspec.cli.output import EXIT_OK, ROUNDING_NOTE, layers_of, render
 
 HELP = "exact parameter count by component, with the seed estimate and Kaplan's N"
@@ -49,10 +49,10 @@ def run(args) -> int:
     from archspec.params import COMPONENTS, count_params
     from archspec.render import exact, human, pct, signed_pct, table
 
-    specs = read_models(args)
+    read = read_models_and_notes(args)
+    specs, notes = [m for m, _ in read], [said for _, said in read]
     counts = [s if is_measured(s) else count_params(s, mtp=getattr(args, "mtp", False)) for s in specs]
     objects = [c.params_dict() if is_measured(c) else c.to_dict() for c in counts]
-    notes = [config_notes(ref) for ref in args.models or []]
     from archspec.sources.resolve import stored
 
     held = [None if is_measured(s) else stored(s) for s in specs]

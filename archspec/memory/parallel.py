@@ -19,7 +19,6 @@ from archspec.checks import check_args
 from archspec.errors import SpecError
 from archspec.memory.storage import STORAGE, canonical_format, dtype_bytes, nbytes
 from archspec.params import count_params
-from archspec.records import Record
 from archspec.spec import ModelSpec
 from archspec.vocab import ZERO_STAGES
 
@@ -207,8 +206,8 @@ def rank_elements(spec: ModelSpec, shards: int, tensor_parallel: int = 1) -> int
     return total
 
 
-@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
-class ParallelLayout(Record):
+@dataclass(frozen=True)
+class ParallelLayout:
     """How `gpus` devices split one model: data x tensor x pipeline parallel, with a ZeRO stage."""
 
     gpus: int

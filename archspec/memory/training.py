@@ -27,7 +27,7 @@ from archspec.memory.lora import lora_params
 from archspec.memory.parallel import check_split, rank_elements, stored_weights_bytes
 from archspec.memory.storage import canonical_dtype, canonical_format, dtype_bytes, nbytes
 from archspec.params import count_params
-from archspec.records import Record, record, rendered
+from archspec.records import record, rendered
 from archspec.spec import ModelSpec
 from archspec.vocab import RECOMPUTE, ZERO_STAGES
 
@@ -40,8 +40,8 @@ OPTIMIZERS = {  # states per parameter, each kept in fp32
 }
 
 
-@dataclass(init=False, eq=False, repr=False)  # init, frozen, eq, hash and repr: Record
-class MemoryEstimate(Record):
+@dataclass(frozen=True)
+class MemoryEstimate:
     name: str
     batch: int
     seq_len: int
