@@ -52,9 +52,13 @@ def _sympy():
 
 
 class Traced(int):
-    """An int that carries the expression it was computed from (a sympy expression)."""
+    """An int that carries the expression it was computed from (a sympy expression). It has no hash: a
+    cache keyed by field values (archspec.blocks keeps each layer kind's parts) would hand a traced
+    spec the parts of an equal plain one, constants where the symbols should be; unhashable, the spec
+    is described afresh."""
 
     expr: Any
+    __hash__ = None  # type: ignore[assignment]
 
     def __new__(cls, value: int, expr: Any) -> Traced:
         out = super().__new__(cls, value)

@@ -110,3 +110,14 @@ def test_sympy_is_imported_by_formula_alone(tmp_path):
            "print('sympy' in sys.modules)"  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+def test_traced_and_plain_specs_never_share_the_layer_cache():
+    """archspec.blocks keeps each layer kind's parts by field values; a traced int equal to a plain one
+    must not be handed the plain parts (constants where the symbols are), nor leave traced parts behind."""
+    spec = archspec.preset("gpt3-xl")
+    count_params(spec.replace(d_head=64))  # fills the cache for another shape first
+    plain = count_params(spec).total  # and for this one
+    f = derive(spec)
+    assert [t.term for t in f.params.terms][:2] == ["4·L·d·h·d_h", "8·L·d²"]
+    assert type(count_params(spec).total) is int and count_params(spec).total == plain
