@@ -107,7 +107,8 @@ def converter_metadata(w, raw: dict, arch: str) -> None:
     elif arch == "deepseek2":  # DeepseekV2Model.set_gguf_parameters (MLA written as llama.cpp runs it)
         w.add_leading_dense_block_count(raw["first_k_dense_replace"])
         w.add_vocab_size(raw["vocab_size"])
-        w.add_q_lora_rank(raw["q_lora_rank"])
+        if raw.get("q_lora_rank") is not None:
+            w.add_q_lora_rank(raw["q_lora_rank"])
         w.add_kv_lora_rank(raw["kv_lora_rank"])
         w.add_key_length(raw["kv_lora_rank"] + raw["qk_rope_head_dim"])
         w.add_value_length(raw["kv_lora_rank"])
@@ -118,7 +119,8 @@ def converter_metadata(w, raw: dict, arch: str) -> None:
         w.add_expert_shared_count(raw["n_shared_experts"])
         w.add_expert_weights_scale(raw["routed_scaling_factor"])
         w.add_expert_weights_norm(raw["norm_topk_prob"])
-        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        sigmoid = raw.get("scoring_func", "sigmoid" if raw["model_type"] == "deepseek_v3" else "softmax") == "sigmoid"
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID if sigmoid else gguf.ExpertGatingFuncType.SOFTMAX)
         w.add_rope_dimension_count(raw["qk_rope_head_dim"])
 
 
@@ -231,6 +233,7 @@ MODELS = {
     "phi-3-mini-4k-instruct": "phi3",
     "gpt-oss-20b": "gpt-oss",
     "deepseek-v3": "deepseek2",
+    "deepseek-coder-v2-lite-base": "deepseek2",  # DeepSeek-V2: no q_lora_rank, a softmax router
 }
 
 
