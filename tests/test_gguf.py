@@ -95,9 +95,14 @@ def converter_metadata(w, raw: dict, arch: str) -> None:
         w.add_key_length(raw["head_dim"])
         w.add_value_length(raw["head_dim"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
-    if arch == "llama":  # LlamaModel: the vocabulary and the rotary width
+    if arch in ("llama", "granite"):  # LlamaModel: the vocabulary and the rotary width
         w.add_vocab_size(raw["vocab_size"])
         w.add_rope_dimension_count(raw.get("head_dim") or raw["hidden_size"] // n_heads)
+    if arch == "granite":  # GraniteModel.set_gguf_parameters: the multipliers
+        w.add_embedding_scale(raw["embedding_multiplier"])
+        w.add_residual_scale(raw["residual_multiplier"])
+        w.add_attention_scale(raw["attention_multiplier"])
+        w.add_logit_scale(raw["logits_scaling"])
     elif arch == "qwen3moe":  # Qwen2MoeModel.set_gguf_parameters
         w.add_expert_count(raw["num_experts"])
         w.add_expert_feed_forward_length(raw["moe_intermediate_size"])
@@ -228,6 +233,8 @@ MODELS = {
     "qwen2.5-7b": "qwen2",
     "qwen3-8b": "qwen3",
     "qwen3-30b-a3b": "qwen3moe",
+    "granite-3.3-8b-instruct": "granite",
+    "olmo-2-1124-13b": "olmo2",
     "gemma-2-9b": "gemma2",
     "gemma-3-1b-it": "gemma3",
     "phi-3-mini-4k-instruct": "phi3",

@@ -313,6 +313,19 @@ def _deepseek2(header: Header, cfg: dict[str, Any], where: str) -> dict[str, Any
     return out
 
 
+def _granite(header: Header, cfg: dict[str, Any], where: str) -> dict[str, Any]:
+    """Granite: GraniteModel.set_gguf_parameters writes its four multipliers under llama.cpp's names."""
+    meta, out = header.metadata, {**cfg, "model_type": "granite", "architectures": ["GraniteForCausalLM"]}
+    scales = {"embedding_multiplier": "embedding_scale", "residual_multiplier": "residual_scale",
+              "attention_multiplier": "attention.scale", "logits_scaling": "logit_scale"}  # fmt: skip
+    for hf_key, gguf_key in scales.items():
+        if f"granite.{gguf_key}" in meta:
+            out[hf_key] = _key(meta, "granite", gguf_key, where)
+    out["attention_bias"] = _has(header, "blk.0.attn_q.bias")
+    out["mlp_bias"] = _has(header, "blk.0.ffn_up.bias")
+    return out
+
+
 def _plain(model_type: str, cls: str):
     return lambda header, cfg, where: {**cfg, "model_type": model_type, "architectures": [cls]}
 
@@ -324,6 +337,8 @@ ARCHITECTURES = {
     "qwen2moe": _qwen2moe,
     "qwen3": _plain("qwen3", "Qwen3ForCausalLM"),
     "qwen3moe": _qwen3moe,
+    "granite": _granite,
+    "olmo2": _plain("olmo2", "Olmo2ForCausalLM"),
     "gemma2": _plain("gemma2", "Gemma2ForCausalLM"),
     "gemma3": _plain("gemma3_text", "Gemma3ForCausalLM"),
     "phi3": _phi3,
