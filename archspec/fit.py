@@ -112,11 +112,15 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
     are the adapters of task 'lora', and refused for the other tasks."""
     memo = {} if memo is None else memo
     from archspec.memory import canonical_dtype, canonical_format, estimate_memory, fits, lora_params, parallel_layout
+    from archspec.memory.storage import DTYPE_BYTES, STORAGE
+    from archspec.vocab import dtype_key
 
     if task not in TASKS:
         raise SpecError(f"unknown task {shown(task)}; use one of {', '.join(TASKS)}")
-    key = canonical_format(dtype, "weight") if task == "lora" else canonical_dtype(dtype)
-    if key not in DTYPES[task]:
+    # inference of a quantised storage format that is no computation dtype (a checkpoint's q4_k_m, mxfp4)
+    stored = task == "inference" and isinstance(dtype, str) and dtype_key(dtype) in STORAGE.keys() - DTYPE_BYTES
+    key = canonical_format(dtype, "weight") if task == "lora" or stored else canonical_dtype(dtype)
+    if key not in DTYPES[task] and not stored:
         raise SpecError(f"{task} plans weights in {', '.join(DTYPES[task])}, not {key}")
     lora: dict[str, Any] = {}
     if task == "lora":
@@ -127,7 +131,8 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
         raise SpecError(f"lora_rank and lora_targets are the adapters of task lora, not {task}")
     cap = acc.memory_bytes
     # the plan of one layout: training's, or LoRA's over a frozen base stored in `key` (computed in bf16)
-    plan = dict(dtype="bf16", weights=key, **lora) if lora else dict(dtype=key)
+    # (a stored format's inference is computed in bf16)
+    plan = dict(dtype="bf16", weights=key, **lora) if lora or stored else dict(dtype=key)
     tag = (task, key, *lora.values())
     best: tuple | None = None  # (devices, tie-breakers..., tp, pp, dp, zero, bytes)
 
@@ -136,8 +141,8 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
         def per_device(tp: int, pp: int):
             if (key, tp, pp) not in memo:
                 lay = parallel_layout(spec, tp * pp, tp, pp)
-                memo[key, tp, pp] = estimate_memory(spec, batch, seq_len, key, tensor_parallel=lay.tensor_parallel,
-                                                    pipeline_parallel=lay.pipeline_parallel)  # fmt: skip
+                memo[key, tp, pp] = estimate_memory(spec, batch, seq_len, tensor_parallel=lay.tensor_parallel,
+                                                    pipeline_parallel=lay.pipeline_parallel, **plan)  # fmt: skip
             return memo[key, tp, pp]
 
         for tp in _valid_tp(spec):

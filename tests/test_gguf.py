@@ -518,3 +518,12 @@ def test_the_documents_toy_file_is_what_its_script_writes(tmp_path):
     header, stored, _ = ggufsrc.read_model(toy)
     report = ggufsrc.check(ggufsrc.spec_of(header, "toy"), stored, "qwen3", str(toy), (), ggufsrc.file_type(header))
     assert report.ok and report.weights_format == "q4_k_m" and report.predicted_bytes == report.stored.bytes
+
+
+def test_fit_of_a_gguf_file_plans_its_stored_format(run_json):
+    """fit of a GGUF file plans the weights as stored (its file type's format, computed in bf16)."""
+    toy = Path(__file__).parent / "data" / "gguf" / "toy-qwen3-Q4_K_M.gguf"
+    rows = run_json("fit", str(toy), "--gpu", "h100")
+    assert [(r["dtype"], r["devices"], r["weights_source"]) for r in rows] == [("q4_k_m", 1, "stored")]
+    (memory,) = run_json("memory", str(toy), "--seq-len", "4096")
+    assert rows[0]["per_device_bytes"] == memory["inference_total_bytes"]
