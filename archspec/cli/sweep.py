@@ -31,6 +31,7 @@ FORMATS = (
     "output format: table (default), markdown, json (exact numbers), csv, jsonl (one JSON object a line); "
     "with -o, the file's suffix (.csv, .jsonl, .json, .md) when not given",
 )
+SKIPPED_SHOWN = 10  # refused combinations named on stderr, one line each; the rest are counted
 TABLE_ROWS = 1_000  # rows a table or markdown prints; more are written to a file (-o) or as csv/jsonl
 SUFFIX_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".json": "json", ".md": "markdown", ".txt": "table"}
 
@@ -108,14 +109,18 @@ def run(args) -> int:
             _tabulate(args, sweeps, fmt, out)
         else:
             _stream(sweeps, fmt, out, len(specs))
+    if args.output is not None:
+        rows = sum(s.n_rows for s in sweeps)
+        emit(f"wrote {args.output}: {rows:,} rows ({fmt}) of {total:,} combinations")
     skipped = sum(s.n_skipped for s in sweeps)
     if not any(s.n_rows for s in sweeps) and skipped and not any(s.n_filtered for s in sweeps):
         raise SpecError(f"no combination of the sweep is a valid spec; the first: {sweeps[0].skipped[0]}")
     for s in sweeps:
-        for refused in s.skipped:
+        for refused in s.skipped[:SKIPPED_SHOWN]:
             sys.stderr.write(f"archspec: skipped {refused}\n")
-        if s.n_skipped > len(s.skipped):
-            sys.stderr.write(f"archspec: skipped {s.n_skipped - len(s.skipped):,} more combinations of {s.spec.name}\n")
+        if s.n_skipped > SKIPPED_SHOWN:
+            sys.stderr.write(f"archspec: skipped {s.n_skipped - SKIPPED_SHOWN:,} more combinations of {s.spec.name} "
+                             "(archspec.sweep(...).skipped lists them)\n")  # fmt: skip
     return EXIT_MISMATCH if skipped else EXIT_OK
 
 
