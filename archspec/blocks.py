@@ -315,7 +315,9 @@ def block_parts(spec: ModelSpec, stack: StackShape, group: LayerGroup, shared: b
     """The layers of one kind in a stack (`spec` is the spec that kind sees), `group.count` of them."""
     unplaced = stack._replace(layers=0)
     try:
-        key = (*map(spec.__dict__.__getitem__, _block_fields()), unplaced, layer)
+        values = tuple(map(spec.__dict__.__getitem__, _block_fields()))
+        # with the values' types: an int subclass (archspec.formula's traced ints) is described afresh
+        key = (values, tuple(map(type, values)), unplaced, layer)
         body = _BLOCKS.get(key)
     except TypeError:  # a field that cannot be hashed: described afresh
         key, body = None, None
