@@ -374,10 +374,14 @@ def prove(spec: ModelSpec, symbols: dict[str, Any], params_expr, flops_expr, poi
     return checked
 
 
-def term_of_gap(spec: ModelSpec, gap: int, within: float = 0.05) -> dict[str, Any] | None:
+def term_of_gap(spec: ModelSpec, gap: int, within: int = 20) -> dict[str, Any] | None:
     """The term of the spec's parameter polynomial (or one unit of it: V·d of 2·V·d) whose value is
-    closest to |gap|, when within `within` of it; None when none is, or when the description cannot be
+    closest to |gap|, when within 1/`within` of it; None when none is, or when the description cannot be
     traced. What a figure that stays off may be counting differently."""
+    from archspec.params import count_params
+
+    if not gap or abs(gap) > 2 * count_params(spec).total:  # no term is that large
+        return None
     try:
         f = derive(spec)
     except NotDerived:
@@ -388,9 +392,9 @@ def term_of_gap(spec: ModelSpec, gap: int, within: float = 0.05) -> dict[str, An
         if isinstance(t.coefficient, int) and t.coefficient > 1 and "·" in t.term:
             unit = t.term.split("·", 1)[1]
             candidates.append({"term": unit, "value": t.value // t.coefficient, "of": t.term, "times": t.coefficient})
-    if not gap or not candidates:
+    if not candidates:
         return None
     best = min(candidates, key=lambda c: abs(abs(gap) - c["value"]))
-    if abs(abs(gap) - best["value"]) > within * abs(gap):
+    if abs(abs(gap) - best["value"]) * within > abs(gap):  # exact: gaps of any size
         return None
     return {"gap": gap, **best}

@@ -1461,6 +1461,7 @@ OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[st
         "max_micro_batch": [(["--max-micro-batch"], ["--gpu", "h100"])],
         "offload": [(["--offload", "optimizer"], [])]}),
     "validate": (["gpt2"], {"format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])]}),
+    "formula": (["gpt2"], {"format": [(["--format", "json"], [])], "overrides": [(["--set", "vocab_size=100"], [])]}),
     "sweep": (["gpt2", "--vary", "n_heads=12"], {
         "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
         "vary": [(["--vary", "d_ff=1024"], [])], "seq_len": [(["--seq-len", "64"], [])],
