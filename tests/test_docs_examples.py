@@ -46,9 +46,8 @@ def matches(expected: list[str], actual: list[str]) -> bool:
 
 
 EXAMPLES = [(page, c, e) for page, text in PAGES.items() for c, e in examples(text)]
-# `archspec verify` builds and counts every preset (the session's shared reports): a slow proof
-VERIFY = [pytest.mark.slow, pytest.mark.preset_reports]
-CASES = [pytest.param(c, e, id=f"{page}: {c}", marks=VERIFY if c.startswith("archspec verify") else [])
+# `archspec verify` builds and counts its presets (the process's shared reports): a slow proof
+CASES = [pytest.param(c, e, id=f"{page}: {c}", marks=[pytest.mark.slow] if c.startswith("archspec verify") else [])
          for page, c, e in EXAMPLES]  # fmt: skip
 
 
@@ -79,7 +78,7 @@ def in_a_copy_of_the_root(tmp_path, monkeypatch):
 def test_the_page_shows_what_the_command_prints(command, expected, request, in_a_copy_of_the_root):
     if command.startswith("archspec verify"):
         pytest.importorskip("torch")
-        request.getfixturevalue("shared_verify")  # the presets' reports, computed once per session
+        request.getfixturevalue("shared_verify")  # the presets' reports, computed once per process
     actual = run(command)
     assert matches(expected, actual), (
         "the page shows:\n" + "\n".join(expected) + "\n\nthe command prints:\n" + "\n".join(actual)
@@ -113,7 +112,7 @@ def test_the_spec_file_example_loads(run_cli, tmp_path):
 
 def test_the_two_commands_are_in_the_readme():
     assert "pip install . && archspec compare transformer-base gpt2 gpt3-175b" in README
-    assert 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest' in README
+    assert 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest -n auto --dist loadfile' in README
 
 
 def test_ci_runs_the_readmes_test_command():
