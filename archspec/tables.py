@@ -94,6 +94,9 @@ def parse_table(data: dict[str, Any], where: str) -> PaperTable:
         raise SpecError(f"{where}: [table] and [defaults] must be tables")
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise SpecError(f"{where}: rows must be a non-empty array of tables ([[rows]])")
+    extra = sorted(set(head) - {"title", "source"})
+    if extra:
+        raise SpecError(f"{where}: unknown key table.{clip(str(extra[0]), 60)}; [table] holds title and source")
     bad = [k for k in ("title", "source") if not isinstance(head.get(k, ""), str)]
     if bad:
         raise SpecError(f"{where}: table.{bad[0]} must be text")

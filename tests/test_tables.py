@@ -270,3 +270,15 @@ def test_relative_position_terms_left_out_are_transformer_xls_projections_and_bi
     assert full.params - without.params == terms == full.non_embedding_params - without.non_embedding_params
     a = assess(spec, Claim(quantity="params", printed=f"{without.params:,}", source="x"))
     assert ["relative_positions_left_out"] in [s["conventions"] for s in a.suggestions]
+
+
+def test_an_unknown_name_is_offered_the_presets_and_tables_near_it(run_cli):
+    code, _, err = run_cli("validate", "pythai")
+    assert code == 2 and "unknown preset or table 'pythai'; did you mean 'pythia'" in err and err.count("\n") == 1
+
+
+def test_an_unknown_key_in_the_table_header_is_refused(run_cli, tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(TABLE.replace('title = "GPT-2, Table 2"', 'title = "GPT-2, Table 2"\nyear = 2019'))
+    code, _, err = run_cli("validate", str(path))
+    assert code == 2 and "unknown key table.year" in err and err.count("\n") == 1

@@ -51,6 +51,12 @@ def _tables(refs: list[str]) -> list[str]:
     from archspec.tables import is_table, packaged
 
     names, presets = packaged(), set(preset_names())
+    for r in refs:
+        if r not in names and r not in presets and not _looks_like_path(r):
+            from archspec.errors import SpecError, did_you_mean, shown
+
+            raise SpecError(f"unknown preset or table {shown(r)}{did_you_mean(r, [*presets, *names])} "
+                            f"(presets: `archspec list`; tables: {', '.join(names)})")  # fmt: skip
     return [r for r in refs if (r in names and r not in presets) or (_looks_like_path(r) and is_table(read_mapping(r)))]
 
 
