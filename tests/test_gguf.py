@@ -13,6 +13,7 @@ oracle archspec did not write.
 from __future__ import annotations
 
 import json
+import math
 import struct
 from functools import cache
 from pathlib import Path
@@ -279,7 +280,11 @@ def test_gguf_names_of_the_spec_are_the_converters(model, gguf_dir):
     written = {name: shape for name, (shape, _) in types.items()}
     buffers = {name for name in written if ggufsrc.component_of(name) == "buffers"}
     assert expected == {k: v for k, v in written.items() if k not in buffers}
-    assert sorted(ggufsrc.iter_mismatches(header, spec)) == sorted(("extra", b, None, written[b]) for b in buffers)
+    report = ggufsrc.check(spec, ggufsrc.stored_tensors(header), MODELS[model], str(path))
+    assert report.ok and not (report.missing or report.misshapen or report.extra or report.hidden)
+    assert report.buffers.tensors == len(buffers) and report.stored.params == count_params(spec).total + sum(
+        math.prod(written[b]) for b in buffers
+    )
 
 
 def test_stored_bytes_read_the_mixture(gguf_dir):

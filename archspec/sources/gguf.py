@@ -24,7 +24,6 @@ import dataclasses
 import os
 import re
 import stat
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -543,21 +542,6 @@ def component_of(name: str) -> str:
     if member.name.startswith(("V_", "A_", "ENC_")) or member.name.startswith("MM_"):
         return "towers"
     return _COMPONENTS.get(member.name, member.name.lower())
-
-
-def iter_mismatches(header: Header, spec) -> Iterator[tuple[str, str, Any, Any]]:
-    """(kind, name, expected shape, stored shape) for each tensor missing, extra or of another shape."""
-    arch = architecture(header)
-    expected = expected_tensors(spec, arch, kv_b_split=not _has(header, "blk.0.attn_kv_b.weight"))
-    stored = {t.name: t.shape for t in header.tensors}
-    for name, (shape, _) in expected.items():
-        if name not in stored:
-            yield ("missing", name, shape, None)
-        elif tuple(stored[name]) != tuple(shape):
-            yield ("misshapen", name, shape, stored[name])
-    for name, shape in stored.items():
-        if name not in expected:
-            yield ("extra", name, None, shape)
 
 
 # ---------------------------------------------------------------- archspec check and the resolver
