@@ -616,7 +616,8 @@ def check(spec, stored: list[StoredTensor], arch: str, ref: str, files: tuple[st
     fmt = weights_format(file_type_name)
     layout = f"llama.cpp {arch}" + (" (file type " + file_type_name + ")" if file_type_name else "")
     return CheckReport(
-        spec.name, ref, layout, not (missing or misshapen or extra or hidden), missing, misshapen, tuple(extra),
-        hidden, Tally(), buffers, by_dtype, by_component, total, count_params(spec).total, fmt,
-        stored_weights_bytes(spec, weights=fmt) if fmt else None, files,
+        name=spec.name, source=ref, layout=layout, ok=not (missing or misshapen or extra or hidden),
+        missing=missing, misshapen=misshapen, extra=tuple(extra), hidden=hidden, scales=Tally(), buffers=buffers,
+        by_dtype=by_dtype, by_component=by_component, stored=total, spec_params=count_params(spec).total,
+        weights_format=fmt, predicted_bytes=stored_weights_bytes(spec, weights=fmt) if fmt else None, files=files,
     )  # fmt: skip
