@@ -129,3 +129,21 @@ def test_a_pick_reads_the_names_as_released():
     assert hubsrc.pick_gguf(ref, files) == ["Qwen3-8B-Q4_K_M.gguf"]
     with pytest.raises(SpecError, match="Q4_K_M, Q4_K_S, Q4_K_XL"):
         hubsrc.pick_gguf(hubsrc.HubRef("unsloth/Qwen3-8B-GGUF"), files)
+
+
+def test_a_refused_gguf_file_leaves_nothing_in_the_cache(hub, tmp_path, monkeypatch, run_cli):
+    """An architecture archspec does not read is refused in one line, and offline the repository is still
+    unread: nothing a later call would trust was kept."""
+    path = tmp_path / "bert.gguf"
+    w = gguf.GGUFWriter(path, "bert")
+    w.add_block_count(2)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    hub.add("org/bert-GGUF", {"bert-F16.gguf": path.read_bytes()})
+    code, out, err = run_cli("params", "org/bert-GGUF:F16")
+    assert code == 2 and "GGUF architecture 'bert' is not supported" in err and err.count("\n") == 1
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, out, err = run_cli("params", "org/bert-GGUF:F16")
+    assert code == 2 and "has not read this repository before" in err
