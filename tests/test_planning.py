@@ -297,3 +297,42 @@ def test_notebook_html_of_counts_memory_comparisons_and_sweeps():
     s = sweep(gpt2, {"decoder_layers": range(1, 101)})
     html = s._repr_html_()
     assert "100 combinations" in html and html.count("<tr>") == 1 + 20  # the header and the first 20 rows
+
+
+# ---------------------------------------------------------------- the proof holds for derived shapes
+
+
+@pytest.mark.parametrize(
+    "name, changes",
+    [("llama-3-8b", {"d_model": 2048, "decoder_layers": 3, "d_ff": 5632}), ("gpt2", {"d_model": 384, "n_heads": 6}),
+     ("gemma-3-1b", {"decoder_layers": 7, "d_ff": 1024})],
+)  # fmt: skip
+def test_shapes_made_by_the_fast_path_count_what_the_reference_model_builds(name, changes):
+    pytest.importorskip("torch")
+    from archspec.reference import verify
+
+    spec = archspec.preset(name).replace(**changes)
+    assert spec == validated_afresh(archspec.preset(name), changes)
+    report = verify(spec)
+    assert report.ok, report.mismatches()
+
+
+def test_progress_callback_and_no_bar_off_a_terminal(capsys):
+    from archspec.cli.output import progress_callback
+
+    assert progress_callback("sweep") is None  # stderr is not a terminal here: no bar, nothing written
+    calls = []
+    rows = list(
+        sweep(archspec.preset("gpt2"), {"decoder_layers": [1, 2, 3]}, progress=lambda d, t: calls.append((d, t)))
+    )
+    assert len(rows) == 3 and calls[-1] == (3, 3) and all(t == 3 for _, t in calls)
+    assert capsys.readouterr().err == ""
+
+
+def test_import_archspec_loads_neither_tqdm_nor_pandas():
+    import subprocess
+    import sys
+
+    code = "import sys, archspec; print('tqdm' in sys.modules, 'pandas' in sys.modules, callable(archspec.sweep))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False", "True"]
