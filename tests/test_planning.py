@@ -3,9 +3,11 @@ fresh description give; archspec.sweep streams rows, with constraints and limits
 tables and notebook HTML."""
 
 import csv
+import io
 import itertools
 import json
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 
 import archspec
 import archspec.blocks as blocks
+from archspec.cli import main
 from archspec.errors import SpecError
 from archspec.flops import count_flops
 from archspec.memory import estimate_memory
@@ -331,8 +334,25 @@ def test_progress_callback_and_no_bar_off_a_terminal(capsys):
 
 def test_import_archspec_loads_neither_tqdm_nor_pandas():
     import subprocess
-    import sys
 
     code = "import sys, archspec; print('tqdm' in sys.modules, 'pandas' in sys.modules, callable(archspec.sweep))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False", "True"]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_verify_and_sweep_draw_a_progress_bar_on_a_terminal(monkeypatch, capsys):
+    from archspec.cli.output import progress
+
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    names = list(progress(["gpt2", "bert-base", "t5-small"], "verify", str))  # what `verify` of many presets walks
+    assert names == ["gpt2", "bert-base", "t5-small"]
+    drawn = sys.stderr.getvalue()
+    assert "verify:" in drawn and "/3" in drawn
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    code = main(["sweep", "gpt2", "--vary", "decoder_layers=1:40", "--format", "jsonl"])
+    assert code == 0 and "sweep gpt2:" in sys.stderr.getvalue() and "/40" in sys.stderr.getvalue()
