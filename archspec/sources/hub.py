@@ -352,7 +352,9 @@ def _total(content_range: str | None, listed: int | None, whole: int | None) -> 
 
 # ---------------------------------------------------------------- GGUF repositories
 
-GGUF_FIRST_RANGE = 1 << 22  # a GGUF header holds the tokenizer (a few MB); a longer one takes more requests
+# a GGUF header holds the tokenizer's lists (Qwen3's 151,936 tokens and its merges: several MB); 16 MiB reads
+# such a header in one request, a longer one takes more
+GGUF_FIRST_RANGE = 1 << 24
 _SHARD = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
 
 
