@@ -70,6 +70,7 @@ from archspec.layers import LayerGroup, layer_groups
 from archspec.mlp import HIDDEN_KEPT, MLPShape, mlp_part, moe_parts
 from archspec.parts import COMPONENTS, ROLES, Part, Role, Tensor, norm_part, tensors
 from archspec.spec import MIXERS, ModelSpec
+from archspec.vocab import ACTIVATIONS
 
 __all__ = ["COMPONENTS", "MIXER_PARTS", "ROLES", "Attend", "AttentionShape", "Cached", "Conv", "LatentShape",
            "Lengths", "Linear", "MLPShape", "Norm", "Param", "Part", "Pointwise", "Role", "Saved", "StackShape",
@@ -218,24 +219,23 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
     if spec.head.kind == "discriminator":
         # ELECTRA: the dense layer keeps its input, the activation its input and output (ReLU its output), the
         # binary cross-entropy the fp32 logits and the fp32 labels, one value each per token
-        act = {"swiglu": "silu", "geglu": "gelu", "clamped_swiglu": "silu"}.get(spec.activation, spec.activation)
+        act = ACTIVATIONS[spec.activation].function  # applied alone (of a gated one, its gate's function)
         saved = (Saved("head_input", d, kept=ALWAYS), Saved("head", HIDDEN_KEPT[act] * d, kept=ALWAYS),
                  Saved("loss", 2, dtype="fp32", kept=ALWAYS))  # fmt: skip
-        entries = (Linear("dense", d, d, True), Pointwise("act", MLPShape.of(spec).pointwise, d, "activations"),
+        entries = (Linear("dense", d, d, True), Pointwise("act", act, d, "activations"),
                    Linear("out", d, 1, True))  # fmt: skip
         return Part("head", "head", "head", entries, stack=last, saved=saved)
     if spec.head.kind == "mlm":
-        m = MLPShape.of(spec)
         # the activation (the element-wise function of a gated one) keeps its input and output (ReLU
         # its output only, which the LayerNorm keeps too); the LayerNorm its mean and 1/std per row (in
         # the input's dtype, CPU) and the tied map its input
-        act = {"swiglu": "silu", "geglu": "gelu", "clamped_swiglu": "silu"}.get(spec.activation, spec.activation)
+        act = ACTIVATIONS[spec.activation].function
         saved += (Saved("head", HIDDEN_KEPT[act] * e, kept=ALWAYS), Saved("head", 2, kept=ALWAYS),
                   Saved("head", e, kept=ALWAYS))  # fmt: skip
         h = spec.head
         entries: tuple[Entry, ...] = (
             Linear("dense", d, e, h.dense_bias),
-            Pointwise("act", m.pointwise, e, "activations"),
+            Pointwise("act", act, e, "activations"),
             Norm("norm", e, "layernorm", affine="weight_bias" if h.norm_bias else "weight"),
             Linear("", e, V, h.bias, tied="embed"),
         )

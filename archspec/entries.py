@@ -18,7 +18,7 @@ of ``NON_MATMUL_COST``, labelled as an estimate.
 from collections.abc import Iterator
 from typing import Literal, NamedTuple
 
-from archspec.vocab import RECOMPUTE, Attention
+from archspec.vocab import ACTIVATIONS, RECOMPUTE, Attention
 
 # What an entry runs over, per sequence: the stack's own tokens, the source (the encoder output
 # that cross-attention reads), or the first token only (the pooler).
@@ -32,11 +32,7 @@ NON_MATMUL_COST = {
     "l2norm": 4,  # square-and-sum 2, divide 1, (no scale) 1 for the epsilon and root
     "softmax": 5,  # max 1, subtract 1, exp 1, sum 1, divide 1 (per score)
     "score_scale": 1,  # the 1/sqrt(dk) scaling (per score)
-    "relu": 1,
-    "relu2": 2,  # relu, square
-    "gelu": 8,
-    "silu": 4,
-    "clamped_swiglu": 9,  # two clamps, scale, sigmoid (4), product, add one
+    **{a.op: a.cost for a in ACTIVATIONS.values()},  # the MLP's activations: relu 1, gelu 8, silu 4, ...
     "sigmoid": 4,
     "gate": 1,  # the elementwise product of a gated MLP or attention gate
     "residual": 1,

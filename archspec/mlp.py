@@ -10,6 +10,7 @@ from typing import NamedTuple
 from archspec.entries import Entry, Linear, Norm, Param, Pointwise, Saved, StackShape
 from archspec.parts import Part, norm_part
 from archspec.spec import ModelSpec
+from archspec.vocab import ACTIVATIONS
 
 
 class MLPShape(NamedTuple):
@@ -33,8 +34,9 @@ class MLPShape(NamedTuple):
 
     @property
     def pointwise(self) -> str:
-        """The element-wise non-linearity: relu, gelu (gelu, geglu) or silu (silu, swiglu)."""
-        return {"swiglu": "silu", "geglu": "gelu"}.get(self.activation, self.activation)
+        """What the hidden layer runs per element (archspec.vocab.ACTIVATIONS): relu, gelu (gelu, geglu), silu
+        (silu, swiglu), relu2 or gpt-oss's clamped SwiGLU."""
+        return ACTIVATIONS[self.activation].op
 
 
 def _mlp_entries(m: MLPShape, prefix: str = "", copies: int = 1, uses: int | None = None) -> tuple[Entry, ...]:

@@ -64,6 +64,7 @@ from archspec.subtables import (
     _shorthand,
     _Table,
 )
+from archspec.vocab import GATED_ACTIVATIONS, ActivationName
 
 __all__ = [
     "GATED_ACTIVATIONS", "KIND_FIELDS", "MIXERS", "MLP", "MTP", "NORM_AFFINE", "NORM_EPS", "SUBTABLES",
@@ -78,13 +79,12 @@ __all__ = [
 Norm = Literal["layernorm", "rmsnorm"]
 NormAffine = Literal["weight_bias", "weight", "none"]
 NormPosition = Literal["pre", "post", "sandwich", "post_sublayer"]
-Activation = Literal["relu", "gelu", "silu", "swiglu", "geglu", "relu2", "clamped_swiglu"]
+Activation = ActivationName  # archspec.vocab.ACTIVATIONS: one table of what each is
 Kind = Literal["decoder-only", "encoder-only", "encoder-decoder"]
 
 EmbeddingScale = Literal["none", "sqrt_d_model"]
 Init = Literal["gpt2", "xavier"]
 
-GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "clamped_swiglu"})
 NORM_AFFINE = {"layernorm": "weight_bias", "rmsnorm": "weight"}  # each norm's default parameters
 NORM_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}  # GPT-2 and nn.Transformer; LLaMA 1
 

@@ -2,8 +2,9 @@
 
 The planner's validators (archspec.memory), the command line's ``choices=`` and the reference model
 (archspec.reference) read them from here; tests/test_vocab.py holds every copy equal. What belongs
-to one model stays with it: the spec's activations (archspec.spec.Activation, GATED_ACTIVATIONS),
-the storage formats and their bits (archspec.memory.STORAGE). The breakdown's components and
+to one model stays with it: the storage formats and their bits (archspec.memory.STORAGE). The MLP
+activations are one table (``ACTIVATIONS``): the spec's choices, which are gated, the element-wise
+function and its cost, and the Hugging Face names of each are read from it. The breakdown's components and
 roles are here because the reference model tags its modules with them and must not import the
 description (docs/architecture.md, "Layers and what each may import"). This module imports nothing
 of archspec.
@@ -11,7 +12,44 @@ of archspec.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
+
+# ---------------------------------------------------------------- MLP activations
+
+
+class ActivationFacts(NamedTuple):
+    """What the rest of archspec knows of one activation of the MLP's hidden layer."""
+
+    gated: bool  # act(gate(x)) * up(x): two input projections
+    function: str  # the element-wise function alone (of the gate, when gated): relu, gelu, silu or relu2
+    op: str  # what the hidden layer runs per element: the function, or gpt-oss's clamped SwiGLU
+    cost: int  # non-matmul operations of `op` per hidden element (an estimate; a gated MLP adds its product)
+    hf: tuple[str, ...]  # transformers' ACT2FN names that mean it (of the gate's function, when gated)
+
+
+# transformers' GELU variants (erf, tanh approximation) differ in the computation only; counts and
+# matmul FLOPs agree
+HF_GELUS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python", "gelu_accurate")
+
+ACTIVATIONS = {
+    "relu": ActivationFacts(False, "relu", "relu", 1, ("relu",)),
+    "gelu": ActivationFacts(False, "gelu", "gelu", 8, HF_GELUS),
+    "silu": ActivationFacts(False, "silu", "silu", 4, ("silu", "swish")),
+    "relu2": ActivationFacts(False, "relu2", "relu2", 2, ()),  # relu, square (Nemotron-H; So et al. 2021)
+    "swiglu": ActivationFacts(True, "silu", "silu", 4, ("silu", "swish")),
+    "geglu": ActivationFacts(True, "gelu", "gelu", 8, HF_GELUS),
+    # gpt-oss: (up + 1) * gate * sigmoid(1.702 gate), both clamped: two clamps, scale, sigmoid (4),
+    # product, add one; alone (a head that applies the activation to one input) it is SiLU
+    "clamped_swiglu": ActivationFacts(True, "silu", "clamped_swiglu", 9, ()),
+}
+ActivationName = Literal[tuple(ACTIVATIONS)]  # the spec's field: one of the names above
+GATED_ACTIVATIONS = frozenset(name for name, a in ACTIVATIONS.items() if a.gated)
+
+
+def hf_activations(gated: bool) -> dict[str, str]:
+    """transformers' activation name -> the spec's activation, for a plain MLP or a gated one."""
+    return {hf: name for name, a in ACTIVATIONS.items() if a.gated == gated for hf in a.hf}
+
 
 # ---------------------------------------------------------------- dtypes
 

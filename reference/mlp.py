@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archspec import vocab
 from archspec.reference.norms import make_norm
 from archspec.spec import ModelSpec
 
@@ -22,9 +23,9 @@ def relu2(x: torch.Tensor) -> torch.Tensor:
     return F.relu(x).square()
 
 
-# the element-wise function of each activation (of its gate, for the gated ones)
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "relu2": relu2, "swiglu": F.silu, "geglu": F.gelu,
-               "clamped_swiglu": F.silu}  # fmt: skip
+FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "relu2": relu2}
+# the element-wise function of each activation (of its gate, for the gated ones: archspec.vocab.ACTIVATIONS)
+ACTIVATIONS = {name: FUNCTIONS[a.function] for name, a in vocab.ACTIVATIONS.items()}
 SWIGLU_ALPHA = 1.702  # gpt-oss: sigmoid(1.702 x) x, the sigmoid approximation of GELU
 
 

@@ -180,3 +180,53 @@ def test_the_reference_modules_are_tagged_from_the_vocabulary():
                 value = getattr(module, tag, None)
                 assert value is None or value in vocabulary, (name, type(module).__name__, value)
                 assert set(getattr(module, f"parameter_{tag}s", {}).values()) <= set(vocabulary)
+
+
+# ---------------------------------------------------------------- one table of activations
+
+
+def test_every_reader_of_the_activations_reads_the_one_table():
+    """The spec's choices, which are gated, the hidden layer's element-wise work, the reference model's
+    functions and the Hugging Face names all come from archspec.vocab.ACTIVATIONS."""
+    from archspec.entries import NON_MATMUL_COST
+    from archspec.hf.engine import GATED_ACTIVATIONS as HF_GATED
+    from archspec.hf.engine import PLAIN_ACTIVATIONS as HF_PLAIN
+    from archspec.mlp import MLPShape
+
+    table = vocab.ACTIVATIONS
+    assert get_args(Activation) == tuple(table)
+    assert {name for name, a in table.items() if a.gated} == GATED_ACTIVATIONS
+    for name, a in table.items():
+        spec = archspec.preset("gpt2").replace(activation=name)
+        assert spec.gated == a.gated
+        assert MLPShape.of(spec).pointwise == a.op and NON_MATMUL_COST[a.op] == a.cost
+        assert a.function in NON_MATMUL_COST  # a head that applies it alone has its cost too
+    assert set(HF_PLAIN.items()) == {(hf, n) for n, a in table.items() if not a.gated for hf in a.hf}
+    assert set(HF_GATED.items()) == {(hf, n) for n, a in table.items() if a.gated for hf in a.hf}
+
+
+def test_the_reference_models_activation_functions_are_the_tables():
+    torch = pytest.importorskip("torch")
+    from archspec.reference.mlp import ACTIVATIONS, FUNCTIONS
+
+    x = torch.linspace(-3, 3, 13)
+    for name, a in vocab.ACTIVATIONS.items():
+        assert torch.equal(ACTIVATIONS[name](x), FUNCTIONS[a.function](x)), name
+    assert torch.equal(FUNCTIONS["relu2"](x), torch.relu(x) ** 2)
+    assert torch.allclose(FUNCTIONS["silu"](x), x * torch.sigmoid(x))
+
+
+def test_clamped_swiglu_alone_is_silu_for_the_count_and_the_reference_alike():
+    """gpt-oss's activation applied to one input (an MLM or discriminator head) runs SiLU in the reference
+    model; the description's head counts SiLU's work and keeps SiLU's tensors, not the clamped MLP's."""
+    from archspec.blocks import describe
+
+    for head, tied in (("mlm", True), ("discriminator", False)):
+        spec = archspec.preset("bert-base").replace(activation="clamped_swiglu", head=head, tie_embeddings=tied)
+        _head_runs_silu(describe(spec))
+
+
+def _head_runs_silu(parts):
+    (head,) = [p for p in parts if p.component == "head"]
+    (act,) = [e for e in head.entries if getattr(e, "name", "") == "act"]
+    assert act.cost == "silu" == vocab.ACTIVATIONS["clamped_swiglu"].function

@@ -28,17 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archspec.errors import SpecError, shown
+from archspec.vocab import hf_activations
 
 Config = Mapping[str, Any]
 
 
 # ---------------------------------------------------------------- activations
 
-# transformers' ACT2FN names -> the spec's activation, for a plain MLP and for a gated one. The GELU
-# variants (erf, tanh approximation) differ in the computation only; counts and matmul FLOPs agree.
-_GELUS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python", "gelu_accurate")
-PLAIN_ACTIVATIONS = {**dict.fromkeys(_GELUS, "gelu"), "relu": "relu", "silu": "silu", "swish": "silu"}
-GATED_ACTIVATIONS = {**dict.fromkeys(_GELUS, "geglu"), "silu": "swiglu", "swish": "swiglu"}
+# transformers' ACT2FN names -> the spec's activation, for a plain MLP and for a gated one
+# (archspec.vocab.ACTIVATIONS)
+PLAIN_ACTIVATIONS = hf_activations(gated=False)
+GATED_ACTIVATIONS = hf_activations(gated=True)
 
 
 def activation(cfg: Config, key: str, gated: bool, where: str) -> str:
