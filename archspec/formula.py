@@ -28,9 +28,34 @@ from archspec.spec import ModelSpec
 SYMBOLS = {
     "decoder_layers": "L", "encoder_layers": "L_enc", "d_model": "d", "vocab_size": "V", "max_positions": "T",
     "n_heads": "h", "n_kv_heads": "h_kv", "d_head": "d_h", "d_value": "d_v", "d_ff": "f", "type_vocab_size": "V_type",
+    "mlp.experts": "E", "mlp.top_k": "k", "mlp.d_expert": "f_e", "mlp.d_shared": "f_s",
+    "mlp.d_dense": "f_dense", "attention.sliding_window": "w", "attention.q_rank": "r_q", "attention.kv_rank": "r_kv",
+    "attention.rope_dims": "d_rope",
 }  # fmt: skip
+PLACES = ("mlp.dense_layers",)  # fields that place layers of a kind (counted as a run): numbers in the formula
 # the order factors are written in within a term: counts before widths (V·d, T·d, as the seed formula writes)
-WRITTEN = ("L", "L_enc", "V", "T", "V_type", "d", "h", "h_kv", "d_h", "d_v", "f")
+WRITTEN = (
+    "L",
+    "L_enc",
+    "E",
+    "k",
+    "V",
+    "T",
+    "V_type",
+    "w",
+    "d",
+    "h",
+    "h_kv",
+    "d_h",
+    "d_v",
+    "d_rope",
+    "r_q",
+    "r_kv",
+    "f",
+    "f_e",
+    "f_s",
+    "f_dense",
+)
 
 
 class NotDerived(ValueError):
@@ -137,26 +162,55 @@ Traced.__pos__ = lambda self: self
 # ---------------------------------------------------------------- the spec, traced
 
 
-def traced_fields(spec: ModelSpec) -> dict[str, str]:
-    """field -> symbol name, for the integer fields the spec was given (derived defaults follow them)."""
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def field_value(spec: ModelSpec, path: str) -> int:
+    """A field's value by its path: 'd_model', or 'mlp.experts' in a sub-table."""
+    table, _, name = path.rpartition(".")
+    return getattr(getattr(spec, table) if table else spec, name)
+
+
+def traced_fields(spec: ModelSpec, nested: bool = True) -> dict[str, str]:
+    """field path -> symbol name, for the integer fields the spec was given, its own and (`nested`) those
+    of the sub-tables it was given (the MLP's experts and their widths, a window): derived defaults follow
+    them."""
+    from archspec.spec import SUBTABLES
+
     out = {}
     for name in spec.model_fields_set:
         value = getattr(spec, name)
-        if isinstance(value, int) and not isinstance(value, bool) and name in ModelSpec.model_fields:
+        if _whole(value):
             out[name] = SYMBOLS.get(name, name)
+        elif nested and name in SUBTABLES and hasattr(value, "model_fields_set"):
+            for sub in value.model_fields_set:
+                if _whole(getattr(value, sub)) and f"{name}.{sub}" not in PLACES:
+                    out[f"{name}.{sub}"] = SYMBOLS.get(f"{name}.{sub}", f"{name}.{sub}")
     order = list(SYMBOLS)
     return dict(sorted(out.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0])))
 
 
-def traced_spec(spec: ModelSpec, values: dict[str, int] | None = None) -> tuple[ModelSpec, dict[str, Any]]:
+def traced_spec(spec: ModelSpec, values: dict[str, int] | None = None, nested: bool = True
+                ) -> tuple[ModelSpec, dict[str, Any]]:  # fmt: skip
     """The spec with each given integer field a Traced of its value (or of `values`' one), and the
-    symbols by field. Built without validation: `spec` (and `values`, by the caller) is valid already."""
+    symbols by field path. Built without validation: `spec` (and `values`, by the caller) is valid."""
     sympy = _sympy()
-    fields = traced_fields(spec)
+    fields = traced_fields(spec, nested)
     symbols = {f: sympy.Symbol(s, positive=True, integer=True) for f, s in fields.items()}
     data = {k: getattr(spec, k) for k in spec.model_fields_set}
+    tables: dict[str, dict[str, Any]] = {}
     for f, sym in symbols.items():
-        data[f] = Traced((values or {}).get(f, getattr(spec, f)), sym)
+        traced = Traced((values or {}).get(f, field_value(spec, f)), sym)
+        table, _, name = f.rpartition(".")
+        if table:
+            tables.setdefault(table, {})[name] = traced
+        else:
+            data[f] = traced
+    for table, changes in tables.items():
+        member = getattr(spec, table)
+        given = {k: getattr(member, k) for k in member.model_fields_set}
+        data[table] = type(member).model_construct(_fields_set=set(member.model_fields_set), **{**given, **changes})
     return ModelSpec.model_construct(_fields_set=set(data), **data), symbols
 
 
@@ -244,7 +298,7 @@ def _written(coeff, rest, powers, leftover, order) -> str:
     if leftover != 1:
         up = "·".join(x for x in (up, str(leftover).replace(" ", "")) if x)
     num, den = sympy.fraction(sympy.Rational(coeff))
-    head = up if num == 1 else f"{num}·{up}" if up else str(num)
+    head = up if num == 1 else f"-{up}" if num == -1 and up else f"{num}·{up}" if up else str(num)
     under = [x for x in (str(den) if den != 1 else "", down) if x]
     tail = "·".join(under)
     if "·" in tail:
@@ -285,20 +339,28 @@ def polynomial(quantity: str, expr, symbols: dict[str, Any], values: dict[Any, i
 def derive(spec: ModelSpec) -> Formula:
     """The parameter count and forward FLOPs per token of `spec` as polynomials in its given integer
     fields, derived from the description and proven against count_params and count_flops at the spec
-    and at POINTS random points (NotDerived names the point where they differ)."""
+    and at POINTS random points (NotDerived names the point where they differ). The sub-tables' fields
+    (experts, their widths) are traced too where the proof holds for them; else they stay numbers."""
+    try:
+        return _derive(spec, nested=True)
+    except NotDerived:  # a sub-table field that places layers rather than sizing them: its own value, fixed
+        return _derive(spec, nested=False)
+
+
+def _derive(spec: ModelSpec, nested: bool) -> Formula:
     from archspec.flops import count_flops
     from archspec.params import count_params
 
     sympy = _sympy()
-    traced, symbols = traced_spec(spec)
+    traced, symbols = traced_spec(spec, nested=nested)
     total = count_params(traced).total
     forward = count_flops(traced, 1, None).forward
     T = symbols.get("max_positions")
     params_expr = sympy.expand(_expr(total))
     flops_expr = sympy.expand(_expr(forward) / (T if T is not None else spec.max_positions))
-    here = {sym: getattr(spec, f) for f, sym in symbols.items()}
+    here = {sym: field_value(spec, f) for f, sym in symbols.items()}
     points = prove(spec, symbols, params_expr, flops_expr)
-    table = {str(sym): {"field": f, "value": getattr(spec, f)} for f, sym in symbols.items()}
+    table = {str(sym): {"field": f, "value": field_value(spec, f)} for f, sym in symbols.items()}
     return Formula(
         spec.name,
         table,
@@ -325,7 +387,7 @@ def _draw(spec: ModelSpec, fields: list[str], rng: random.Random, patterned: boo
     out = {}
     scale_heads = rng.randint(1, 3)
     for f in fields:
-        v = getattr(spec, f)
+        v = field_value(spec, f)
         if f in ("decoder_layers", "encoder_layers"):
             out[f] = v + period(spec) * rng.randint(0, 3) if patterned else rng.randint(1, 2 * v)
         elif f == "n_heads":
@@ -354,14 +416,14 @@ def prove(spec: ModelSpec, symbols: dict[str, Any], params_expr, flops_expr, poi
             s = spec.replace(**values) if values else spec
         except SpecError:  # a draw the spec's rules refuse (a layer pattern, a divisibility)
             continue
-        point = {sym: getattr(s, f) for f, sym in symbols.items()}
+        point = {sym: field_value(s, f) for f, sym in symbols.items()}
         exact = count_params(s).total
         flops = count_flops(s, 1, None).forward
         seq = s.max_positions
         got_p = at(params_expr, point)
         got_f = at(flops_expr, point) * seq
         if got_p != exact or got_f != flops:
-            shown = ", ".join(f"{f} = {v}" for f, v in (values or {f: getattr(spec, f) for f in fields}).items())
+            shown = ", ".join(f"{f} = {v}" for f, v in (values or {f: field_value(spec, f) for f in fields}).items())
             which = "parameter count" if got_p != exact else "forward FLOPs"
             raise NotDerived(
                 f"{spec.name}: the traced {which} differs from archspec's count at {shown} "

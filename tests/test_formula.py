@@ -10,7 +10,7 @@ from matrix import fast_only
 
 import archspec
 from archspec.flops import count_flops
-from archspec.formula import NotDerived, derive, prove, traced_spec
+from archspec.formula import NotDerived, derive, field_value, prove, traced_spec
 from archspec.params import count_params
 
 sympy = pytest.importorskip("sympy")
@@ -52,7 +52,7 @@ def _evaluate(expr, spec):
     """The polynomial at a spec: each symbol's field read from the spec."""
     fields = {str(s): s for s in expr.free_symbols}
     _, symbols = traced_spec(spec)
-    return expr.subs({fields[str(sym)]: getattr(spec, f) for f, sym in symbols.items() if str(sym) in fields})
+    return expr.subs({fields[str(sym)]: field_value(spec, f) for f, sym in symbols.items() if str(sym) in fields})
 
 
 @pytest.mark.parametrize("name", fast_only(ALL, FAST))
@@ -68,9 +68,9 @@ def test_every_presets_formula_equals_the_counters_at_new_random_points(name):
     rng = random.Random(name)
     checked = 0
     for field in traced_fields(spec):
-        step = period(spec) if field.endswith("_layers") else getattr(spec, field)  # keeps every divisibility
+        step = period(spec) if field.endswith("_layers") else field_value(spec, field)  # keeps every divisibility
         try:
-            moved = spec.replace(**{field: getattr(spec, field) + step * rng.randint(1, 2)})
+            moved = spec.replace(**{field: field_value(spec, field) + step * rng.randint(1, 2)})
         except archspec.SpecError:
             continue
         assert _evaluate(f.params.expr, moved) == count_params(moved).total, (name, field)
@@ -121,3 +121,12 @@ def test_traced_and_plain_specs_never_share_the_layer_cache():
     f = derive(spec)
     assert [t.term for t in f.params.terms][:2] == ["4·L·d·h·d_h", "8·L·d²"]
     assert type(count_params(spec).total) is int and count_params(spec).total == plain
+
+
+def test_a_mixture_of_experts_shows_its_experts_and_the_ones_a_token_uses():
+    """Mixtral: E SwiGLU experts of width f_e per layer in the count, k of them in the FLOPs, and a router
+    of E x d; the fields of the MLP's sub-table traced as the model's own are."""
+    f = derive(archspec.preset("mixtral-8x7b"))
+    assert "3·L·E·d·f_e" in [t.term for t in f.params.terms] and "L·E·d" in [t.term for t in f.params.terms]
+    assert "6·L·k·d·f_e" in [t.term for t in f.flops_per_token.terms]
+    assert f.symbols["E"] == {"field": "mlp.experts", "value": 8} and f.symbols["k"]["field"] == "mlp.top_k"
