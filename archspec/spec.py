@@ -478,8 +478,8 @@ class ModelSpec(BaseModel):
                 )
             if kind.position is not None and self.position.kind not in ("rotary", "none"):
                 raise ValueError(
-                    f"kinds.{name}.position: the model's {self.position.kind!r} positions are added to the embeddings "
-                    "for every layer; a kind can change rotary positions only"
+                    f"kinds.{name}.position: the model's {self.position.kind!r} positions serve every layer alike; "
+                    "a kind can change rotary positions only"
                 )
 
     def _kind_data(self, name: str) -> dict[str, Any]:

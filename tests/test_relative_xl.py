@@ -91,3 +91,8 @@ def test_relative_terms_count_w_r_per_layer_and_u_v_where_they_live():
 def test_relative_attention_verifies_tensor_by_tensor_and_in_flops(changes):
     report = verify(ModelSpec(name="xl", **{**BASE, **changes}), batch=2, seq_len=7)
     assert report.ok, report.mismatches()
+
+
+def test_a_layer_kind_cannot_drop_the_stacks_relative_positions():
+    with pytest.raises(ValueError, match="the model's 'transformer_xl' positions serve every layer alike"):
+        ModelSpec(name="xl", **BASE, kinds={"nope": {"position": "none"}}, layers={"pattern": ["nope"]})
