@@ -506,3 +506,36 @@ def test_a_commit_read_once_is_not_asked_again(hub, run_cli):
     hub.log.clear()
     code2, again, _ = run_cli("params", f"toy/pinned@{commit}", "--format", "json")
     assert code == code2 == 0 and first == again and hub.log == []
+
+
+# ---------------------------------------------------------------- the documents' checkpoints
+
+CHECKPOINTS = Path(__file__).parent / "data" / "checkpoints"
+
+
+def docs_checkpoints() -> dict[str, tuple[str, dict, dict]]:
+    """The checkpoints docs/sources.md shows (tests/data/checkpoints/), as written: name -> (config.json,
+    shapes, dtypes). tiny-llama: transformers' LlamaForCausalLM at toy width, bf16. tiny-deepseek-v3-fp8:
+    DeepSeek-V3's released layout at toy width: per-expert tensors, the MTP module as the layer after the
+    last, linear layers in F8_E4M3 with 128x128 block scales (weight_scale_inv, F32)."""
+    llama_config, llama = meta_model("llama")
+    v3_config, v3 = meta_model("deepseek_v3")
+    shapes = {**per_expert(v3), **mtp_layer(v3, v3_config)}
+    fp8 = [k for k, s in shapes.items() if len(s) == 2 and ".layers." in k and "norm" not in k and "embed" not in k
+           and "shared_head.head" not in k and not k.endswith("mlp.gate.weight")]  # fmt: skip
+    scales = {k.removesuffix(".weight") + ".weight_scale_inv": tuple(-(-d // 128) for d in shapes[k]) for k in fp8}
+    dtypes = {**dict.fromkeys(fp8, torch.float8_e4m3fn), **dict.fromkeys(scales, torch.float32)}
+    return {"tiny-llama": (llama_config, llama, {}), "tiny-deepseek-v3-fp8": (v3_config, {**shapes, **scales}, dtypes)}
+
+
+@pytest.mark.parametrize("name", ["tiny-llama", "tiny-deepseek-v3-fp8"])
+def test_the_documents_checkpoints_are_as_written_here(name, tmp_path):
+    """The committed files hold the names, shapes and dtypes docs_checkpoints() writes, and the config the
+    same spec (to write them again: write_checkpoint(CHECKPOINTS / name, *docs_checkpoints()[name]))."""
+    config, shapes, dtypes = docs_checkpoints()[name]
+    fresh = write_checkpoint(tmp_path / name, config, shapes, dtypes=dtypes)
+    committed = CHECKPOINTS / name
+    assert archspec.load_spec(committed / "config.json") == archspec.load_spec(fresh / "config.json").replace(
+        name=name
+    )
+    assert headers.read_folder(committed) == headers.read_folder(fresh)

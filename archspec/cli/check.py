@@ -136,6 +136,10 @@ def run(args) -> int:
                 f"{human_bytes(r.stored.bytes)} ({exact(r.stored.bytes)} bytes); the spec: "
                 f"{human(r.spec_params)} params ({exact(r.spec_params)})"
             )
+            aside = (*r.hidden, "extra", "buffers", "scales")
+            held = sum(t.bytes for c, t in r.by_component.items() if c not in aside)
+            scales = f", their scales {exact(r.scales.bytes)} bytes besides" if r.scales.tensors else ""
+            lines.append(f"the spec's tensors as stored: {human_bytes(held)} ({exact(held)} bytes){scales}")
             if r.weights_format:
                 lines.append(
                     f"--weights {r.weights_format} (most stored values) predicts "

@@ -212,6 +212,8 @@ def check(
     scale_names, buffer_names = set(m.scales), set(m.buffers)
     for t in stored:
         comp = m.component.get(t.name, "extra")
+        if t.name in scale_names:  # a row of their own: the components' values are the spec's parameters
+            comp = "scales"
         by_dtype[t.dtype] = by_dtype.get(t.dtype, Tally()).add(t)
         by_component[comp] = by_component.get(comp, Tally()).add(t)
         total = total.add(t)
