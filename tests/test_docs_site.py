@@ -80,3 +80,11 @@ def test_the_docs_extra_builds_the_site_and_the_test_extra_holds_it():
 def test_ci_builds_the_site_strictly_outside_the_tree():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert re.search(r"mkdocs build --strict (-d|--site-dir) \"\$\(mktemp -d\)\"", ci)
+
+
+def test_every_page_is_linked_from_the_readme_and_the_home_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    pages = sorted(p.name for p in DOCS.glob("*.md"))
+    assert [p for p in pages if f"(docs/{p})" not in readme] == [], "README.md links every page of docs/"
+    assert [p for p in pages if p != "index.md" and f"]({p})" not in home] == [], "docs/index.md links every page"
