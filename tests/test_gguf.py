@@ -532,3 +532,24 @@ def test_fit_of_a_gguf_file_plans_its_stored_format(run_json):
     assert [(r["dtype"], r["devices"], r["weights_source"]) for r in rows] == [("q4_k_m", 1, "stored")]
     (memory,) = run_json("memory", str(toy), "--seq-len", "4096")
     assert rows[0]["per_device_bytes"] == memory["inference_total_bytes"]
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_spec_of_gguf_is_its_configs_spec(model, gguf_dir):
+    """Beyond the counts: every field of the spec (but the name) as the config.json gives it."""
+    path, _ = _written(model, gguf_dir)
+    from_gguf = ggufsrc.load_gguf(path).model_dump(exclude={"name"})
+    from_config = load_spec(HF / f"{model}.json").model_dump(exclude={"name"})
+    assert {k: v for k, v in from_gguf.items() if from_config[k] != v} == {}
+
+
+def test_import_of_a_gguf_file_writes_its_configs_spec(gguf_dir, run_cli):
+    path, _ = _written("gpt-oss-20b", gguf_dir)
+    code, from_gguf, err = run_cli("import", str(path))
+    assert code == 0 and "read from a GGUF header (llama.cpp's architecture 'gpt-oss')" in err
+    code, from_config, _ = run_cli("import", str(HF / "gpt-oss-20b.json"))
+
+    def body(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith(("#", "name = "))]
+
+    assert code == 0 and body(from_gguf) == body(from_config)

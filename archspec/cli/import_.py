@@ -1,5 +1,5 @@
-"""`archspec import`: the archspec spec file of a Hugging Face config.json (TOML on stdout, or -o FILE
-by its suffix): transformers' defaults for missing keys, the head of the class in `architectures`;
+"""`archspec import`: the archspec spec file of a Hugging Face config.json or a GGUF file's header (TOML on
+stdout, or -o FILE by its suffix): transformers' defaults for missing keys, the head of the class in `architectures`;
 keys the spec cannot represent are refused by name."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ UNUSED_UNLESS = [
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", metavar="CONFIG", help="a Hugging Face config.json, or a folder holding one")
+    p.add_argument("config", metavar="CONFIG", help="a Hugging Face config.json, a folder holding one, or a .gguf file")
     p.add_argument(
         "-o",
         "--output",
@@ -49,7 +49,13 @@ def run(args) -> int:
     from archspec.loading import build_spec, parse_assignments
 
     overrides = parse_assignments(args.overrides)
-    imported = loading.import_config(args.config)
+    if str(args.config).lower().endswith(".gguf"):  # a GGUF file's header (archspec.sources.gguf)
+        from archspec.sources import gguf
+
+        header, stored, _ = gguf.read_model(args.config)
+        imported = gguf.imported(header, gguf.spec_name(args.config), args.config, stored)
+    else:
+        imported = loading.import_config(args.config)
     spec = with_overrides(build_spec(imported.data, args.config), overrides, args.config)
     suffix = Path(args.output).suffix if args.output else (".json" if args.format == "json" else ".toml")
     comments = [

@@ -162,9 +162,27 @@ def architecture(header: Header, where: str = "GGUF file") -> str:
     return arch
 
 
+def _decimal(x: float) -> float:
+    """A float32 value as the shortest decimal that float32 rounds to it (1e-06 for the float32 nearest
+    1e-6): the number the converter was given, not its float32 approximation."""
+    import struct
+
+    single = struct.pack("<f", x)
+    if struct.unpack("<f", single)[0] != x:  # not a float32 value: as it is
+        return x
+    for digits in range(1, 10):
+        shortest = float(f"{x:.{digits}g}")
+        if struct.pack("<f", shortest) == single:
+            return shortest
+    return x
+
+
 def _key(meta: dict[str, Any], arch: str, name: str, where: str, default: Any = None, required: bool = False) -> Any:
-    """{arch}.name, one number: a per-layer array (llama.cpp allows one) must hold one value."""
+    """{arch}.name, one number: a per-layer array (llama.cpp allows one) must hold one value; a float as the
+    decimal it was written from."""
     value = meta.get(f"{arch}.{name}", default)
+    if type(value) is float:
+        value = _decimal(value)
     if value is None and required:
         raise SpecError(f"{where}: the GGUF header has no {arch}.{name}")
     if isinstance(value, list):
@@ -367,14 +385,21 @@ def spec_name(path: str | os.PathLike) -> str:
     return hf.spec_name(Path(re.sub(_SHARD, ".gguf", str(path))))
 
 
-def spec_of(header: Header, name: str, where: str = "GGUF file", stored: list[StoredTensor] | None = None):
-    """The ModelSpec of a GGUF header (and, for a split model, every shard's tensors), through archspec.hf's
-    adapter of the family."""
+def imported(header: Header, name: str, where: str = "GGUF file", stored: list[StoredTensor] | None = None):
+    """The spec data of a GGUF header (an archspec.hf.Imported), through archspec.hf's adapter of the family;
+    `stored`: every shard's tensors of a split model."""
     from archspec import hf
+
+    out = hf.from_mapping(hf_config(header, where, stored), name, where)
+    note = f"read from a GGUF header (llama.cpp's architecture {architecture(header, where)!r})"
+    return dataclasses.replace(out, notes=(note, *out.notes))
+
+
+def spec_of(header: Header, name: str, where: str = "GGUF file", stored: list[StoredTensor] | None = None):
+    """The ModelSpec of a GGUF header (and, for a split model, every shard's tensors)."""
     from archspec.loading import build_spec
 
-    imported = hf.from_mapping(hf_config(header, where, stored), name, where)
-    return build_spec(imported.data, where)
+    return build_spec(imported(header, name, where, stored).data, where)
 
 
 def load_gguf(path: str | os.PathLike):
