@@ -1493,7 +1493,8 @@ OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[st
 ELSEWHERE = {"verify": {"ranks", "zero", "tp"},
              # a page in a real browser: tests/test_report.py; lock-step and kept fields: tests/test_frontdoor.py
              "report": {"format", "overrides", "models", "output", "gpu", "batch", "seq_len"},
-             "sweep": {"keep", "zip"},
+             # constraints, limits and output files of sweeps: tests/test_planning.py
+             "sweep": {"keep", "zip", "where", "limit", "force", "output"},
              "plot": {"format", "overrides", "kind", "models", "output", "vary", "gpu", "batch", "dtype", "recompute",
                       "seq_len"}}  # fmt: skip
 

@@ -113,8 +113,6 @@ def run(args) -> int:
         rows = sum(s.n_rows for s in sweeps)
         emit(f"wrote {args.output}: {rows:,} rows ({fmt}) of {total:,} combinations")
     skipped = sum(s.n_skipped for s in sweeps)
-    if not any(s.n_rows for s in sweeps) and skipped and not any(s.n_filtered for s in sweeps):
-        raise SpecError(f"no combination of the sweep is a valid spec; the first: {sweeps[0].skipped[0]}")
     for s in sweeps:
         for refused in s.skipped[:SKIPPED_SHOWN]:
             sys.stderr.write(f"archspec: skipped {refused}\n")
@@ -195,22 +193,28 @@ def _ticks(s, i: int, n: int):
 
 
 def _stream(sweeps, fmt: str, out: _Output, n: int) -> None:
-    """CSV, JSON lines or a JSON array, one row at a time."""
+    """CSV, JSON lines or a JSON array, one row at a time (the CSV header and the array's bracket with
+    the first row, so that a sweep the spec refuses whole writes nothing)."""
     import csv
     import io
     import json
 
-    first = True
-    if fmt == "json":
-        out.write("[")
-    for i, s in enumerate(sweeps):
-        _ticks(s, i, n)
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=s.columns, lineterminator="")
-        if fmt == "csv" and i == 0:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=sweeps[0].columns, lineterminator="")
+    written = 0
+
+    def start() -> None:
+        if fmt == "csv":
             writer.writeheader()
             out.write(buf.getvalue())
+        elif fmt == "json":
+            out.write("[")
+
+    for i, s in enumerate(sweeps):
+        _ticks(s, i, n)
         for row in s:
+            if not written:
+                start()
             if fmt == "csv":
                 buf.seek(0)
                 buf.truncate()
@@ -221,12 +225,20 @@ def _stream(sweeps, fmt: str, out: _Output, n: int) -> None:
                     text = json.dumps(row, allow_nan=False)
                 except ValueError as exc:
                     raise SpecError(f"a result cannot be written as JSON: {exc}") from None
-                if fmt == "json":
-                    text = ("  " if first else ", ") + text
-                out.write(text)
-            first = False
+                out.write(text if fmt == "jsonl" else ("  " if not written else ", ") + text)
+            written += 1
+    _refused_whole(sweeps)
+    if not written:
+        start()
     if fmt == "json":
         out.write("]")
+
+
+def _refused_whole(sweeps) -> None:
+    """A SpecError when the spec refuses every combination (none left out by --where, none given)."""
+    if not any(s.n_rows or s.n_filtered for s in sweeps) and any(s.n_skipped for s in sweeps):
+        first = next(s for s in sweeps if s.skipped).skipped[0]
+        raise SpecError(f"no combination of the sweep is a valid spec; the first: {first}")
 
 
 def _csv(v):
@@ -248,6 +260,7 @@ def _tabulate(args, sweeps, fmt: str, out: _Output) -> None:
                 rows.append([o["name"], *(fmt_value(o[f]) for f in fields), human(o["total"]), human(o["active"]),
                              human(float(o["forward_per_token"])), human_bytes(o["weights_bytes"]),
                              human_bytes(o["kv_cache_bytes_per_token"])])  # fmt: skip
+    _refused_whole(sweeps)
     if n > TABLE_ROWS:
         raise SpecError(f"the sweep gives {n:,} rows, too many to print as a {fmt}; write them to a file "
                         "(-o FILE.csv or -o FILE.jsonl) or print them with --format csv|jsonl, or narrow it "
