@@ -105,11 +105,12 @@ def notes_of(a, quantity_label=None) -> list[str]:
     return lines
 
 
-def _summary(statuses: list[str], what: str) -> str:
+def _summary(statuses: list[str], what: str, explained: int = 0) -> str:
     counts = {k: statuses.count(k) for k in STATUSES}
+    off = f"{counts['off']} off" + (f" ({explained} explained)" if explained else "")
     return (
         f"{what}: {counts['match']} match, {counts['truncated']} truncated, {counts['near']} near (within 1%), "
-        f"{counts['off']} off; match = the exact value rounds to the printed figure at its printed precision, "
+        f"{off}; match = the exact value rounds to the printed figure at its printed precision, "
         "truncated = it is cut off to it"
     )
 
@@ -119,7 +120,10 @@ def _notes_block(notes) -> list[str]:
 
     out = []
     for n, name, printed, lines in notes:
-        body = [f"[{n}] {name} {printed}: {lines[0]}"] + [f"    {x}" for x in lines[1:]]
+        if isinstance(name, list):  # a note that rows of a paper's table share
+            name, printed = (name[0], printed) if len(name) == 1 else (f"{len(name)} rows, {name[0]} to {name[-1]}", "")
+        head = f"[{n}] {name} {printed}".rstrip()
+        body = [f"{head}: {lines[0]}"] + [f"    {x}" for x in lines[1:]]
         out.append("\n".join(textwrap.fill(b, 110, subsequent_indent="    ") for b in body))
     return out
 
@@ -138,6 +142,8 @@ def _table_report(args, table, assessed, objects) -> tuple[str, list[str]]:
         headers += [f"{label[q]} printed", "computed", "status"]
     headers.append("note")
     lines, notes, statuses, unexplained = [], [], [], []
+    shared: dict[tuple[str, ...], int] = {}
+    explained = 0
     for row, rows in assessed:
         objects.append({"name": row.spec.name, "table": table.title, "quote": row.quote,
                         "claims": [a.to_dict() for a in rows]})  # fmt: skip
@@ -148,12 +154,19 @@ def _table_report(args, table, assessed, objects) -> tuple[str, list[str]]:
             printed, computed, status = cells[c.quantity]
             printed.append(c.printed)
             computed.append(_like_printed(c.printed, a.computed))
-            status.append(a.status if a.status == "match" else f"{a.status} {signed_pct(a.deviation, 1)}")
+            cell = a.status if a.status == "match" else f"{a.status} {signed_pct(a.deviation, 1)}"
+            if a.conventions and a.conventions["status"] != a.status:  # as the source counts, beside archspec's
+                cell += f"; {a.conventions['status']} as counted"
+            status.append(cell)
             statuses.append(a.status)
+            explained += a.status == "off" and a.explained
             extra = notes_of(a, lambda value, c=c: _like_printed(c.printed, value))
-            if extra:
-                notes.append((len(notes) + 1, row.spec.name, c.printed, extra))
-                refs.append(f"[{len(notes)}]")
+            if extra:  # rows with the same note (a convention the whole table follows) share its number
+                n = shared.setdefault(tuple(extra), len(notes) + 1)
+                if n > len(notes):
+                    notes.append((n, [], c.printed, extra))
+                notes[n - 1][1].append(row.spec.name)
+                refs.append(f"[{n}]")
             if a.unexplained_off:
                 unexplained.append(f"{row.spec.name} {c.quantity} {c.printed}")
         line = [row.spec.name]
@@ -163,7 +176,7 @@ def _table_report(args, table, assessed, objects) -> tuple[str, list[str]]:
     fmt = "github" if args.format == "markdown" else "simple"
     text = [f"{table.title} ({table.source})", tabulate(lines, headers=headers, tablefmt=fmt, disable_numparse=True)]
     text += [""] + _notes_block(notes) if notes else []
-    text.append(_summary(statuses, f"\n{len(assessed)} rows, {len(statuses)} printed figures"))
+    text.append(_summary(statuses, f"\n{len(assessed)} rows, {len(statuses)} printed figures", explained))
     if unexplained:
         text.append("off with no recorded explanation: " + "; ".join(unexplained))
     return "\n".join(text), unexplained
