@@ -282,3 +282,19 @@ def test_an_unknown_key_in_the_table_header_is_refused(run_cli, tmp_path):
     path.write_text(TABLE.replace('title = "GPT-2, Table 2"', 'title = "GPT-2, Table 2"\nyear = 2019'))
     code, _, err = run_cli("validate", str(path))
     assert code == 2 and "unknown key table.year" in err and err.count("\n") == 1
+
+
+def test_rows_that_follow_one_convention_share_one_note_and_show_their_status_as_counted(run_cli, tmp_path):
+    rows = []
+    for name, L, d, h in (("small", 12, 768, 12), ("medium", 24, 1024, 16)):
+        twice = _gpt2_count(L, d) + 50257 * d  # the tied table counted as the head too
+        rows.append(f'[[rows]]\nname = "{name}"\ndecoder_layers = {L}\nd_model = {d}\nn_heads = {h}\n'
+                    f'params = {{ printed = "{twice:,}", conventions = ["tied_counted_twice"] }}\n')  # fmt: skip
+    path = tmp_path / "t.toml"
+    path.write_text(TABLE.split("[[rows]]")[0] + "\n".join(rows))
+    code, out, _ = run_cli("validate", str(path))
+    lines = out.splitlines()
+    assert code == 0 and [ln.split()[-1] for ln in lines[3:5]] == ["[1]", "[1]"]
+    assert "off" in lines[3] and "match as counted" in lines[3]
+    assert "[1] 2 rows, small to medium: counted with the tied embedding counted twice" in out
+    assert "2 off (2 explained)" in out
