@@ -23,7 +23,6 @@ time as it is iterated, so memory stays bounded however many combinations there 
 
 from __future__ import annotations
 
-import itertools
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -48,8 +47,8 @@ class Vary:
 
     def __str__(self) -> str:
         v = self.values
-        if isinstance(v, range) and len(v) > 3:
-            return f"{self.field}={v.start}:{v[-1]}:{v.step}"
+        if isinstance(v, range) and _size(v) > 3:
+            return f"{self.field}={v.start}:{v.start + (_size(v) - 1) * v.step}:{v.step}"
         return f"{self.field}={','.join(str(x) for x in v)}"
 
 
@@ -230,20 +229,24 @@ def count_combinations(varies: list[Vary], zipped: list[list[str]] | None = None
 def combinations(varies: list[Vary], zipped: list[list[str]] | None = None) -> Iterator[dict[str, Any]]:
     """The product of the lists, the last field varying fastest, one {field: value, ...} at a time. Each
     group of `zipped` field names varies in lock-step (its lists have one length and count as one axis of
-    the product, at the place of its first field)."""
+    the product, at the place of its first field). Nothing is enumerated ahead: memory does not grow with
+    the lists (itertools.product would copy each of them first)."""
     axes = _axes(varies, zipped)
     order = [v.field for v in varies]
-    steps = [[dict(zip(fields, xs)) for xs in zip(*lists)] if len(fields) > 1 else None for fields, lists in axes]
-    columns = [lists[0] if step is None else step for (_, lists), step in zip(axes, steps)]
-    names = [fields[0] for fields, _ in axes]
-    for combo in itertools.product(*columns):
-        merged: dict[str, Any] = {}
-        for name, step, value in zip(names, steps, combo):
-            if step is None:
-                merged[name] = value
-            else:
-                merged.update(value)
+    for combo in _product(axes):
+        merged = {f: x for fields, xs in combo for f, x in zip(fields, xs)}
         yield {f: merged[f] for f in order}
+
+
+def _product(axes: list[tuple[tuple[str, ...], list[Sequence[Any]]]]) -> Iterator[tuple]:
+    """(fields, values) of each axis, for every combination, the last axis fastest."""
+    if not axes:
+        yield ()
+        return
+    (fields, lists), rest = axes[0], axes[1:]
+    for xs in zip(*lists):
+        for tail in _product(rest):
+            yield ((fields, xs), *tail)
 
 
 # ---------------------------------------------------------------- constraints

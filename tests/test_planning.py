@@ -356,3 +356,11 @@ def test_verify_and_sweep_draw_a_progress_bar_on_a_terminal(monkeypatch, capsys)
     monkeypatch.setattr(sys, "stderr", _Terminal())
     code = main(["sweep", "gpt2", "--vary", "decoder_layers=1:40", "--format", "jsonl"])
     assert code == 0 and "sweep gpt2:" in sys.stderr.getvalue() and "/40" in sys.stderr.getvalue()
+
+
+def test_a_sweep_past_any_limit_streams_when_asked():
+    # 2 x 10^15 combinations with limit=None: the first rows come at once, no list of 10^15 values is made
+    s = sweep(archspec.preset("gpt2"), {"decoder_layers": range(1, 10**15), "d_ff": [3072, 4096]}, limit=None)
+    assert s.n_combinations == 2 * (10**15 - 1) and "decoder_layers=1:999999999999999:1" in repr(s)
+    first = [(r["decoder_layers"], r["d_ff"]) for r in itertools.islice(iter(s), 3)]
+    assert first == [(1, 3072), (1, 4096), (2, 3072)]
