@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Repo:
     files: dict[str, bytes]
     gated: bool = False
+    private: bool = False  # answered as the Hub answers a stranger: 401, RepoNotFound
     sha: str = ""
 
     def __post_init__(self):
@@ -90,6 +91,9 @@ def _handler(hub: Hub):
             repo = hub.repos.get(name)
             if repo is None:
                 self._error(404, "RepoNotFound", "Repository not found")
+                return None
+            if repo.private:
+                self._error(401, "RepoNotFound", "Repository not found")
                 return None
             if repo.gated:
                 self._error(401, "GatedRepo", "Access to this model is restricted")

@@ -535,7 +535,24 @@ def test_the_documents_checkpoints_are_as_written_here(name, tmp_path):
     config, shapes, dtypes = docs_checkpoints()[name]
     fresh = write_checkpoint(tmp_path / name, config, shapes, dtypes=dtypes)
     committed = CHECKPOINTS / name
-    assert archspec.load_spec(committed / "config.json") == archspec.load_spec(fresh / "config.json").replace(
-        name=name
-    )
+    assert archspec.load_spec(committed / "config.json") == archspec.load_spec(fresh / "config.json").replace(name=name)
     assert headers.read_folder(committed) == headers.read_folder(fresh)
+
+
+def test_a_repository_the_hub_hides_names_hf_token(hub, run_cli):
+    """The Hub answers a stranger's request for a private repository as for an unknown one: 401 with
+    RepoNotFound. The line says both and names HF_TOKEN."""
+    hub.add("toy/private", {"config.json": b"{}"}).private = True
+    code, _, err = run_cli("params", "toy/private")
+    assert code == 2 and "no repository toy/private" in err and "HF_TOKEN" in err and err.count("\n") == 1
+
+
+def test_check_runs_without_torch():
+    """archspec check reads the weight maps, not the reference model: it runs where torch cannot be imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None; from archspec.cli import main; "
+            f"sys.exit(main(['check', {str(CHECKPOINTS / 'tiny-llama')!r}]))")  # fmt: skip
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "the stored tensors are the spec's" in r.stdout, r.stderr[-2000:]

@@ -144,11 +144,16 @@ def _read_record(repo: str, commit: str, pick: str | None) -> dict | None:
     return data if ok else None
 
 
-def _hub():
+def _needs(ref: HubRef | None) -> SpecError:
+    here = f"{ref}: no such file or folder here; as a Hub id it needs" if ref else "a Hugging Face Hub id needs"
+    return SpecError(f"{here} huggingface_hub: {EXTRA}")
+
+
+def _hub(ref: HubRef | None = None):
     try:
         import huggingface_hub
     except ImportError:
-        raise SpecError(f"a Hugging Face Hub id needs huggingface_hub: {EXTRA}") from None
+        raise _needs(ref) from None
     return huggingface_hub
 
 
@@ -157,37 +162,41 @@ def _refusal(exc: Exception, ref: HubRef) -> SpecError:
     hub = _hub()
     e = hub.errors
     status = getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(exc, e.GatedRepoError) or status in (401, 403):
+    if isinstance(exc, e.GatedRepoError):
         return SpecError(
-            f"{ref}: the Hub refuses access (HTTP {status}: a gated or private repository); accept its "
-            "terms on the Hub and set HF_TOKEN to a token that may read it"
+            f"{ref}: the Hub refuses access (HTTP {status}: a gated repository); accept its terms on the Hub and "
+            "set HF_TOKEN to a token that may read it"
         )
     if isinstance(exc, e.RevisionNotFoundError):
         return SpecError(f"{ref}: the repository {ref.repo} has no revision {ref.revision!r}")
-    if isinstance(exc, e.RepositoryNotFoundError) or status == 404:
+    if isinstance(exc, e.RepositoryNotFoundError) or status == 404:  # the Hub answers 401 to a stranger too
+        private = "; if it is private, set HF_TOKEN to a token that may read it" if status in (401, 403) else ""
         return SpecError(
-            f"{ref}: no such file or folder here, and no repository {ref.repo} on the Hub ({endpoint()}: 404)"
+            f"{ref}: no such file or folder here, and no repository {ref.repo} on the Hub ({endpoint()}: "
+            f"{status}){private}"
         )
+    if status in (401, 403):
+        return SpecError(f"{ref}: the Hub refuses access (HTTP {status}); set HF_TOKEN to a token that may read it")
     if isinstance(exc, e.HfHubHTTPError):
         return SpecError(f"{ref}: the Hub answered HTTP {status} ({clip(str(exc).splitlines()[0], 160)})")
     return SpecError(
-        f"{ref}: cannot reach the Hub at {endpoint()} ({clip(str(exc) or type(exc).__name__, 160)}); "
-        "with HF_HUB_OFFLINE=1 archspec answers from what it read before"
+        f"{ref}: no such file or folder here, and the Hub at {endpoint()} cannot be reached "
+        f"({clip(str(exc) or type(exc).__name__, 160)}); with HF_HUB_OFFLINE=1 archspec answers from what it has read"
     )
 
 
 def fetch(ref: HubRef) -> Fetched:
     """The config and stored tensors of a Hub repository, from the cache when they were read before."""
     if offline():  # from the cache alone: huggingface_hub is imported only where the cache lacks a file
-        _installed()
+        _installed(ref)
         return _from_cache(ref)
     if ref.revision and re.fullmatch(r"[0-9a-f]{40}", ref.revision):  # a commit never changes: read once, kept
-        _installed()
+        _installed(ref)
         try:
             return _from_cache(ref)
         except SpecError:
             pass
-    hub = _hub()
+    hub = _hub(ref)
     api = hub.HfApi(endpoint=endpoint(), token=_token())
     try:
         info = api.model_info(ref.repo, revision=ref.revision, files_metadata=True)
@@ -245,7 +254,7 @@ def _fetched(ref: HubRef, commit: str, config: Path, record: dict) -> Fetched:
     return Fetched(ref, commit, config, files, tensors, kind, cached=True, gguf_header=header)
 
 
-def _installed() -> None:
+def _installed(ref: HubRef) -> None:
     """Refuse a Hub id where huggingface_hub is not installed, without importing it."""
     import importlib.util
     import sys
@@ -257,7 +266,7 @@ def _installed() -> None:
     except (ImportError, ValueError):
         missing = True
     if missing:
-        raise SpecError(f"a Hugging Face Hub id needs huggingface_hub: {EXTRA}")
+        raise _needs(ref)
 
 
 def _snapshot(repo: str, commit: str, filename: str) -> Path:
@@ -274,8 +283,8 @@ def _from_cache(ref: HubRef) -> Fetched:
             commit = _ref_path(ref).read_text(encoding="utf-8").strip()
         except OSError:
             raise SpecError(
-                f"{ref}: offline (HF_HUB_OFFLINE), and archspec has not read this repository before "
-                f"(nothing under {_folder(ref.repo)}); run once online"
+                f"{ref}: no such file or folder here; offline (HF_HUB_OFFLINE), and archspec has not read this Hub "
+                f"repository before (nothing under {_folder(ref.repo)}); run once online"
             ) from None
     record = _read_record(ref.repo, commit, ref.pick)
     if record is None:
