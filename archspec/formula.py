@@ -104,21 +104,14 @@ def _floor_div(a, b):
     return _expr(a) / _expr(b) if exact else sympy.floor(_expr(a) / _expr(b))
 
 
-def _binary(op, expr_of):
+def _operator(op, expr_of, reflected: bool):
+    """Traced's method for one operator: the int result, carrying the expression of its operands."""
+
     def method(self, other):
-        if not isinstance(other, int) or isinstance(other, bool) and False:
+        if not isinstance(other, int):  # a float or anything else: int's own arithmetic, untraced
             return NotImplemented
-        value = op(int(self), int(other))
-        return Traced(value, expr_of(self, other))
-
-    return method
-
-
-def _reflected(op, expr_of):
-    def method(self, other):
-        if not isinstance(other, int):
-            return NotImplemented
-        return Traced(op(int(other), int(self)), expr_of(other, self))
+        a, b = (other, self) if reflected else (self, other)
+        return Traced(op(int(a), int(b)), expr_of(a, b))
 
     return method
 
@@ -130,8 +123,8 @@ for _name, _op, _expr_of in (
     ("floordiv", lambda a, b: a // b, _floor_div),
     ("mod", lambda a, b: a % b, lambda a, b: _expr(a) - _expr(b) * _floor_div(a, b)),
 ):
-    setattr(Traced, f"__{_name}__", _binary(_op, _expr_of))
-    setattr(Traced, f"__r{_name}__", _reflected(_op, _expr_of))
+    setattr(Traced, f"__{_name}__", _operator(_op, _expr_of, reflected=False))
+    setattr(Traced, f"__r{_name}__", _operator(_op, _expr_of, reflected=True))
 
 
 def _pow(self, other, mod=None):
@@ -353,8 +346,11 @@ def _derive(spec: ModelSpec, nested: bool) -> Formula:
 
     sympy = _sympy()
     traced, symbols = traced_spec(spec, nested=nested)
-    total = count_params(traced).total
-    forward = count_flops(traced, 1, None).forward
+    try:
+        total = count_params(traced).total
+        forward = count_flops(traced, 1, None).forward
+    except (TypeError, ValueError, ArithmeticError) as exc:  # a step that needs a plain int (a hash, a float)
+        raise NotDerived(f"{spec.name}: its description cannot be traced ({type(exc).__name__}: {exc})") from None
     T = symbols.get("max_positions")
     params_expr = sympy.expand(_expr(total))
     flops_expr = sympy.expand(_expr(forward) / (T if T is not None else spec.max_positions))

@@ -130,3 +130,14 @@ def test_a_mixture_of_experts_shows_its_experts_and_the_ones_a_token_uses():
     assert "3·L·E·d·f_e" in [t.term for t in f.params.terms] and "L·E·d" in [t.term for t in f.params.terms]
     assert "6·L·k·d·f_e" in [t.term for t in f.flops_per_token.terms]
     assert f.symbols["E"] == {"field": "mlp.experts", "value": 8} and f.symbols["k"]["field"] == "mlp.top_k"
+
+
+def test_a_description_that_cannot_be_traced_is_said_on_stderr_and_exits_1(run_cli, monkeypatch):
+    import archspec.formula as formula
+
+    def refuse(spec, nested):
+        raise NotDerived(f"{spec.name}: refused for the test")
+
+    monkeypatch.setattr(formula, "_derive", refuse)
+    code, out, err = run_cli("formula", "gpt2", "--format", "json")
+    assert code == 1 and json.loads(out) == [] and err == "archspec: formula: gpt2: refused for the test\n"

@@ -48,8 +48,12 @@ def run(args) -> int:
             failed.append(str(exc))
 
     def people() -> str:
-        blocks = [_people(f, args.format) for f in formulas]
-        return "\n\n".join(blocks + failed)
+        return "\n\n".join(_people(f, args.format) for f in formulas)
 
-    render(args, [f.to_dict() for f in formulas], people)
+    if formulas or args.format == "json":
+        render(args, [f.to_dict() for f in formulas], people)
+    for message in failed:  # on stderr, so that the JSON on stdout stays the formulas that hold
+        import sys
+
+        sys.stderr.write(f"archspec: formula: {message}\n")
     return EXIT_MISMATCH if failed else EXIT_OK
