@@ -556,3 +556,21 @@ def test_check_runs_without_torch():
             f"sys.exit(main(['check', {str(CHECKPOINTS / 'tiny-llama')!r}]))")  # fmt: skip
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "the stored tensors are the spec's" in r.stdout, r.stderr[-2000:]
+
+
+def test_check_names_towers_and_projectors_and_reads_a_wrapped_text_model(tmp_path, run_cli):
+    """A multimodal checkpoint keeps its text model under model.language_model. (transformers 5's wrappers)
+    beside a vision tower and a projector that the text config does not describe: the text model is the
+    spec's, the tower and the projector are named and counted by their first name."""
+    config, shapes = meta_model("llama")
+    wrapped = {("model.language_model." + k.removeprefix("model.")) if k.startswith("model.") else k: s
+               for k, s in shapes.items()}  # fmt: skip
+    towers = {"model.vision_tower.blocks.0.attn.qkv.weight": (48, 16), "model.vision_tower.blocks.0.norm.weight": (16,),
+              "model.multi_modal_projector.linear_1.weight": (32, 16)}  # fmt: skip
+    folder = write_checkpoint(tmp_path / "mm", config, {**wrapped, **towers})
+    code, r = check_json(run_cli, str(folder))
+    assert (code, r["missing"], r["misshapen"], r["extra"]) == (1, [], [], [])
+    assert r["hidden"] == {
+        "vision_tower": {"tensors": 2, "params": 48 * 16 + 16, "bytes": 2 * (48 * 16 + 16)},
+        "multi_modal_projector": {"tensors": 1, "params": 32 * 16, "bytes": 2 * 32 * 16},
+    }

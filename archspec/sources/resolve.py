@@ -80,20 +80,22 @@ def resolve(ref: str) -> ModelSpec | None:
 
 
 def _model_type(config: Path) -> str | None:
+    """The model_type archspec reads a config as (whose weight map names its tensors): a multimodal
+    wrapper's text model's, an alias's class's."""
+    from archspec import hf
     from archspec.loading import read_config
 
     raw, _ = read_config(config)
     mt = raw.get("model_type")
-    if mt is None:
-        from archspec import hf
-
-        arch = raw.get("architectures")
-        mt = hf.CLASSES.get(arch[0]) if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
-    if mt in ("gemma3", "llama4", "mistral3", "qwen3_5", "qwen3_5_moe"):  # wrappers: their text model's type
+    if isinstance(mt, str) and mt in hf.WRAPPERS and mt not in hf.FAMILIES:
         text = raw.get("text_config")
-        if isinstance(text, dict) and isinstance(text.get("model_type"), str):
-            return text["model_type"]
-    return mt if isinstance(mt, str) else None
+        inner = text.get("model_type") if isinstance(text, dict) else None
+        return inner if isinstance(inner, str) else hf.WRAPPERS[mt].text_type
+    if isinstance(mt, str) and mt in hf.FAMILIES:
+        return mt
+    arch = raw.get("architectures")
+    cls = arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
+    return hf.CLASSES.get(cls, mt if isinstance(mt, str) else None)
 
 
 def _local(ref: str) -> ModelSpec | None:
