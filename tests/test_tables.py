@@ -1,6 +1,7 @@
 """A paper's whole table in one file, checked row by row; the statuses and explanations of claims."""
 
 import json
+import re
 
 import pytest
 
@@ -298,3 +299,11 @@ def test_rows_that_follow_one_convention_share_one_note_and_show_their_status_as
     assert "off" in lines[3] and "match as counted" in lines[3]
     assert "[1] 2 rows, small to medium: counted with the tied embedding counted twice" in out
     assert "2 off (2 explained)" in out
+
+
+def test_the_papers_page_lists_every_packaged_table():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "papers.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| `([a-z0-9-]+)` \|", page, re.M))
+    assert listed == set(TABLES)
