@@ -553,3 +553,30 @@ def test_import_of_a_gguf_file_writes_its_configs_spec(gguf_dir, run_cli):
         return [line for line in text.splitlines() if not line.startswith(("#", "name = "))]
 
     assert code == 0 and body(from_gguf) == body(from_config)
+
+
+def test_a_big_endian_file_reads_as_its_little_endian_twin(tmp_path):
+    def write(path: Path, endianess) -> None:
+        w = gguf.GGUFWriter(path, "qwen3", endianess=endianess)
+        w.add_block_count(2)
+        w.add_rope_freq_base(1e6)
+        w.add_token_list(["a", "b", "c"])
+        w.add_tensor_info("token_embd.weight", (3, 64), np.float32, 3 * 68, raw_dtype=T.Q8_0)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_ti_data_to_file()
+        w.close()
+
+    write(tmp_path / "le.gguf", gguf.GGUFEndian.LITTLE)
+    write(tmp_path / "be.gguf", gguf.GGUFEndian.BIG)
+    le = parse_header((tmp_path / "le.gguf").read_bytes())
+    be = parse_header((tmp_path / "be.gguf").read_bytes())
+    assert be.big_endian and not le.big_endian
+    assert (be.metadata, be.tensors, be.data_offset) == (le.metadata, le.tensors, le.data_offset)
+
+
+def test_without_the_gguf_package_a_gguf_file_names_the_extra(monkeypatch, run_cli):
+    monkeypatch.setitem(__import__("sys").modules, "gguf", None)  # import gguf raises ImportError
+    toy = Path(__file__).parent / "data" / "gguf" / "toy-qwen3-Q4_K_M.gguf"
+    code, out, err = run_cli("params", str(toy))
+    assert code == 2 and "pip install 'archspec-transformers[gguf]'" in err and err.count("\n") == 1
