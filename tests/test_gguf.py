@@ -236,6 +236,8 @@ MODELS = {
     "qwen3-30b-a3b": "qwen3moe",
     "granite-3.3-8b-instruct": "granite",
     "olmo-2-1124-13b": "olmo2",
+    "seed-oss-36b-instruct": "seed_oss",
+    "ernie-4.5-0.3b-pt": "ernie4_5",
     "gemma-2-9b": "gemma2",
     "gemma-3-1b-it": "gemma3",
     "phi-3-mini-4k-instruct": "phi3",

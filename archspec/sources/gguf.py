@@ -343,6 +343,16 @@ def _granite(header: Header, cfg: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+def _biased(model_type: str, cls: str, **keys: str):
+    """A family whose biases are config keys: each key is true where the file holds that bias tensor."""
+
+    def config(header: Header, cfg: dict[str, Any], where: str) -> dict[str, Any]:
+        out = {**cfg, "model_type": model_type, "architectures": [cls]}
+        return out | {key: _has(header, f"blk.0.{tensor}.bias") for key, tensor in keys.items()}
+
+    return config
+
+
 def _plain(model_type: str, cls: str):
     return lambda header, cfg, where: {**cfg, "model_type": model_type, "architectures": [cls]}
 
@@ -356,6 +366,10 @@ ARCHITECTURES = {
     "qwen3moe": _qwen3moe,
     "granite": _granite,
     "olmo2": _plain("olmo2", "Olmo2ForCausalLM"),
+    "seed_oss": _biased(
+        "seed_oss", "SeedOssForCausalLM", attention_bias="attn_q", attention_out_bias="attn_output", mlp_bias="ffn_up"
+    ),
+    "ernie4_5": _biased("ernie4_5", "Ernie4_5ForCausalLM", use_bias="attn_q"),
     "gemma2": _plain("gemma2", "Gemma2ForCausalLM"),
     "gemma3": _plain("gemma3_text", "Gemma3ForCausalLM"),
     "phi3": _phi3,
