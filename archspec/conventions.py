@@ -12,8 +12,8 @@ recomputed under them, and `validate` searches them, alone and together, for a f
 off.
 
 A convention changes the spec (``vocab_padded_to_128``, ``biases_left_out``) or the count
-(``norms_left_out``, ``head_left_out``, ``tied_counted_twice``, ``positions_left_out``,
-``relative_positions_left_out``); the changes compose.
+(``norms_left_out``, ``head_left_out``, ``head_in_non_embedding``, ``tied_counted_twice``,
+``positions_left_out``, ``relative_positions_left_out``); the changes compose.
 """
 
 from __future__ import annotations
@@ -107,6 +107,8 @@ CONVENTIONS: dict[str, Convention] = {
                    count_change=lambda f: (-f["norm"], -f["norm_n"])),
         Convention("head_left_out", "the untied output head left out", lambda s, f: f["head"] > 0,
                    count_change=lambda f: (-f["head"], 0)),
+        Convention("head_in_non_embedding", "the untied output head counted among the non-embedding parameters",
+                   lambda s, f: f["head"] > 0, count_change=lambda f: (0, f["head"])),
         Convention("tied_counted_twice", "the tied embedding counted twice (as the input table and as the head)",
                    lambda s, f: f["tied"] > 0, count_change=lambda f: (f["tied"], 0)),
         Convention("positions_left_out", "the learned position table left out", lambda s, f: f["position"] > 0,

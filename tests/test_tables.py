@@ -307,3 +307,12 @@ def test_the_papers_page_lists_every_packaged_table():
     page = (Path(__file__).resolve().parent.parent / "docs" / "papers.md").read_text(encoding="utf-8")
     listed = set(re.findall(r"^\| `([a-z0-9-]+)` \|", page, re.M))
     assert listed == set(TABLES)
+
+
+def test_an_untied_head_counted_as_non_embedding_is_a_convention():
+    """LLaMA-7B: N without the tables is L(4d² + 3df + 2d) + d; with the head (V x d) among them, V·d more."""
+    spec = load_table("llama").rows[0].spec
+    d, L, f, V = 4096, 32, 11008, 32000
+    with_head = L * (4 * d * d + 3 * d * f + 2 * d) + d + V * d
+    a = assess(spec, Claim(quantity="non_embedding_params", printed=f"{with_head:,}", source="x"))
+    assert [s["conventions"] for s in a.suggestions] == [["head_in_non_embedding"]]
