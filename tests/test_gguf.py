@@ -104,6 +104,8 @@ def converter_metadata(w, raw: dict, arch: str) -> None:
         w.add_residual_scale(raw["residual_multiplier"])
         w.add_attention_scale(raw["attention_multiplier"])
         w.add_logit_scale(raw["logits_scaling"])
+    elif arch == "olmoe":  # OlmoeModel.set_gguf_parameters
+        w.add_expert_count(raw["num_experts"])
     elif arch == "qwen3moe":  # Qwen2MoeModel.set_gguf_parameters
         w.add_expert_count(raw["num_experts"])
         w.add_expert_feed_forward_length(raw["moe_intermediate_size"])
@@ -236,6 +238,7 @@ MODELS = {
     "qwen3-30b-a3b": "qwen3moe",
     "granite-3.3-8b-instruct": "granite",
     "olmo-2-1124-13b": "olmo2",
+    "olmoe-1b-7b-0125-instruct": "olmoe",
     "seed-oss-36b-instruct": "seed_oss",
     "ernie-4.5-0.3b-pt": "ernie4_5",
     "gemma-2-9b": "gemma2",

@@ -343,6 +343,13 @@ def _granite(header: Header, cfg: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+def _olmoe(header: Header, cfg: dict[str, Any], where: str) -> dict[str, Any]:
+    """OLMoE: every layer experts of feed_forward_length (its config's intermediate_size), none normalised."""
+    e = _experts(header, "olmoe", where)
+    return {**cfg, "model_type": "olmoe", "architectures": ["OlmoeForCausalLM"], "num_experts": e["experts"],
+            "num_experts_per_tok": e["used"], "norm_topk_prob": False}  # fmt: skip
+
+
 def _biased(model_type: str, cls: str, **keys: str):
     """A family whose biases are config keys: each key is true where the file holds that bias tensor."""
 
@@ -366,6 +373,7 @@ ARCHITECTURES = {
     "qwen3moe": _qwen3moe,
     "granite": _granite,
     "olmo2": _plain("olmo2", "Olmo2ForCausalLM"),
+    "olmoe": _olmoe,
     "seed_oss": _biased(
         "seed_oss", "SeedOssForCausalLM", attention_bias="attn_q", attention_out_bias="attn_output", mlp_bias="ffn_up"
     ),
