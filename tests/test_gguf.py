@@ -106,9 +106,11 @@ def converter_metadata(w, raw: dict, arch: str) -> None:
         w.add_logit_scale(raw["logits_scaling"])
     elif arch == "olmoe":  # OlmoeModel.set_gguf_parameters
         w.add_expert_count(raw["num_experts"])
-    elif arch == "qwen3moe":  # Qwen2MoeModel.set_gguf_parameters
+    elif arch in ("qwen2moe", "qwen3moe"):  # Qwen2MoeModel.set_gguf_parameters
         w.add_expert_count(raw["num_experts"])
         w.add_expert_feed_forward_length(raw["moe_intermediate_size"])
+        if raw.get("shared_expert_intermediate_size"):
+            w.add_expert_shared_feed_forward_length(raw["shared_expert_intermediate_size"])
     elif arch == "gpt-oss":  # GptOssModel.set_gguf_parameters
         w.add_sliding_window(raw["sliding_window"])
         w.add_expert_feed_forward_length(raw["intermediate_size"])
@@ -236,6 +238,7 @@ MODELS = {
     "qwen2.5-7b": "qwen2",
     "qwen3-8b": "qwen3",
     "qwen3-30b-a3b": "qwen3moe",
+    "qwen1.5-moe-a2.7b": "qwen2moe",
     "granite-3.3-8b-instruct": "granite",
     "olmo-2-1124-13b": "olmo2",
     "olmoe-1b-7b-0125-instruct": "olmoe",
