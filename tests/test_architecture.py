@@ -80,7 +80,8 @@ LAYERS = {
     "quantities": ("archspec.params", "archspec.flops", "archspec.memory", "archspec.hardware", "archspec.inference",
                    "archspec.fit", "archspec.sweep", "archspec.compare", "archspec.claims", "archspec.conventions",
                    "archspec.formula"),
-    "inputs": ("archspec.hf", "archspec.loading", "archspec.specfile", "archspec.catalog", "archspec.tables"),
+    "inputs": ("archspec.hf", "archspec.loading", "archspec.specfile", "archspec.catalog", "archspec.tables",
+               "archspec.sources"),
     "front door": ("archspec.__main__", "archspec.cli", "archspec.render", "archspec.plot", "archspec.report",
                    "archspec.notebook"),
 }  # fmt: skip

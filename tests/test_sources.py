@@ -574,3 +574,10 @@ def test_check_names_towers_and_projectors_and_reads_a_wrapped_text_model(tmp_pa
         "vision_tower": {"tensors": 2, "params": 48 * 16 + 16, "bytes": 2 * (48 * 16 + 16)},
         "multi_modal_projector": {"tensors": 1, "params": 32 * 16, "bytes": 2 * 32 * 16},
     }
+
+
+def test_the_names_tables_write_the_reference_models_paths():
+    from archspec.reference.families.engine import DEC
+    from archspec.sources import names
+
+    assert names.DEC == DEC

@@ -8,7 +8,7 @@ from archspec.cli.output import EXIT_OK, render
 from archspec.errors import SpecError
 
 HELP = "the stored tensors of a checkpoint against its config's spec, tensor by tensor (exit 1 when they differ)"
-EXAMPLES = "archspec check path/to/checkpoint-folder\n  archspec check Qwen/Qwen3-8B --format json"
+EXAMPLES = "archspec check tests/data/checkpoints/tiny-llama\n  archspec check Qwen/Qwen3-8B --format json"
 OVERRIDES = False
 SHOWN = 20  # names listed per kind of difference in the table (JSON lists all)
 

@@ -251,25 +251,6 @@ def check(
     )
 
 
-def same_model(spec: ModelSpec, stored: list[StoredTensor], layouts: tuple[WeightMap, ...], where: str) -> None:
-    """Refuse a config and a checkpoint of different models: fewer than half of the spec's tensors stored
-    by name and shape under every layout."""
-    if not layouts or not stored:
-        return
-    m = choose(spec, stored, layouts)
-    if 2 * m.matched < m.expected:
-        example = (
-            f"; e.g. {m.misshapen[0].names[0]} is stored {m.misshapen[0].stored[0]}, the config says "
-            f"{m.expected and m.misshapen[0].expected[0]}"
-            if m.misshapen
-            else ""
-        )
-        raise SpecError(
-            f"{where}: the config and the checkpoint describe different models: {m.matched} of the "
-            f"config's {m.expected} tensors are stored with its names and shapes ({m.layout}){example}"
-        )
-
-
 def plausible(spec: ModelSpec, stored: list[StoredTensor], where: str) -> None:
     """Refuse, without the weight maps, a config and a checkpoint of different models: the spec's token
     table (vocab_size x embedding width) stored under no name, or fewer layers stored than the config has."""

@@ -9,9 +9,11 @@ Each has transformers 5's layout (experts stacked) and the released one (one ten
 
 from __future__ import annotations
 
-from archspec.reference.families.engine import DEC
-from archspec.reference.families.llama import LLAMA_ATTENTION, LLAMA_MLP, ROTARY_BUFFERS
+from functools import cache
+
 from archspec.sources.weightmap import WeightMap, row
+
+DEC = "decoder.layers.{}."  # the reference model's decoder layers (archspec.reference.families.engine.DEC)
 
 QK_NORM = (
     row("layers.{}.self_attn.q_norm.weight", DEC + "attention.q_norm.weight"),
@@ -35,6 +37,8 @@ def _experts(at: str, router: str = "gate") -> tuple[tuple, tuple]:
 
 
 def _both(name: str, rows: tuple, moe_at: str | None, extra: tuple = (), ignore: tuple = ()) -> tuple[WeightMap, ...]:
+    from archspec.reference.families.llama import ROTARY_BUFFERS
+
     if moe_at is None:
         return (WeightMap(name, rows + extra, strip=("model.",), ignore=ROTARY_BUFFERS + ignore),)
     stacked, per_expert = _experts(moe_at)
@@ -53,38 +57,45 @@ SHARED = tuple(
     row(f"layers.{{}}.mlp.shared_experts.{x}_proj.weight", DEC + f"mlp.shared.{x}.weight")
     for x in ("gate", "up", "down")
 )
-MLA = (
-    row("embed_tokens.weight", "embed.weight"),
-    row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight"),
-    row("layers.{}.self_attn.q_a_proj.weight", DEC + "attention.q_a.weight"),
-    row("layers.{}.self_attn.q_a_layernorm.weight", DEC + "attention.q_norm.weight"),
-    row("layers.{}.self_attn.q_b_proj.weight", DEC + "attention.q_b.weight"),
-    row("layers.{}.self_attn.q_proj.weight", DEC + "attention.q.weight"),  # V2-Lite: no query compression
-    row("layers.{}.self_attn.kv_a_proj_with_mqa.weight", DEC + "attention.kv_a.weight"),
-    row("layers.{}.self_attn.kv_a_layernorm.weight", DEC + "attention.kv_norm.weight"),
-    row("layers.{}.self_attn.kv_b_proj.weight", DEC + "attention.kv_b.weight"),
-    row("layers.{}.self_attn.o_proj.weight", DEC + "attention.out.weight"),
-    row("layers.{}.post_attention_layernorm.weight", DEC + "mlp_norm.weight"),
-    *LLAMA_MLP,
-    row("norm.weight", "decoder.final_norm.weight"),
-    row("lm_head.weight", "head.weight"),
-)
 
-# model_type -> its layouts; the rows of LLaMA where the family is LLaMA's with other names
-NAMES: dict[str, tuple[WeightMap, ...]] = {
-    "mistral": _both("Mistral", LLAMA_ATTENTION + LLAMA_MLP, None),
-    "qwen3": _both("Qwen3", LLAMA_ATTENTION + QK_NORM + LLAMA_MLP, None),
-    "qwen3_moe": _both("Qwen3-MoE", LLAMA_ATTENTION + QK_NORM, "layers.{}.mlp"),
-    "deepseek_v3": _both(
-        "DeepSeek-V3", MLA, "layers.{}.mlp", SHARED, ignore=(r"layers\.\d+\.mlp\.gate\.e_score_correction_bias",)
-    ),  # a buffer
-}
+
+@cache
+def names() -> dict[str, tuple[WeightMap, ...]]:
+    """model_type -> its layouts; the rows of LLaMA where the family is LLaMA's with other names (the
+    reference's tables are imported here, where they are used: the layer rule keeps them out of module level)."""
+    from archspec.reference.families.llama import LLAMA_ATTENTION, LLAMA_MLP
+
+    mla = (  # DeepSeek-V3: latent attention
+        row("embed_tokens.weight", "embed.weight"),
+        row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight"),
+        row("layers.{}.self_attn.q_a_proj.weight", DEC + "attention.q_a.weight"),
+        row("layers.{}.self_attn.q_a_layernorm.weight", DEC + "attention.q_norm.weight"),
+        row("layers.{}.self_attn.q_b_proj.weight", DEC + "attention.q_b.weight"),
+        row("layers.{}.self_attn.q_proj.weight", DEC + "attention.q.weight"),  # V2-Lite: no query compression
+        row("layers.{}.self_attn.kv_a_proj_with_mqa.weight", DEC + "attention.kv_a.weight"),
+        row("layers.{}.self_attn.kv_a_layernorm.weight", DEC + "attention.kv_norm.weight"),
+        row("layers.{}.self_attn.kv_b_proj.weight", DEC + "attention.kv_b.weight"),
+        row("layers.{}.self_attn.o_proj.weight", DEC + "attention.out.weight"),
+        row("layers.{}.post_attention_layernorm.weight", DEC + "mlp_norm.weight"),
+        *LLAMA_MLP,
+        row("norm.weight", "decoder.final_norm.weight"),
+        row("lm_head.weight", "head.weight"),
+    )
+
+    return {
+        "mistral": _both("Mistral", LLAMA_ATTENTION + LLAMA_MLP, None),
+        "qwen3": _both("Qwen3", LLAMA_ATTENTION + QK_NORM + LLAMA_MLP, None),
+        "qwen3_moe": _both("Qwen3-MoE", LLAMA_ATTENTION + QK_NORM, "layers.{}.mlp"),
+        "deepseek_v3": _both(
+            "DeepSeek-V3", mla, "layers.{}.mlp", SHARED, ignore=(r"layers\.\d+\.mlp\.gate\.e_score_correction_bias",)
+        ),  # a buffer
+    }
 
 
 def layouts(model_type: str | None) -> tuple[WeightMap, ...]:
     """The weight maps of a model_type (empty where archspec has none)."""
-    if model_type in NAMES:
-        return NAMES[model_type]
+    if model_type in names():
+        return names()[model_type]
     from archspec.reference.families import CHECKPOINTS
 
     for c in CHECKPOINTS.values():
@@ -96,4 +107,4 @@ def layouts(model_type: str | None) -> tuple[WeightMap, ...]:
 def known_types() -> list[str]:
     from archspec.reference.families import CHECKPOINTS
 
-    return sorted({*NAMES, *(c.model_type for c in CHECKPOINTS.values())})
+    return sorted({*names(), *(c.model_type for c in CHECKPOINTS.values())})
