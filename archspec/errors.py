@@ -122,6 +122,8 @@ def describe_validation_error(
             parts.append(f"unknown field {loc!r}{did_you_mean(loc, fields)}")
         elif kind == "missing":
             parts.append(f"missing required field {loc!r}")
+        elif loc and kind == "value_error" and isinstance(e.get("input"), dict):  # a table's rule names its values
+            parts.append(f"{loc}: {msg}")
         elif kind == "literal_error" or loc:
             parts.append(f"{loc}: {msg} (got {shown(e.get('input'))})")
         else:

@@ -11,14 +11,15 @@ every name here (``from archspec.spec import StandardAttention`` keeps working).
 # every string annotation when the class is defined, at every start-up.
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_serializer, model_validator
 
 QKNorm = Literal["head", "full", "l2"]
 
 # ---------------------------------------------------------------- sub-tables
 #
 # A feature that brings fields of its own is a small typed model, one member of a union that a
-# `kind` tag discriminates (`head = {kind = "lm", bias = true}`). A bare string names a member
+# `kind` tag discriminates (`head = {kind = "lm", bias = true}`). Each checks its own fields; the
+# rules that reach across tables are archspec.spec.ModelSpec's. A bare string names a member
 # with its defaults (`head = "none"` is `head = {kind = "none"}`), so a flat field can grow into a
 # table without breaking any file that used the string; a member with nothing but defaults is
 # written back as that string. New kinds are new members, not new flags.
@@ -93,6 +94,12 @@ class RotaryPosition(_Member):
         "pairs pass unrotated (frequency 0). Counts and matmul FLOPs are those of fraction",
     )
 
+    @model_validator(mode="after")
+    def _check(self) -> "RotaryPosition":
+        if self.proportional and self.interleaved:
+            raise ValueError("proportional turns pairs of the two halves; it excludes interleaved")
+        return self
+
 
 class AlibiPosition(_Member):
     """ALiBi (Press et al. 2022): a per-head linear bias on the scores (BLOOM); no parameters."""
@@ -137,6 +144,12 @@ class DisentangledPosition(_Member):
     def span(self) -> int:
         """Relative positions each side: the table has 2 · span rows."""
         return self.buckets or self.max_distance
+
+    @model_validator(mode="after")
+    def _check(self) -> "DisentangledPosition":
+        if not (self.c2p or self.p2c):
+            raise ValueError("disentangled positions need c2p or p2c (or use position='none')")
+        return self
 
 
 class TransformerXLPosition(_Member):
@@ -228,6 +241,14 @@ class Mamba2Mixer(_Member):
         None, description="a bias on the out-projection (absent: as `bias`; Falcon-H1's projectors_bias)"
     )
 
+    @model_validator(mode="after")
+    def _check(self) -> "Mamba2Mixer":
+        if self.heads % self.groups:
+            raise ValueError(f"groups={self.groups} does not divide heads={self.heads}")
+        if self.dt_max is not None and self.dt_max < self.dt_min:
+            raise ValueError(f"dt_max={self.dt_max} is below dt_min={self.dt_min}")
+        return self
+
 
 class StandardAttention(_Member):
     """Multi-head attention over Q, K, V projections (grouped-query by n_kv_heads)."""
@@ -272,6 +293,12 @@ class StandardAttention(_Member):
         False, description="a weightless RMSNorm over each value head of self-attention (Gemma 4's v_norm)"
     )
 
+    @model_validator(mode="after")
+    def _check(self) -> "StandardAttention":
+        if self.chunk and self.sliding_window:
+            raise ValueError("chunk and sliding_window exclude each other; set one of them")
+        return self
+
 
 class Indexer(_Table):
     """DeepSeek-V3.2's sparse-attention indexer (DSA; transformers' DeepseekV32Indexer): from the query
@@ -298,6 +325,15 @@ class LatentAttention(_Member):
     indexer: Indexer | None = Field(
         None, description="DeepSeek-V3.2's sparse-attention indexer {heads, d_head, topk} (absent: dense attention)"
     )
+
+    @model_validator(mode="after")
+    def _check(self) -> "LatentAttention":
+        if self.indexer is not None and not self.q_rank:
+            raise ValueError("indexer reads the query latent: it needs q_rank")
+        if self.indexer is not None and self.indexer.d_head < self.rope_dims:
+            raise ValueError(f"indexer.d_head={self.indexer.d_head} is narrower than rope_dims={self.rope_dims}, "
+                             "the part of each indexer head it rotates")  # fmt: skip
+        return self
 
 
 class MambaMixer(_Member):
@@ -332,6 +368,12 @@ class GatedDeltaNet(_Member):
         description="fused: in_proj_qkvz and in_proj_ba, interleaved per key head (Qwen3-Next); split: in_proj_qkv, "
         "in_proj_z, in_proj_b, in_proj_a (Qwen3.5)",
     )
+
+    @model_validator(mode="after")
+    def _check(self) -> "GatedDeltaNet":
+        if self.value_heads % self.key_heads:
+            raise ValueError(f"value_heads={self.value_heads} is not a multiple of key_heads={self.key_heads}")
+        return self
 
 
 class NoMixer(_Member):
@@ -384,6 +426,14 @@ class MoEMLP(_Member):
         False, description="a weightless RMSNorm and a learned per-channel scale before the router (Gemma 4)"
     )
     expert_scales: bool = Field(False, description="a learned scale per expert on the routing weights (Gemma 4)")
+
+    @model_validator(mode="after")
+    def _check(self) -> "MoEMLP":
+        if self.top_k > self.experts:
+            raise ValueError(f"top_k={self.top_k} is more than experts={self.experts}")
+        if self.shared_gate and not self.d_shared:
+            raise ValueError("shared_gate=true needs a shared expert (d_shared > 0)")
+        return self
 
 
 class NoMLP(_Member):

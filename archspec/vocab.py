@@ -35,9 +35,9 @@ ACTIVATIONS = {
     "relu": ActivationFacts(False, "relu", "relu", 1, ("relu",)),
     "gelu": ActivationFacts(False, "gelu", "gelu", 8, HF_GELUS),
     "silu": ActivationFacts(False, "silu", "silu", 4, ("silu", "swish")),
-    "relu2": ActivationFacts(False, "relu2", "relu2", 2, ()),  # relu, square (Nemotron-H; So et al. 2021)
     "swiglu": ActivationFacts(True, "silu", "silu", 4, ("silu", "swish")),
     "geglu": ActivationFacts(True, "gelu", "gelu", 8, HF_GELUS),
+    "relu2": ActivationFacts(False, "relu2", "relu2", 2, ()),  # relu, square (Nemotron-H; So et al. 2021)
     # gpt-oss: (up + 1) * gate * sigmoid(1.702 gate), both clamped: two clamps, scale, sigmoid (4),
     # product, add one; alone (a head that applies the activation to one input) it is SiLU
     "clamped_swiglu": ActivationFacts(True, "silu", "clamped_swiglu", 9, ()),

@@ -421,7 +421,7 @@ def test_a_bad_gemma4_moe_field_is_one_line_naming_the_field(extra, message):
     (["--set", "head=discriminator"], "head kind 'discriminator' has no vocabulary projection to tie"),
     (["--set", "position=disentangled", "--set", "decoder_layers=2"], "disentangled positions (DeBERTa) are for an"),
     (["--set", "position=disentangled", "--set", "position.c2p=false", "--set", "position.p2c=false"],
-     "disentangled positions need position.c2p or position.p2c"),
+     "position: disentangled positions need c2p or p2c"),
     (["--set", "position=disentangled", "--set", "position.buckets=-1"],
      "position.buckets: Input should be greater than or equal to 0"),
 ], ids=["attention_norm-post", "attention_norm-not-bool", "mlm-dense_bias", "discriminator-tied",
@@ -433,7 +433,7 @@ def test_a_bad_encoder_field_is_one_line_naming_the_field(extra, message):
 @pytest.mark.parametrize("extra, message", [
     (["--set", "position.proportional=maybe"], "position.proportional: Input should be a valid boolean"),
     (["--set", "position.proportional=true", "--set", "position.interleaved=true"],
-     "position.proportional turns pairs of the two halves; it excludes position.interleaved"),
+     "position: proportional turns pairs of the two halves; it excludes interleaved"),
     (["--set", "position.proportional=true", "--set", "position.fraction=0.01"],
      "rotary positions need an even rotated width of at least 2"),
 ], ids=["not-a-bool", "interleaved", "too-few-pairs"])  # fmt: skip

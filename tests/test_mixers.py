@@ -396,14 +396,14 @@ def test_checkpointed_scan_keeps_only_its_inputs(case):
 
 MAMBA2 = 'attention = {kind = "mamba2", heads = 4, head_dim = 8, d_state = 4'
 BAD_MIXERS = [
-    (MAMBA2 + ", dt_min = 0.5, dt_max = 0.1}", "attention.dt_max=0.1 is below attention.dt_min=0.5"),
+    (MAMBA2 + ", dt_min = 0.5, dt_max = 0.1}", "attention: dt_max=0.1 is below dt_min=0.5"),
     (MAMBA2 + ", dt_min = -1}", "dt_min"),
     (MAMBA2 + ", norm_groups = 2}", "norm_groups"),
     ('attention = {kind = "gated_deltanet", key_heads = 2, value_heads = 4, d_key = 4, d_value_head = 6, '
      'projections = "interleaved"}', "projections"),
     (MAMBA2 + ', norm = "after_gate"}', "norm"),
     ('attention = {kind = "standard", ssm = {kind = "mamba2", heads = 3, head_dim = 8, groups = 2}}',
-     "attention.ssm.groups=2 does not divide attention.ssm.heads=3"),
+     "attention.ssm: groups=2 does not divide heads=3"),
     ('attention = {kind = "standard", ssm = {kind = "mamba", d_inner = 8, dt_rank = 2}}', "ssm"),
     ('block = "parallel"\nattention = {kind = "standard", ssm = {kind = "mamba2", heads = 2, head_dim = 8}}',
      "attention.ssm runs beside the attention in the mixer sub-layer; it needs block kind 'sequential'"),
