@@ -278,7 +278,7 @@ def test_proportional_rotary_is_gemma4s():
     torch.testing.assert_close(rotary(x)[..., still], x[..., still])
     assert not torch.allclose(rotary(x)[..., turned], x[..., turned])
     assert verify(spec, seq_len=9).ok and torch.isfinite(build(spec, seed=0)(torch.zeros(1, 5, dtype=torch.long))).all()
-    with pytest.raises(SpecError, match="position: proportional turns pairs of the two halves; it excludes interleaved"):
+    with pytest.raises(SpecError, match="position: proportional turns pairs of the two halves; it excludes interl"):
         spec.replace(position={"kind": "rotary", "fraction": 0.25, "proportional": True, "interleaved": True})
 
 
