@@ -588,3 +588,17 @@ def test_without_the_gguf_package_a_gguf_file_names_the_extra(monkeypatch, run_c
     toy = Path(__file__).parent / "data" / "gguf" / "toy-qwen3-Q4_K_M.gguf"
     code, out, err = run_cli("params", str(toy))
     assert code == 2 and "pip install 'archspec-transformers[gguf]'" in err and err.count("\n") == 1
+
+
+def test_a_mistral_model_is_written_as_llama_without_its_window(gguf_dir, tmp_path):
+    """llama.cpp's converter writes Mistral-7B-v0.1 as `llama` (MistralModel is a LlamaModel) and records no
+    sliding window: the spec read back counts as Mistral's config, and differs from it in the window alone."""
+    raw = json.loads((HF / "mistral-7b-v0.1.json").read_text())
+    path = tmp_path / "mistral-7b-v0.1.gguf"
+    write_header_only(path, raw, "llama")
+    from_gguf, from_config = ggufsrc.load_gguf(path), load_spec(HF / "mistral-7b-v0.1.json")
+    a, b = count_params(from_gguf), count_params(from_config)
+    assert (a.total, dict(a.components)) == (b.total, dict(b.components))
+    differ = {k for k, v in from_gguf.model_dump(exclude={"name"}).items() if from_config.model_dump()[k] != v}
+    assert differ == {"attention"} and from_config.attention.sliding_window == 4096
+    assert from_gguf.attention.sliding_window is None
