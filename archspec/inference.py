@@ -303,11 +303,15 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
             raise SpecError(f"{what} must be in (0, 1], got {x}")
     layout = Layout(tensor_parallel, expert_parallel, pipeline_parallel)
     check_layout(spec, layout)
-    key = canonical_format(dtype, "dtype")
+    from archspec.memory.roles import canonical_weights
+
+    key = canonical_weights(dtype, "dtype")
     x_key = canonical_format(experts, "--experts") if experts else None
     if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
-    kv_key = kv_cache_dtype(kv_dtype or key)
+    # the engines' default (vLLM kv_cache_dtype "auto"): the model's 16- or 32-bit dtype, bf16 beside fp8 or
+    # quantised weights
+    kv_key = kv_cache_dtype(kv_dtype or (key if key in MATH_DTYPES else "bf16"))
     context = prompt_len + gen_len
     if spec.position.kind == "learned" and context > spec.max_positions:
         raise SpecError(
@@ -323,7 +327,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
     interconnect = acc.interconnect_gbs * 1e9 if acc.interconnect_gbs else None
     b_local = -(-batch // ep)  # sequences one expert-parallel rank serves
 
-    peak = acc.peak(key if STORAGE[key].dtype else "bf16")
+    peak = acc.peak(key if key in STORAGE and STORAGE[key].dtype else "bf16")
     prefill_flops = count_flops(spec, batch, prompt_len).forward
     stages = stage_slots(spec, pp)
 
@@ -466,7 +470,8 @@ def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype) -> tuple[str, ...]:
     tp = next((t for t in range(lay.tensor_parallel + 1, spec.n_heads + 1) if trial(e.dtype, t)), None)
     if tp:
         out.append(f"--tp {tp}")
-    narrower = sorted((n for n, s in STORAGE.items() if s.bits < STORAGE[e.dtype].bits), key=lambda n: -STORAGE[n].bits)
+    width = STORAGE[e.dtype].bits if e.dtype in STORAGE else Fraction(16)  # a map by role: below 16 bits
+    narrower = sorted((n for n, s in STORAGE.items() if s.bits < width), key=lambda n: -STORAGE[n].bits)
     weights = next((n for n in narrower if trial(n, lay.tensor_parallel)), None)
     if weights:
         out.append(f"--weights {weights}")

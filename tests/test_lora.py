@@ -79,7 +79,7 @@ def test_qlora_base_is_nf4_with_double_quantisation():
         (["--lora", "0"], "must be greater than 0"),
         (["--lora", "8", "--lora-targets", "qkv"], "unknown LoRA target 'qkv'"),
         (["--lora-targets", "q"], "--lora-targets needs --lora RANK"),
-        (["--weights", "q2_k"], "invalid choice: 'q2_k'"),
+        (["--weights", "q2_k"], "unknown --weights format 'q2_k'"),
         (["--experts", "mxfp4"], "gpt2 has no routed experts"),
         (["--kv-dtype", "q4_k_m"], "invalid choice: 'q4_k_m'"),
         (["--micro-batch", "0"], "must be greater than 0"),

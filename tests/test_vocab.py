@@ -38,7 +38,6 @@ def choices(command: str, option: str) -> list:
         ("compare", "--dtype", tuple(DTYPE_BYTES)),
         ("sweep", "--dtype", tuple(DTYPE_BYTES)),
         ("memory", "--kv-dtype", tuple(DTYPE_BYTES)),
-        ("memory", "--weights", tuple(STORAGE)),
         ("memory", "--experts", tuple(STORAGE)),
         ("flops", "--dtype", MATH_DTYPES),
         ("memory", "--offload", vocab.OFFLOAD),

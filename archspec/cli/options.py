@@ -91,6 +91,16 @@ def dtype_name(text: str) -> str:
     return dtype_key(text)
 
 
+def weights_name(text: str) -> str:
+    """--weights: one storage format, a map by role or a layout name (archspec.memory.roles), canonical."""
+    from archspec.memory.roles import canonical_weights
+
+    try:
+        return canonical_weights(text)
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--weights: ")) from None
+
+
 def common_args(p: argparse.ArgumentParser, models: str | None = "+", overrides: bool = True) -> None:
     """MODEL arguments (nargs `models`, None for none), --format, and --set where the command reads models."""
     if models:
@@ -134,13 +144,15 @@ def workload_args(p: argparse.ArgumentParser) -> None:
 def storage_args(p: argparse.ArgumentParser, weights_help: str) -> None:
     """--weights, --experts, --kv-dtype: storage formats from the one table (archspec.memory.STORAGE)."""
     from archspec.memory import DTYPE_BYTES, STORAGE
+    from archspec.memory.roles import LAYOUTS, ROLES
 
     p.add_argument(
         "--weights",
-        type=dtype_name,
-        choices=list(STORAGE),
-        metavar="DTYPE",
-        help=f"weight storage: {', '.join(STORAGE)} (bits per value: docs/inference.md); {weights_help}",
+        type=weights_name,
+        metavar="FORMAT|MAP|LAYOUT",
+        help=f"weight storage: one format ({', '.join(STORAGE)}; bits per value: docs/inference.md), a map by "
+        f"role (e.g. mlp=fp8_row,attention=bf16; roles {', '.join(ROLES)}; a role left out is bf16) or a "
+        f"released checkpoint's layout ({', '.join(LAYOUTS)}; docs/deployment.md); {weights_help}",
     )
     p.add_argument(
         "--experts",
@@ -150,7 +162,8 @@ def storage_args(p: argparse.ArgumentParser, weights_help: str) -> None:
         help="storage of the routed experts alone (e.g. mxfp4, as gpt-oss ships them)",
     )
     p.add_argument("--kv-dtype", type=dtype_name, choices=list(DTYPE_BYTES),
-                   help="KV cache (default: the weights' dtype, bf16 for a weight-only format)")  # fmt: skip
+                   help="KV cache (default: the weights' dtype where it is fp32, bf16 or fp16, else bf16, as "
+                   "the engines keep it unless told otherwise)")  # fmt: skip
 
 
 def gpu_option(p: argparse.ArgumentParser, what: str) -> None:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from archspec.blocks import AttentionShape, Linear, Part, describe, stack_shapes
 from archspec.checks import check_args
 from archspec.errors import SpecError
-from archspec.memory.storage import STORAGE, canonical_format, dtype_bytes, nbytes
+from archspec.memory.storage import STORAGE, canonical_format, dtype_bytes, nbytes, scale_bits
 from archspec.params import count_params
 from archspec.spec import ModelSpec
 from archspec.vocab import ZERO_STAGES
@@ -94,20 +94,34 @@ def module_name(part: Part, entry_name: str) -> str:
 
 def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_parallel: int = 1,
                expert_parallel: int = 1, tied_table: bool = False) -> Fraction:  # fmt: skip
-    """Bytes one device holds of `slot`: every tensor in its format (STORAGE), split as Megatron-LM splits
-    it over `tensor_parallel` devices, a routed expert stack over `expert_parallel` devices.
-    `tied_table`: the token table also serves as the head (a quantised format may store it as the head)."""
+    """Bytes one device holds of `slot`: every tensor in its format (`weights`: one format of STORAGE,
+    a map by role or a layout, archspec.memory.roles; `experts` for the routed experts when given), its
+    scales as the format stores them, split as Megatron-LM splits it over `tensor_parallel` devices, a
+    routed expert stack over `expert_parallel` devices. `tied_table`: the token table also serves as
+    the head (a quantised format may store it as the head)."""
+    from archspec.memory.roles import REST, role_of, weight_plan
+
     part, n = slot.part, slot.copies
     if not n:
         return Fraction(0)
-    fmt = experts if (experts and part.role == "expert") else weights
-    f = STORAGE[fmt]
+    plan = weight_plan(weights)
+    x = canonical_format(experts, "--experts") if experts and part.role == "expert" else None
+    single = x or plan.single
 
-    def bits(kind: str) -> Fraction:  # kind: matrix, table, head, vector, router
+    def fmt_of(kind: str, role: str) -> str:  # kind: matrix, table, head, vector, router
+        if single is None:
+            return plan.format(role)
+        f = STORAGE[single]
         if not f.quantised:
-            return f.bits
-        name = {"matrix": None, "table": f.tables, "head": f.head, "vector": f.vectors, "router": f.router}[kind]
-        return STORAGE[name or fmt].bits
+            return single
+        other = {"matrix": None, "table": f.tables, "head": f.head, "vector": f.vectors, "router": f.router}[kind]
+        return other or single
+
+    # layers of this slot whose `edge` roles stay in REST: the stack's first and last (a layout's rule)
+    edge = 0
+    if plan.single is None and part.layered and role_of(part) in plan.edge:
+        depth, where = part.stack.layers, part.group.placement
+        edge = sum(where.count_in(part.kind, max(slot.lo, a), min(slot.hi, a + 1)) for a in {0, depth - 1})
 
     t = tensor_parallel
     out = Fraction(0)
@@ -127,17 +141,18 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
                     body[-1] = -(-body[-1] // t)
             elif t > 1 and (module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head")):
                 body[0] = -(-body[0] // t)
-            shape = shape[:1] + body if copies > 1 else body
-            values = 1
-            for x in shape:
-                values *= x
+            stack = shape[0] if copies > 1 else 1
+            values = stack * math.prod(body)
             if len(body) == 1:
                 kind = "vector"
             elif part.role == "embedding":
                 kind = "head" if tied_table and module == "embed" else "table"
             else:
                 kind = "head" if part.role == "head" else "router" if part.role == "router" else "matrix"
-            out += values * bits(kind) * n
+            fmt = fmt_of(kind, role_of(part, len(body) == 1))
+
+            out += _tensor_bits(fmt, values, stack, body) * (n - edge) + _tensor_bits(REST, values, stack, body) * edge
+            f = STORAGE[fmt]
             more_bits = f.more_bits and kind == "matrix" and leaf == "weight" and part.layered
             if more_bits and module in ("down", "qkv", "kv"):
                 more = STORAGE[f.more_bits].bits - f.bits
@@ -151,16 +166,27 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
     return out / 8
 
 
+def _tensor_bits(fmt: str, values: int, stack: int, body: list[int]) -> Fraction:
+    """Bits of one tensor of `values` values in `fmt`, with the scales it stores beside each of its
+    `stack` matrices of shape `body`."""
+    scales = stack * scale_bits(fmt, body[0], body[1]) if len(body) == 2 else 0
+    return values * STORAGE[fmt].bits + scales
+
+
 def _head_tied(spec: ModelSpec) -> bool:
     return spec.head.kind != "none" and spec.tie_embeddings
 
 
 def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | None = None, tensor_parallel: int = 1,
                          expert_parallel: int = 1, pipeline_parallel: int = 1) -> int:  # fmt: skip
-    """Bytes of weights on the largest device, each tensor in its storage format (STORAGE: `weights`
-    for all, `experts` for the routed experts when given), split over tensor, expert and pipeline
+    """Bytes of weights on the largest device, each tensor in its storage format (`weights`: one format
+    of STORAGE, a map by role or a layout (archspec.memory.roles); `experts` for the routed experts when
+    given), with the scales a format stores, split over tensor, expert and pipeline
     parallel devices."""
-    w = canonical_format(weights)
+    from archspec.memory.roles import canonical_weights, check_roles
+
+    w = canonical_weights(weights)
+    check_roles(spec, w)
     x = canonical_format(experts, "--experts") if experts else None
     tied = _head_tied(spec)
     return max(

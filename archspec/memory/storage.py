@@ -24,7 +24,8 @@ class Storage(NamedTuple):
     `tables`: embedding tables; `head`: an untied output head (a tied head gives its table this
     format); `vectors`: norm weights and biases; `router`: MoE router matrices; `more_bits`: the
     format llama.cpp's _M mixtures give the value projection and the MLP down projection of the layers
-    its use_more_bits rule picks."""
+    its use_more_bits rule picks; `scale`: a matrix's scales stored beside it, one of `bits` per block of
+    rows x columns (0 columns: one per row), counted on the matrix's shape."""
 
     bits: Fraction
     layout: str
@@ -34,6 +35,7 @@ class Storage(NamedTuple):
     vectors: str | None = None
     router: str | None = None
     more_bits: str | None = None
+    scale: tuple[int, int, int] | None = None  # (block rows, block columns or 0 for a whole row, bits)
 
     @property
     def quantised(self) -> bool:
@@ -54,6 +56,12 @@ STORAGE = {
                    "not counted", dtype=True),
     "int8": Storage(Fraction(8), "8-bit integers; a per-tensor or per-row scale (bitsandbytes LLM.int8: 4 bytes "
                     "a row) not counted", dtype=True),
+    "fp8_block": Storage(Fraction(8), "FP8 E4M3 with one fp32 scale per 128 x 128 block of each matrix, as "
+                         "DeepSeek-V3 stores weight_scale_inv (quantization_config weight_block_size [128, 128]); "
+                         "embeddings, head, router, norms and biases in bf16", scale=(128, 128, 32), **_BNB),
+    "fp8_row": Storage(Fraction(8), "FP8 E4M3 with one fp32 scale per output row of each matrix (fbgemm_fp8 as "
+                       "Meta's Llama 3.1 FP8 checkpoints store weight_scale; compressed-tensors' channel strategy); "
+                       "embeddings, head, router, norms and biases in bf16", scale=(1, 0, 32), **_BNB),
     "int4": Storage(4 + Fraction(16 + 4, 128), "AWQ / GPTQ 4-bit: per group of 128 values an fp16 scale and a "
                     "packed 4-bit zero point, 4 + 20/128 = 4.15625 bits; the blocks' matrices only, embeddings, "
                     "head, router, norms and biases in bf16", dtype=True, **_BNB),
@@ -111,6 +119,15 @@ def use_more_bits(i: int, n: int) -> bool:
     """llama.cpp's use_more_bits(i, n) for layer i of n (src/llama-quant.cpp): i < n/8, i >= 7n/8, or
     (i - n/8) % 3 == 2, in integer division."""
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def scale_bits(fmt: str, rows: int, cols: int) -> int:
+    """Bits of the scales format `fmt` stores beside one rows x cols matrix (0 for a format without)."""
+    sc = STORAGE[fmt].scale
+    if sc is None:
+        return 0
+    br, bc, bits = sc
+    return -(-rows // br) * (-(-cols // bc) if bc else 1) * bits
 
 
 def nbytes(count: int | Fraction, per: Fraction) -> int:

@@ -213,11 +213,14 @@ def estimate_memory(
     detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=attention)
     activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
 
-    w_key = canonical_format(storage) if storage is not None else key
+    from archspec.memory.roles import canonical_weights
+
+    w_key = canonical_weights(storage) if storage is not None else key
     x_key = canonical_format(experts, "--experts") if experts is not None else None
     if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
-    kv_key = kv_cache_dtype(kv_dtype if kv_dtype is not None else w_key)
+    # the cache in the computation's dtype (bf16 for fp8 or a quantised one) unless kv_dtype says otherwise
+    kv_key = kv_cache_dtype(kv_dtype if kv_dtype is not None else key if key in ("fp32", "bf16", "fp16") else "bf16")
     if offload not in (None, "optimizer"):
         raise SpecError(f"unknown offload {shown(offload)}; use optimizer (the optimizer states to host memory)")
     steps = 1
