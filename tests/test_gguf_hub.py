@@ -146,4 +146,4 @@ def test_a_refused_gguf_file_leaves_nothing_in_the_cache(hub, tmp_path, monkeypa
     assert code == 2 and "GGUF architecture 'bert' is not supported" in err and err.count("\n") == 1
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     code, out, err = run_cli("params", "org/bert-GGUF:F16")
-    assert code == 2 and "has not read this repository before" in err
+    assert code == 2 and "offline (HF_HUB_OFFLINE), and archspec has not read" in err
