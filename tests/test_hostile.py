@@ -1485,6 +1485,7 @@ OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[st
         "format": [(["--format", "json"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
         "output": [(["-o", "{tmp}/out.toml"], []), (["--output", "{tmp}/out.toml"], [])]}),
     "schema": ([], {"format": [(["--format", "table"], [])]}),
+    "check": (["{hf}/../checkpoints/tiny-llama"], {"format": [(["--format", "csv"], [])]}),
     "verify": (["gpt2", *TINY], {
         "format": [(["--format", "csv"], [])], "overrides": [(["--set", "decoder_layers=2"], [])],
         "memory": [(["--memory"], [])], "recompute": [(["--recompute", "full"], ["--memory"])]}),
