@@ -10,13 +10,13 @@ The sub-tables it holds (positions, attention and mixers, MLP, heads, layer kind
 
 # Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
 # every string annotation when the class is defined, at every start-up.
-import re
 from functools import cache, cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from archspec.errors import SpecError, describe_validation_error
+from archspec.rules import check_spec
 
 # the sub-tables live in archspec.subtables; every name is re-exported here, the spec's one import path
 from archspec.subtables import (
@@ -87,10 +87,6 @@ Init = Literal["gpt2", "xavier"]
 
 NORM_AFFINE = {"layernorm": "weight_bias", "rmsnorm": "weight"}  # each norm's default parameters
 NORM_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}  # GPT-2 and nn.Transformer; LLaMA 1
-
-
-def _names(names) -> str:
-    return f" ({', '.join(names)})" if names else " (none are defined)"
 
 
 def _merged(base: Any, override: str | dict[str, Any]) -> dict[str, Any]:
@@ -259,227 +255,9 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> "ModelSpec":
-        """The rules across fields and sub-tables (each sub-table checks its own fields), in this order."""
-        for check in (self._check_widths, self._check_position, self._check_blocks, self._check_latent,
-                      self._check_moe, self._check_embedding, self._check_head, self._check_norms,
-                      self._check_mixer, self._check_mtp, self._check_kinds):  # fmt: skip
-            check()
+        """The rules across fields and sub-tables (archspec.rules; each sub-table checks its own fields)."""
+        check_spec(self)
         return self
-
-    def _check_widths(self) -> None:
-        if self.encoder_layers == 0 and self.decoder_layers == 0:
-            raise ValueError(
-                "encoder_layers and decoder_layers are both 0; set at least one of them to a positive number"
-            )
-        if "d_head" not in self.model_fields_set and self.d_model % self.n_heads:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}; "
-                "change one of them or set d_head explicitly"
-            )
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(
-                f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}; "
-                "n_kv_heads must divide n_heads"
-            )
-
-    def _check_position(self) -> None:
-        p = self.position
-        if p.kind == "sinusoidal" and self.d_model % 2:
-            raise ValueError(f"sinusoidal positions need an even d_model, got d_model={self.d_model}")
-        if p.kind == "rotary":
-            self._check_rotary()
-        elif p.kind == "disentangled":
-            if self.decoder_layers or self.attention.kind != "standard":
-                raise ValueError("disentangled positions (DeBERTa) are for an encoder of standard attention; set "
-                                 "decoder_layers=0")  # fmt: skip
-            if self.n_kv_heads != self.n_heads:
-                raise ValueError(f"disentangled positions project the table to every head: n_kv_heads="
-                                 f"{self.n_kv_heads} must equal n_heads={self.n_heads}")  # fmt: skip
-        elif p.kind == "transformer_xl":
-            if self.encoder_layers:
-                raise ValueError("transformer_xl positions (relative attention, Dai et al. 2019) are for a "
-                                 "decoder-only model; set encoder_layers=0")  # fmt: skip
-            if self.attention.kind != "standard":
-                raise ValueError("transformer_xl positions score the queries of standard attention; attention kind "
-                                 f"{self.attention.kind!r} has none to score")  # fmt: skip
-            if self.d_model % 2:
-                raise ValueError(f"transformer_xl positions need an even d_model for their sinusoidal encodings, got "
-                                 f"d_model={self.d_model}")  # fmt: skip
-
-    def _check_rotary(self) -> None:
-        if self.position.proportional and self.attention.kind == "latent":
-            raise ValueError("position.proportional is for standard attention, not attention kind 'latent'")
-        if self.rotary_dims % 2 or self.rotary_dims < 2:
-            if self.position.fraction == 1:
-                raise ValueError(f"rotary positions need an even d_head, got d_head={self.d_head}")
-            raise ValueError(
-                f"rotary positions need an even rotated width of at least 2, got d_head={self.d_head} x "
-                f"position.fraction={self.position.fraction} = {self.d_head * self.position.fraction:g}"
-            )
-
-    def _check_blocks(self) -> None:
-        if self.pooler and self.encoder_layers == 0:
-            raise ValueError("pooler=true needs an encoder (encoder_layers > 0)")
-        if self.block.kind == "parallel" and self.encoder_layers and self.decoder_layers:
-            raise ValueError("block kind 'parallel' has no place for cross-attention; use it without an encoder")
-        if self.block.kind == "parallel" and self.norm_position != "pre":
-            raise ValueError(f"block kind 'parallel' needs norm_position='pre', got {self.norm_position!r}")
-        if self.share_layers and self.mlp.kind == "moe" and self.mlp.dense_layers:
-            raise ValueError("share_layers=true needs every layer alike; mlp.dense_layers makes them differ")
-
-    def _check_latent(self) -> None:
-        a = self.attention
-        if a.kind != "latent":
-            return
-        if self.encoder_layers:
-            raise ValueError("latent attention is a decoder-only feature; set encoder_layers=0")
-        if self.n_kv_heads != self.n_heads:
-            raise ValueError(f"latent attention has n_kv_heads = n_heads; got n_kv_heads={self.n_kv_heads}")
-        if a.rope_dims >= self.d_head or a.rope_dims % 2:
-            raise ValueError(
-                f"attention.rope_dims={a.rope_dims} must be even and smaller than d_head={self.d_head} "
-                "(d_head = the no-rope width + rope_dims)"
-            )
-        if self.position.kind != "rotary":
-            raise ValueError("latent attention rotates its decoupled part: set position='rotary'")
-
-    def _check_moe(self) -> None:
-        m = self.mlp
-        if m.kind != "moe":
-            return
-        if m.dense_layers > max(self.encoder_layers, self.decoder_layers):
-            raise ValueError(f"mlp.dense_layers={m.dense_layers} is more than the stack has layers")
-        if m.d_dense and self.norm_position != "sandwich":
-            raise ValueError(
-                f"mlp.d_dense (Gemma 4's dense MLP beside the experts) needs norm_position='sandwich', "
-                f"not {self.norm_position!r}"
-            )
-
-    def _check_embedding(self) -> None:
-        emb = self.embedding
-        if emb.d_embed not in (None, self.d_model):
-            if self.encoder_layers and self.decoder_layers:
-                raise ValueError(
-                    "embedding.d_embed (factorised embeddings) is for one stack; this is an encoder-decoder"
-                )
-            if self.head.kind == "lm" and self.tie_embeddings and not emb.project_out:
-                raise ValueError(
-                    f"a tied lm head reads the d_embed={emb.d_embed} wide token table: it needs "
-                    "embedding.project_out=true (OPT's d_model -> d_embed projection) or tie_embeddings=false"
-                )
-        elif emb.project_out or emb.position_width != "d_embed" or not emb.projection_bias:
-            raise ValueError(
-                "embedding.project_out, embedding.position_width and embedding.projection_bias shape the "
-                "projections of factorised embeddings: set embedding.d_embed to a width other than d_model"
-            )
-        if emb.project_out and self.kind != "decoder-only":
-            raise ValueError("embedding.project_out (OPT's projection back to d_embed) is for a decoder-only model")
-        if emb.project_out and self.head.kind not in ("lm", "none"):
-            raise ValueError(f"embedding.project_out feeds an lm head (or none), not head kind {self.head.kind!r}")
-
-    def _check_head(self) -> None:
-        if self.head.kind == "discriminator" and self.tie_embeddings:
-            raise ValueError("head kind 'discriminator' has no vocabulary projection to tie: set tie_embeddings=false")
-        if self.head.kind == "mlm" and not self.tie_embeddings:
-            raise ValueError("head kind 'mlm' decodes with the token table: it needs tie_embeddings=true")
-
-    def _check_norms(self) -> None:
-        if self.norm == "rmsnorm" and self.norm_affine == "weight_bias":
-            raise ValueError("norm_affine='weight_bias' needs norm='layernorm'; RMSNorm has no bias")
-        if self.swiglu_limit != 7.0 and self.activation != "clamped_swiglu":
-            raise ValueError(f"swiglu_limit is the clamp of activation='clamped_swiglu', not of {self.activation!r}")
-        if not self.attention_norm and (self.norm_position != "pre" or self.block.kind != "sequential"):
-            raise ValueError(
-                "attention_norm=false (no norm before the token mixer) needs norm_position='pre' and a sequential "
-                f"block, not norm_position={self.norm_position!r} with block kind {self.block.kind!r}"
-            )
-        if self.norm_position == "post_sublayer" and self.block.kind == "parallel":
-            raise ValueError("norm_position='post_sublayer' is for sequential blocks, not block kind 'parallel'")
-
-    def _check_mixer(self) -> None:
-        """The token mixer against the rest of the model."""
-        a = self.attention
-        if a.kind == "standard":
-            if a.shared_kv and self.d_value != self.d_head:
-                raise ValueError(
-                    f"attention.shared_kv=true needs d_value = d_head, got {self.d_value} and {self.d_head}"
-                )
-            if a.ssm is not None and self.encoder_layers:
-                raise ValueError("attention.ssm (a Mamba-2 mixer beside the attention) is for decoder layers; "
-                                 "set encoder_layers=0")  # fmt: skip
-            if a.ssm is not None and self.block.kind == "parallel":
-                raise ValueError("attention.ssm runs beside the attention in the mixer sub-layer; it needs block "
-                                 "kind 'sequential', not 'parallel'")  # fmt: skip
-        elif (a.kind in MIXERS or a.kind == "none") and self.encoder_layers:
-            raise ValueError(f"attention kind {a.kind!r} is for decoder layers; set encoder_layers=0")
-        if a.kind == "none" and self.mlp.kind == "none":
-            raise ValueError("a layer with attention='none' and mlp='none' does nothing; give it one of them")
-
-    def _check_mtp(self) -> None:
-        if self.mtp is not None and self.kind != "decoder-only":
-            raise ValueError("mtp (multi-token prediction) is a decoder-only feature; set encoder_layers=0")
-        if self.mtp is not None and self.mtp.kind is not None and self.mtp.kind not in self.kinds:
-            raise ValueError(f"mtp.kind={self.mtp.kind!r} is not one of the kinds{_names(self.kinds)}")
-
-    def _check_kinds(self) -> None:
-        """Layer kinds and the pattern that places them; every kind is validated as the spec it makes."""
-        if not self.kinds and self.layers is None:
-            return
-        self._check_placement()
-        for name, kind in self.kinds.items():
-            spec = self._validated_kind(name)
-            if kind.position is not None and spec.position.kind not in ("rotary", "none"):
-                raise ValueError(
-                    f"kinds.{name}.position: a kind may set rotary options or 'none', not {spec.position.kind!r}"
-                )
-            if kind.position is not None and self.position.kind not in ("rotary", "none"):
-                raise ValueError(
-                    f"kinds.{name}.position: the model's {self.position.kind!r} positions serve every layer alike; "
-                    "a kind can change rotary positions only"
-                )
-
-    def _check_placement(self) -> None:
-        """[layers] names the kinds there are, uses each, fits the stacks, and replaces the older placements."""
-        if self.layers is None:
-            raise ValueError("kinds are placed by [layers]: give layers.pattern (and layers.prefix) with their names")
-        unknown = [k for k in (*self.layers.prefix, *self.layers.pattern) if k not in self.kinds]
-        if unknown:
-            raise ValueError(f"layers names kind {unknown[0]!r}, which is not one of the kinds{_names(self.kinds)}")
-        used = {*self.layers.prefix, *self.layers.pattern}
-        unused = [k for k in self.kinds if k not in used]
-        if unused:
-            raise ValueError(f"kinds.{unused[0]} is never used: layers.prefix and layers.pattern do not name it")
-        for stack, depth in (("encoder_layers", self.encoder_layers), ("decoder_layers", self.decoder_layers)):
-            fit = len(self.layers.prefix) + len(self.layers.pattern)
-            if depth and fit > depth:
-                raise ValueError(
-                    f"layers.prefix and layers.pattern name {fit} layers, more than {stack}={depth}; the pattern "
-                    "repeats over the stack and must fit in it"
-                )
-        a = self.attention
-        if a.kind == "standard" and a.sliding_window and a.sliding_layers != "all":
-            raise ValueError(
-                "attention.sliding_layers places windows by parity; with [layers], give the window to a kind"
-            )
-        if self.mlp.kind == "moe" and self.mlp.dense_layers:
-            raise ValueError("mlp.dense_layers places dense layers first; with [layers], give them a kind of their own")
-        if self.share_layers and len(self.kinds) > 1:
-            raise ValueError("share_layers=true needs every layer alike; [layers] gives them different kinds")
-
-    def _validated_kind(self, name: str) -> "ModelSpec":
-        """The spec of kind `name`, validated; its first error named under kinds.NAME."""
-        if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
-            raise ValueError(f"kind name {name!r} must be lowercase letters, digits, '_' or '-'")
-        try:
-            return type(self).model_validate(self._kind_data(name))
-        except ValidationError as err:
-            first = err.errors()[0]
-            loc = [str(x) for x in first["loc"] if not str(x).startswith(("function-", "tagged-"))]
-            if len(loc) >= 2 and loc[0] in SUBTABLES and loc[1] in SUBTABLES[loc[0]]:
-                del loc[1]  # the member's kind: 'attention.mamba2.groups' is 'attention.groups'
-            where = ".".join(loc)
-            msg = first["msg"].removeprefix("Value error, ")
-            raise ValueError(f"kinds.{name}: {where + ': ' if where else ''}{msg}") from None
 
     def _kind_data(self, name: str) -> dict[str, Any]:
         """The fields of the spec that layers of kind `name` see: the model's, with the kind's changes."""

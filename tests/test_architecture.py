@@ -74,7 +74,8 @@ def within(name: str, prefixes) -> bool:
 LAYERS = {
     "base": ("archspec.presets", "archspec.vocab", "archspec.limits", "archspec.errors", "archspec.checks",
              "archspec.sizing", "archspec.records", "archspec._source_tree", "archspec.progress"),
-    "spec": ("archspec.subtables", "archspec.spec", "archspec.layers"),
+    "spec": ("archspec.table", "archspec.subtables", "archspec.mixer_tables", "archspec.rules", "archspec.spec",
+             "archspec.layers"),
     "description": ("archspec.entries", "archspec.parts", "archspec.attention", "archspec.mlp", "archspec.blocks",
                     "archspec.mixers"),
     "quantities": ("archspec.params", "archspec.flops", "archspec.memory", "archspec.hardware", "archspec.inference",
