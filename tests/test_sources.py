@@ -42,6 +42,7 @@ CASES = {
     "jamba": ("jamba", dict(num_experts=4, num_experts_per_tok=2, attn_layer_period=2, attn_layer_offset=1,
                             expert_layer_period=2, expert_layer_offset=1, mamba_d_state=4, mamba_dt_rank=4,
                             mamba_expand=2, mamba_d_conv=4)),
+    "gpt_oss": ("gpt_oss", dict(head_dim=8, num_local_experts=4, num_experts_per_tok=2)),
     "deepseek_v3": ("deepseek_v3", dict(n_routed_experts=4, first_k_dense_replace=1, q_lora_rank=16, kv_lora_rank=16,
                                         qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, n_group=1, topk_group=1,
                                         num_hidden_layers=3, **MOE)),
@@ -581,3 +582,35 @@ def test_the_names_tables_write_the_reference_models_paths():
     from archspec.sources import names
 
     assert names.DEC == DEC
+
+
+def mxfp4(shapes: dict) -> tuple[dict, dict]:
+    """gpt-oss's experts as its released checkpoint stores them (openai/gpt-oss-20b's index): each expert
+    matrix X, which transformers holds (E, in, out), as X_blocks (E, out, in/32, 16) and X_scales
+    (E, out, in/32), both U8. Returns the shapes and their dtypes."""
+    out, dtypes = {}, {}
+    for name, shape in shapes.items():
+        if name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            e, inp, rows = shape
+            out[name + "_blocks"], out[name + "_scales"] = (e, rows, inp // 32, 16), (e, rows, inp // 32)
+            dtypes[name + "_blocks"] = dtypes[name + "_scales"] = torch.uint8
+        else:
+            out[name] = shape
+    return out, dtypes
+
+
+def test_check_reads_gpt_oss_mxfp4_experts_as_their_matrices(tmp_path, run_cli):
+    """gpt-oss's released checkpoint stores its experts in MXFP4 (U8 blocks and scales): each blocks tensor is
+    read as its matrix, the scales as its scales; the rest is bf16 as released."""
+    config, shapes = meta_model("gpt_oss")
+    packed, dtypes = mxfp4(shapes)
+    folder = write_checkpoint(tmp_path / "gpt-oss", config, packed, dtypes=dtypes)
+    code, r = check_json(run_cli, str(folder))
+    assert (code, r["missing"], r["misshapen"], r["extra"]) == (0, [], [], [])
+    layers = json.loads(config)["num_hidden_layers"]
+    u8 = [k for k in packed if k.endswith(("_blocks", "_scales"))]
+    assert r["scales"]["tensors"] == 2 * layers and r["weights_format"] == "mxfp4"  # most values are the experts'
+    assert r["by_dtype"]["U8"]["bytes"] == sum(math.prod(packed[k]) for k in u8)
+    assert r["by_component"]["experts"]["bytes"] == sum(
+        math.prod(packed[k]) for k in u8 if k.endswith("_blocks")
+    ) + 2 * sum(math.prod(s) for k, s in shapes.items() if "experts" in k and k.endswith("_bias"))

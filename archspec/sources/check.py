@@ -104,6 +104,7 @@ def match(spec: ModelSpec, stored: list[StoredTensor], wmap: WeightMap) -> Match
     else:
         shapes_tied = shapes
     by_key = {_stripped(t.name, wmap): t for t in stored}
+    packed = _mxfp4(by_key)
     component: dict[str, str] = {}
     used: set[str] = set()
     missing, misshapen, matched = [], [], 0
@@ -138,6 +139,9 @@ def match(spec: ModelSpec, stored: list[StoredTensor], wmap: WeightMap) -> Match
         if suffix in SCALES and f"{base}.weight" in weights:
             scales.append(t.name)
             component[t.name] = weights[f"{base}.weight"]
+        elif key in packed and packed[key] in weights:
+            scales.append(t.name)
+            component[t.name] = weights[packed[key]]
         elif group is not None:  # a hidden component's tensors, its scales and buffers included
             hidden.setdefault(group, []).append(t.name)
             component[t.name] = group
@@ -159,6 +163,22 @@ def match(spec: ModelSpec, stored: list[StoredTensor], wmap: WeightMap) -> Match
         {k: tuple(v) for k, v in hidden.items()},
         tuple(extra),
     )
+
+
+def _mxfp4(by_key: dict[str, StoredTensor]) -> dict[str, str]:
+    """gpt-oss's MXFP4 experts: X_blocks (..., out, in/32, 16 bytes of 32 4-bit values) beside X_scales
+    (..., out, in/32, one E8M0 exponent per block) hold the matrix X, which transformers stores (..., in,
+    out) as x @ w computes. Each X_blocks is read as X of that shape (its stored name and bytes kept);
+    returns X_scales' key -> X_blocks' name, for the scales to be their matrix's."""
+    out = {}
+    for key, t in list(by_key.items()):
+        base = key.removesuffix("_blocks")
+        if base != key and t.dtype == "U8" and len(t.shape) >= 3 and t.shape[-1] == 16 and base not in by_key:
+            *lead, rows, blocks, _ = t.shape
+            by_key[base] = StoredTensor(t.name, (*lead, 32 * blocks, rows), t.dtype, t.nbytes)
+            del by_key[key]
+            out[f"{base}_scales"] = t.name
+    return out
 
 
 _LAYER = re.compile(r"^(?:.*\.)?layers\.(\d+)\.")
@@ -184,12 +204,23 @@ def choose(spec: ModelSpec, stored: list[StoredTensor], layouts: tuple[WeightMap
     return max((match(spec, stored, w) for w in layouts), key=lambda m: m.matched)
 
 
+def format_values(t: StoredTensor) -> tuple[str, int] | None:
+    """The --weights format a stored tensor's values are in and how many values it holds (MXFP4 blocks: two
+    4-bit values a byte); None for scales and dtypes no format holds."""
+    if t.name.endswith("_blocks") and t.dtype == "U8" and len(t.shape) >= 3 and t.shape[-1] == 16:
+        return "mxfp4", 2 * t.numel
+    if t.dtype in FORMAT_OF and t.name.rpartition(".")[2] not in SCALES:
+        return FORMAT_OF[t.dtype], t.numel
+    return None
+
+
 def dominant_format(stored: list[StoredTensor], component: dict[str, str]) -> str | None:
     """The --weights format of most stored values among the spec's tensors (None where none maps to one)."""
     count: Counter = Counter()
     for t in stored:
-        if component.get(t.name) not in (None, "extra", "buffers", "mtp") and t.dtype in FORMAT_OF:
-            count[FORMAT_OF[t.dtype]] += t.numel
+        held = format_values(t) if component.get(t.name) not in (None, "extra", "buffers", "mtp") else None
+        if held:
+            count[held[0]] += held[1]
     return count.most_common(1)[0][0] if count else None
 
 

@@ -230,7 +230,7 @@ def stored(spec: ModelSpec) -> Stored | None:
         return None
     from collections import Counter
 
-    from archspec.sources.check import FORMAT_OF, SCALES
+    from archspec.sources.check import format_values
 
     by_dtype: Counter = Counter()
     values: Counter = Counter()
@@ -238,8 +238,9 @@ def stored(spec: ModelSpec) -> Stored | None:
     for t in source.tensors:
         by_dtype[t.dtype] += t.nbytes
         values[t.dtype] += t.numel
-        if t.name.rpartition(".")[2] not in SCALES and t.dtype in FORMAT_OF:
-            formats[FORMAT_OF[t.dtype]] += t.numel
+        held = format_values(t)
+        if held:
+            formats[held[0]] += held[1]
     if source.format == "gguf":
         from archspec.sources import gguf
 
