@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
@@ -31,7 +30,11 @@ from archspec.reference.attention import (
     LatentAttention,
     SelfAttention,
 )
-from archspec.reference.mlp import ACTIVATIONS, MLP, MoE
+from archspec.reference.cache import _cache_shapes, _fits, _shape_of
+from archspec.reference.cache import cache_bytes as cache_bytes  # re-exported: archspec.reference.cache_bytes
+from archspec.reference.cache import cache_length as cache_length
+from archspec.reference.heads import DiscriminatorHead, Head, MLMHead, Pooler
+from archspec.reference.mlp import MLP, MoE
 from archspec.reference.norms import make_norm
 from archspec.reference.positions import (
     Alibi,
@@ -243,83 +246,11 @@ class Stack(nn.Module):
         return self.final_norm(x) if self.final_norm is not None else x
 
 
-class Head(nn.Module):
-    """The output projection d -> V (with an optional bias, an input scale and a logit soft-cap);
-    with tied embeddings its weight is the token embedding."""
-
-    component = "head"
-    role = "head"
-
-    def __init__(self, spec: ModelSpec):
-        super().__init__()
-        h = spec.head
-        self.scale, self.softcap = h.scale, h.softcap
-        width = spec.d_embed if spec.embedding.project_out else spec.d_model  # OPT: after project_out
-        self.weight = nn.Parameter(torch.empty(spec.vocab_size, width))
-        self.bias = nn.Parameter(torch.empty(spec.vocab_size)) if h.bias else None
-
-    def forward(self, x):
-        logits = F.linear(x * self.scale if self.scale != 1.0 else x, self.weight, self.bias)  # (B, T, V)
-        return self.softcap * torch.tanh(logits / self.softcap) if self.softcap else logits
-
-
-class MLMHead(nn.Module):
-    """BERT's masked-LM head: LayerNorm(act(dense(x))) @ token tableᵀ + bias (the dense layer's, the
-    norm's and the vocabulary's biases as the head's options say: ModernBERT keeps only the last)."""
-
-    component = "head"
-    role = "head"
-
-    def __init__(self, spec: ModelSpec):
-        super().__init__()
-        e, h = spec.d_embed, spec.head
-        self.dense = nn.Linear(spec.d_model, e, bias=h.dense_bias)
-        self.act = ACTIVATIONS[spec.activation]
-        self.norm = make_norm(spec, e, "layernorm", inside=True, affine="weight_bias" if h.norm_bias else "weight")
-        self.weight = nn.Parameter(torch.empty(spec.vocab_size, e))
-        self.bias = nn.Parameter(torch.empty(spec.vocab_size)) if h.bias else None
-
-    def forward(self, x):
-        return F.linear(self.norm(self.act(self.dense(x))), self.weight, self.bias)  # (B, T, V)
-
-
-class DiscriminatorHead(nn.Module):
-    """ELECTRA's replaced-token detection: one logit per token, out(act(dense(x))) (B, T)."""
-
-    component = "head"
-    role = "head"
-
-    def __init__(self, spec: ModelSpec):
-        super().__init__()
-        self.dense = nn.Linear(spec.d_model, spec.d_model)
-        self.act = ACTIVATIONS[spec.activation]
-        self.out = nn.Linear(spec.d_model, 1)
-
-    def forward(self, x):
-        return self.out(self.act(self.dense(x))).squeeze(-1)  # (B, T)
-
-
 class EmbeddingProjection(nn.Linear):
     """Factorised embeddings: ALBERT's d_embed -> d_model map (with a bias), OPT's project_in (without);
     OPT's project_out maps d_model -> d_embed back before the head."""
 
     component = "embed"
-
-
-class Pooler(nn.Module):
-    """tanh(W h[:, 0] + b): BERT's pooled first token."""
-
-    component = "pooler"
-
-    def __init__(self, d_model: int):
-        super().__init__()
-        self.dense = nn.Linear(d_model, d_model)
-
-    def forward(self, h):
-        return torch.tanh(self.dense(h[:, 0]))  # (B, d)
-
-
-# ---------------------------------------------------------------- the model
 
 
 class MTPHead(nn.Linear):
@@ -559,43 +490,3 @@ class Transformer(nn.Module):
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder to cache")
         return [{"self": {}, "cross": {}} for _ in range(self.decoder.n_layers)]
-
-
-def _cache_shapes(layer: nn.Module) -> dict[str, dict[str, tuple]]:
-    """What one decoder layer keeps in its cache, by part and key: shapes with None for the batch and
-    the cached length (see the forward passes of the attention modules)."""
-    out: dict[str, dict[str, tuple]] = {}
-    for m in layer.modules():
-        if isinstance(m, LatentAttention):
-            out["self"] = {"latent": (None, None, m.kv_rank), "k_rope": (None, 1, None, m.rope)}
-            if m.indexer is not None:
-                out["self"]["index_k"] = (None, None, m.indexer.dk)
-        elif isinstance(m, (SelfAttention, CrossAttention)):
-            part = "self" if isinstance(m, SelfAttention) else "cross"
-            out[part] = {"k": (None, m.nkv, None, m.dk), "v": (None, m.nkv, None, m.dv)}
-        elif getattr(m, "component", None) == "mixer":  # its own conv and recurrent states: shapes not checked
-            out["self"] = None
-    return out
-
-
-def _shape_of(t) -> tuple | None:
-    return tuple(t.shape) if isinstance(t, torch.Tensor) else None
-
-
-def _fits(shape: tuple | None, expected: tuple | None) -> bool:
-    return (shape is not None and expected is not None and len(shape) == len(expected)
-            and all(e is None or e == d for e, d in zip(expected, shape)))  # fmt: skip
-
-
-def cache_length(cache: list[dict]) -> int:
-    """Positions a cache has seen (a windowed layer holds fewer)."""
-    first = cache[0]["self"] if cache else {}
-    if "latent" in first:
-        return first["latent"].shape[1]
-    return first.get("seen", 0)
-
-
-def cache_bytes(cache: list[dict]) -> int:
-    """Bytes held by the tensors of a cache (keys and values, self- and cross-attention)."""
-    return sum(t.numel() * t.element_size() for layer in cache for part in layer.values() for t in part.values()
-               if isinstance(t, torch.Tensor))  # fmt: skip
