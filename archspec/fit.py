@@ -57,6 +57,8 @@ class Fit:
     capacity_bytes: int
     lora_rank: int | None = None
     lora_targets: str | None = None
+    usable_bytes: int | None = None  # inference: what the engine lets weights and cache use of each device
+    engine: str | None = None
 
     @property
     def layout(self) -> str:
@@ -103,25 +105,48 @@ def _smallest(lo: int, hi: int, ok) -> int | None:
     return lo
 
 
+def native(acc: Accelerator, weights: str) -> bool:
+    """Whether `acc` computes with `weights` natively: an FP8 format (fp8, fp8_block, fp8_row, or a map
+    or layout holding one) needs an FP8 matrix path in the hardware table; engines run it elsewhere
+    as weight-only FP8 kernels (vLLM's FP8 Marlin), emulated."""
+    from archspec.memory.roles import weight_plan
+
+    plan = weight_plan(weights)
+    formats = {plan.single} if plan.single else set(plan.roles.values())
+    return acc.fp8_tflops is not None or not any(f.startswith("fp8") for f in formats)
+
+
 def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
         seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
-        lora_targets: str | None = None) -> Fit:  # fmt: skip
+        lora_targets: str | None = None, training: dict | None = None, engine: str | None = None,
+        memory_fraction: float | None = None) -> Fit:  # fmt: skip
     """The fewest devices of `acc` that hold `spec` for `task` with weights in `dtype`. `memo` (a dict
     kept by the caller for one spec, batch and sequence length) remembers the plans of each layout
     across accelerators. `lora_rank` (default LORA_RANK) and `lora_targets` (default LORA_TARGETS)
-    are the adapters of task 'lora', and refused for the other tasks."""
+    are the adapters of task 'lora', and refused for the other tasks. `training`: estimate_memory's
+    training options (recompute, attention, optimizer, fp32_grads, dropout, offload) for training and
+    lora; a LoRA fine-tune recomputes its activations (gradient checkpointing) unless told otherwise.
+    Inference takes any --weights value (a format, a map by role, a layout), and fits weights and cache
+    in the share of each device the serving `engine` (default vLLM: 0.9) or `memory_fraction` leaves
+    them (archspec.memory.runtime)."""
     memo = {} if memo is None else memo
     from archspec.memory import canonical_dtype, canonical_format, estimate_memory, fits, lora_params, parallel_layout
-    from archspec.memory.storage import DTYPE_BYTES, STORAGE
-    from archspec.vocab import dtype_key
+    from archspec.memory.storage import DTYPE_BYTES
 
     if task not in TASKS:
         raise SpecError(f"unknown task {shown(task)}; use one of {', '.join(TASKS)}")
-    # inference of a quantised storage format that is no computation dtype (a checkpoint's q4_k_m, mxfp4)
-    stored = task == "inference" and isinstance(dtype, str) and dtype_key(dtype) in STORAGE.keys() - DTYPE_BYTES
-    key = canonical_format(dtype, "weight") if task == "lora" or stored else canonical_dtype(dtype)
-    if key not in DTYPES[task] and not stored:
-        raise SpecError(f"{task} plans weights in {', '.join(DTYPES[task])}, not {key}")
+    from archspec.memory.roles import canonical_weights
+
+    # inference of a format that is no computation dtype (fp8_block, a checkpoint's q4_k_m, a map by role):
+    # weights stored so, computed in bf16
+    if task == "inference":
+        key = canonical_weights(dtype)
+        stored = key not in DTYPE_BYTES
+    else:
+        stored = False
+        key = canonical_format(dtype, "weight") if task == "lora" else canonical_dtype(dtype)
+        if key not in DTYPES[task]:
+            raise SpecError(f"{task} plans weights in {', '.join(DTYPES[task])}, not {key}")
     lora: dict[str, Any] = {}
     if task == "lora":
         lora = dict(lora_rank=LORA_RANK if lora_rank is None else lora_rank,
@@ -129,11 +154,21 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
         lora_params(spec, lora["lora_rank"], lora["lora_targets"])  # a bad rank or target: refused before any plan
     elif lora_rank is not None or lora_targets is not None:
         raise SpecError(f"lora_rank and lora_targets are the adapters of task lora, not {task}")
-    cap = acc.memory_bytes
+    if training and task == "inference":
+        raise SpecError(f"{', '.join(training)}: training options, not inference's")
+    train = {"recompute": "full"} if task == "lora" else {}
+    train |= training or {}
+    from archspec.memory.runtime import DEFAULT_ENGINE, usable_bytes
+
+    if task != "inference" and (engine is not None or memory_fraction is not None):
+        raise SpecError("engine and memory_fraction are inference's (the serving engine's share of memory)")
+    eng = (engine or DEFAULT_ENGINE) if task == "inference" else None
+    cap = usable_bytes(acc.memory_bytes, eng, memory_fraction) if eng else acc.memory_bytes
     # the plan of one layout: training's, or LoRA's over a frozen base stored in `key` (computed in bf16)
     # (a stored format's inference is computed in bf16)
     plan = dict(dtype="bf16", weights=key, **lora) if lora or stored else dict(dtype=key)
-    tag = (task, key, *lora.values())
+    plan |= train
+    tag = (task, key, *lora.values(), *sorted(train.items()))
     best: tuple | None = None  # (devices, tie-breakers..., tp, pp, dp, zero, bytes)
 
     if task == "inference":
@@ -175,6 +210,8 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
                 best = cand if best is None or cand[:3] < best[:3] else best
     if best is None:
         m = estimate_memory(spec, batch, seq_len, **plan)
-        return Fit(spec.name, acc.name, task, key, batch, m.seq_len, None, None, None, None, None, None, cap, **lora)
+        return Fit(spec.name, acc.name, task, key, batch, m.seq_len, None, None, None, None, None, None,
+                   acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
     devices, _, tp, pp, dp, zero, used, T = best
-    return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, cap, **lora)
+    return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, acc.memory_bytes, **lora,
+               usable_bytes=cap if eng else None, engine=eng)  # fmt: skip

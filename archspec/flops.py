@@ -67,6 +67,7 @@ class FlopCount:
     non_matmul: dict[str, int] = field(metadata=rendered("non_matmul_estimate"))
     causal_half: bool = field(default=False, metadata=rendered(hidden=True))
     params: int = field(default=0, metadata=rendered(hidden=True))
+    active_params: int = field(default=0, metadata=rendered(hidden=True))  # parameters one token uses
     approximations: dict[str, dict] = field(default_factory=dict)
     # '{stack}.{kind}' -> {"layers": how many, "forward_per_layer": exact matmul FLOPs of one such layer}
     kinds: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -195,6 +196,7 @@ def count_flops(
         non_matmul=non_matmul,
         causal_half=causal_half,
         params=pc.total,
+        active_params=pc.active,
         approximations=approximations(spec, B, T, forward, pc),
         kinds=kinds,
     )
@@ -207,7 +209,8 @@ def approximations(spec: ModelSpec, B: int, T: int, forward: int, pc: ParamCount
     """Published shortcuts for a workload of B sequences of T tokens, each beside the exact figure it
     approximates (`forward`: the exact forward FLOPs; `pc`: the model's parameter count).
 
-    Each formula takes the parameters its authors meant: 6ND all of them (as the GPT-3 paper counts),
+    Each formula takes the parameters its authors meant: 6ND all of them (as the GPT-3 paper counts;
+    a mixture of experts adds 6ND_active, the parameters one token uses, first),
     Kaplan the non-embedding N, PaLM the parameters that take part in matmuls (no input lookup
     tables; the output projection once, tied or not)."""
     tokens = B * T
@@ -217,7 +220,16 @@ def approximations(spec: ModelSpec, B: int, T: int, forward: int, pc: ParamCount
     exact_train = 3 * forward
     exact_recompute = 4 * forward  # forward, backward (2x) and a full recomputation of the forward
     megatron = Fraction(96 * B * T * L * d * d) * (1 + Fraction(T, 6 * d) + Fraction(V, 16 * L * d))
-    rows = {
+    moe = pc.active < N  # a mixture of experts: 6ND is usually taken with the parameters a token uses
+    rows = {}
+    if moe:
+        rows["6ND_active"] = (
+            "6 * N_active * tokens (N_active = the parameters one token uses: a mixture of experts' top-k routed "
+            "experts, as mixture-of-experts papers count compute; 6ND counts all of them)",
+            6 * pc.active * tokens,
+            exact_train,
+        )
+    rows |= {
         "6ND": (
             "6 * N * tokens (N = all parameters; Kaplan et al. 2020, GPT-3 Table D.1)",
             6 * N * tokens,
@@ -262,6 +274,7 @@ class TrainingCost:
     training_total: int  # exact: training FLOPs per token x D
     training_total_6nd: int  # 6 N D, as the GPT-3 paper counts
     params: int
+    active_params: int | None = None  # a mixture of experts: the parameters one token uses
     seconds: float | None = None
     gpus: int | None = None
     peak_flops: float | None = None
@@ -272,6 +285,11 @@ class TrainingCost:
     def pf_days(self) -> float:
         """6·N·D in PF-days, as the GPT-3 paper (Table D.1) counts."""
         return float_or_int(Fraction(self.training_total_6nd, PF_DAY))
+
+    @property
+    def training_total_6nd_active(self) -> int | None:
+        """6·N_active·D for a mixture of experts (None for a dense model, where it is 6ND)."""
+        return None if self.active_params is None else 6 * self.active_params * self.tokens
 
     @property
     def pf_days_exact(self) -> float:
@@ -309,6 +327,7 @@ def training_cost(
         training_total=total,
         training_total_6nd=6 * flops.params * tokens,
         params=flops.params,
+        active_params=flops.active_params if 0 < flops.active_params < flops.params else None,
         seconds=seconds,
         gpus=gpus,
         peak_flops=peak_flops,

@@ -266,6 +266,8 @@ def estimate_inference(
     tensor_parallel: int = 1,
     expert_parallel: int = 1,
     pipeline_parallel: int = 1,
+    engine: str | None = None,
+    memory_fraction: float | None = None,
 ) -> InferenceEstimate:
     """Roofline estimate of generating `gen_len` tokens after a `prompt_len`-token prompt, for `batch`
     sequences on `gpu` (a name from archspec.hardware.ACCELERATORS, or an Accelerator), one device or
@@ -275,20 +277,22 @@ def estimate_inference(
     routed experts in `experts` when given; the KV cache in `kv_dtype` (default: kv_cache_dtype of
     `dtype`, bf16 for a weight-only format). `mfu` scales the peak FLOP/s for prefill, `mbu` the peak
     bandwidth for decode; both in (0, 1]. When it does not fit, `suggestions` names the smallest
-    tensor-parallel degree and the widest weight format with which it would.
+    tensor-parallel degree and the widest weight format with which it would. Weights and cache fit in
+    the share of each device the serving `engine` (default vLLM's gpu_memory_utilization 0.9) or
+    `memory_fraction` leaves them (archspec.memory.runtime; `capacity_bytes`).
     """
     import dataclasses
 
     e = _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
-                  expert_parallel, pipeline_parallel)  # fmt: skip
+                  expert_parallel, pipeline_parallel, engine, memory_fraction)  # fmt: skip
     if e.fits:
         return e
     acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
-    return dataclasses.replace(e, suggestions=_suggestions(spec, acc, e, kv_dtype))
+    return dataclasses.replace(e, suggestions=_suggestions(spec, acc, e, kv_dtype, engine, memory_fraction))
 
 
 def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
-              expert_parallel, pipeline_parallel) -> InferenceEstimate:  # fmt: skip
+              expert_parallel, pipeline_parallel, engine=None, memory_fraction=None) -> InferenceEstimate:  # fmt: skip
     from archspec.flops import count_flops
     from archspec.memory import STORAGE, canonical_format, kv_cache_dtype, stage_slots
 
@@ -367,7 +371,12 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
             sent += (pp - 1) * rows * d * ACTIVATION_BYTES
         return sent / interconnect
 
-    capacity = acc.memory_bytes
+    from archspec.memory.runtime import DEFAULT_ENGINE, usable_bytes
+    from archspec.memory.runtime import engine as engine_of
+
+    eng = engine or DEFAULT_ENGINE
+    capacity = usable_bytes(acc.memory_bytes, eng, memory_fraction)
+    share = memory_fraction if memory_fraction is not None else capacity / acc.memory_bytes
     mb = _max_batch(spec, per_stage, ep, tp, context, kv_key, capacity)
     per_device = "" if layout.devices == 1 else " per device"
     assumptions = [
@@ -401,8 +410,14 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
             "activations, not overlapped with compute"
         )  # fmt: skip
     assumptions += [
-        f"max_batch: sequences of {context:,} tokens whose KV cache fits in {acc.memory_gib:g} GiB{per_device} "
-        "beside the weights; activations, workspace and fragmentation not counted",
+        f"max_batch: sequences of {context:,} tokens whose KV cache fits beside the weights in {share:.3g} x "
+        f"{acc.memory_gib:g} GiB{per_device} ("
+        + (
+            f"--memory-fraction {memory_fraction:g}"
+            if memory_fraction is not None
+            else f"engine {eng}: {engine_of(eng).source}"
+        )
+        + "); the engine's activations, workspace and fragmentation beyond that share not counted",
         "tokens_per_second: batch x gen_len generated tokens over prefill + gen_len decode steps",
     ]
     return InferenceEstimate(
@@ -453,7 +468,7 @@ def _max_batch(spec, per_stage, ep, tp, tokens, kv_key, capacity) -> int:
     return b * ep
 
 
-def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype) -> tuple[str, ...]:
+def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype, engine=None, memory_fraction=None) -> tuple[str, ...]:
     """The smallest --tp, and the widest --weights, with which the same request would fit."""
     from archspec.memory import STORAGE
 
@@ -462,7 +477,8 @@ def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype) -> tuple[str, ...]:
     def trial(weights: str, tp: int) -> bool:
         try:
             return _estimate(spec, acc, e.batch, e.prompt_len, e.gen_len, weights, kv_dtype, e.mfu, e.mbu,
-                             e.experts_dtype, tp, lay.expert_parallel, lay.pipeline_parallel).fits  # fmt: skip
+                             e.experts_dtype, tp, lay.expert_parallel, lay.pipeline_parallel, engine,
+                             memory_fraction).fits  # fmt: skip
         except SpecError:  # a degree the model cannot be split into
             return False
 

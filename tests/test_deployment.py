@@ -107,3 +107,91 @@ def test_the_kv_cache_stays_bf16_beside_fp8_and_quantised_weights():
 def test_every_layout_names_its_source_and_roles_of_the_table():
     for name, lay in LAYOUTS.items():
         assert lay.source and set(lay.roles) <= set(ROLES), name
+
+
+# "Fits on" statements from the deployment guides and model cards, each with its source and a short quote.
+# The planner is held to them with the released layout and the default engine (vLLM's 0.9 share).
+FITS_ON = [
+    # (model, --weights, accelerator, (most devices it may take, fewest it must need), source, quote)
+    ("deepseek-v3", "deepseek-fp8", "h200", (8, 1),
+     "https://github.com/sgl-project/sglang/blob/main/benchmark/deepseek_v3/README.md",
+     "Hardware Recommendation: 8 x NVIDIA H200 GPUs"),
+    ("deepseek-v3", "deepseek-fp8", "h100", (None, 9),
+     "https://github.com/sgl-project/sglang/blob/main/benchmark/deepseek_v3/README.md",
+     "If you do not have GPUs with large enough memory, please try multi-node tensor parallelism"),
+    ("llama-3.1-405b", "meta-fp8", "h100", (8, 1),
+     "https://github.com/pytorch/FBGEMM/blob/main/fbgemm_gpu/experimental/gen_ai/README.md",
+     "for the 405 B model, FP8 enables the inference on a single node"),
+    ("llama-3.1-405b", "bf16", "h100", (None, 9),
+     "https://github.com/pytorch/FBGEMM/blob/main/fbgemm_gpu/experimental/gen_ai/README.md",
+     "the baseline BF16 running on two nodes with pipeline parallelism"),
+    ("gpt-oss-120b", "gpt-oss-mxfp4", "h100", (1, 1),
+     "https://huggingface.co/openai/gpt-oss-120b (model card)",
+     "gpt-oss-120b ... that fit into a single 80GB GPU (like NVIDIA H100 or AMD MI300X)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "model, weights, gpu, bounds, source, quote",
+    FITS_ON,
+    ids=lambda x: x if isinstance(x, str) and "/" not in x and " " not in x else "",
+)
+def test_fit_agrees_with_the_deployment_guides(model, weights, gpu, bounds, source, quote):
+    from archspec.fit import fit
+    from archspec.hardware import ACCELERATORS
+
+    f = fit(archspec.preset(model), ACCELERATORS[gpu], weights, "inference", 1, 4096)
+    most, fewest = bounds
+    assert f.devices is not None and f.devices >= fewest, (source, quote)
+    assert most is None or f.devices <= most, (source, quote)
+
+
+def test_the_engine_share_is_what_weights_and_cache_may_use(run_cli):
+    from archspec.fit import fit
+    from archspec.hardware import ACCELERATORS
+    from archspec.memory.runtime import usable_bytes
+
+    h100 = ACCELERATORS["h100"]
+    spec = archspec.preset("deepseek-v3")
+    assert usable_bytes(h100.memory_bytes) == int(80 * GiB * 0.9)
+    # 8 x H100 hold DeepSeek's FP8 weights only on the whole device, which no engine gives them
+    assert fit(spec, h100, "deepseek-fp8", batch=1, seq_len=4096, engine="none").devices == 8
+    assert fit(spec, h100, "deepseek-fp8", batch=1, seq_len=4096).devices > 8
+    for argv, words in [(["--memory-fraction", "0"], "must be in (0, 1]"), (["--engine", "tgi"], "invalid choice")]:
+        code, _, err = run_cli("fit", "gpt2", "--gpu", "h100", *argv)
+        assert code == 2 and words in err and err.count("\n") == 1
+
+
+def test_fit_marks_fp8_emulated_where_the_hardware_table_has_no_fp8(run_json):
+    rows = run_json("fit", "gpt2", "--gpu", "a100", "--gpu", "h100")
+    native = {(r["accelerator"], r["dtype"]): r["native"] for r in rows}
+    from archspec.hardware import ACCELERATORS
+
+    assert ACCELERATORS["a100"].fp8_tflops is None and ACCELERATORS["h100"].fp8_tflops is not None
+    for fmt in ("fp8", "fp8_block", "fp8_row"):
+        assert native["a100", fmt] is False and native["h100", fmt] is True
+    assert native["a100", "int4"] and native["a100", "bf16"]
+
+
+def test_lora_fit_plans_gradient_checkpointing_by_default_as_qlora_users_run_it():
+    """QLoRA of Qwen3-8B on one RTX 4090 (24 GiB): with full recomputation (peft's
+    prepare_model_for_kbit_training turns gradient checkpointing on by default) it fits one card."""
+    from archspec.fit import fit
+    from archspec.hardware import ACCELERATORS
+
+    spec, card = archspec.preset("qwen3-8b"), ACCELERATORS["rtx4090"]
+    f = fit(spec, card, "nf4", "lora", 1, 2048)
+    m = estimate_memory(spec, 1, 2048, "bf16", weights="nf4", lora_rank=16, lora_targets="all", recompute="full")
+    assert f.devices == 1 and f.per_device_bytes == m.training_total_bytes <= card.memory_bytes
+    assert (
+        fit(spec, card, "nf4", "lora", 1, 2048, training={"recompute": "none"}).per_device_bytes
+        > m.training_total_bytes
+    )
+
+
+def test_flops_gives_6nd_with_the_active_parameters_of_a_mixture_of_experts(run_json):
+    """Mixtral 8x7B's model card: "46.7B total parameters but only uses 12.9B parameters per token"."""
+    (obj,) = run_json("flops", "mixtral-8x7b", "--tokens", "1e12")
+    total = obj["training_total_6nd"] // (6 * 10**12)
+    assert abs(obj["active_params"] / 12.9e9 - 1) < 0.005 and abs(total / 46.7e9 - 1) < 0.005
+    assert obj["training_total_6nd_active"] == 6 * obj["active_params"] * 10**12

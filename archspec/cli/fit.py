@@ -22,6 +22,15 @@ EXAMPLES = (
 )
 # options this command has that change nothing in some uses of it: (dest, used, what it needs)
 UNUSED_UNLESS = [
+    ("engine", lambda a: a.task == "inference",
+     "--engine changes nothing without --task inference (it is the serving engine's share of memory)"),
+    ("memory_fraction", lambda a: a.task == "inference",
+     "--memory-fraction changes nothing without --task inference (it is the serving engine's share of memory)"),
+    ("weights", lambda a: a.task == "inference",
+     "--weights changes nothing without --task inference (training and lora plan their own dtypes)"),
+    *((dest, lambda a: a.task != "inference",
+       f"--{dest.replace('_', '-')} changes nothing with --task inference (it is a training option)")
+      for dest in ("recompute", "attention", "optimizer", "fp32_grads", "dropout", "offload")),
     ("lora_rank", lambda a: a.task == "lora",
      "--lora-rank changes nothing without --task lora (it is the rank of the adapters a LoRA fine-tune trains)"),
     ("lora_targets", lambda a: a.task == "lora",
@@ -53,42 +62,85 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lora-targets", metavar="LIST", default=LORA_TARGETS,
                    help=f"with --task lora: attention, mlp, all (default {LORA_TARGETS}) or projections "
                    "q,k,v,o,gate,up,down, comma-separated")  # fmt: skip
+    from archspec.cli.options import engine_args, weights_name
+    from archspec.memory import OPTIMIZERS
+    from archspec.vocab import ATTENTION, OFFLOAD, RECOMPUTE
+
+    p.add_argument("--weights", type=weights_name, metavar="FORMAT|MAP|LAYOUT",
+                   help="with --task inference: only this weight storage (a format, a map by role such as "
+                   "mlp=fp8_row,attention=bf16, or a layout such as deepseek-fp8; see `archspec memory --help`); "
+                   "default: every format, or a checkpoint's stored formats")  # fmt: skip
+    p.add_argument("--recompute", choices=list(RECOMPUTE),
+                   help="activation recomputation: none, selective, full (default: full for lora, gradient "
+                   "checkpointing as peft's and the trainers' QLoRA/LoRA guides run it; none for training)",
+                   )  # fmt: skip
+    p.add_argument("--attention", choices=list(ATTENTION), help="flash (default) or eager, as `archspec memory`")
+    p.add_argument("--optimizer", choices=list(OPTIMIZERS), help="optimizer states (default adamw)")
+    p.add_argument("--fp32-grads", action="store_true", help="keep gradients in fp32")
+    p.add_argument("--dropout", action="store_true", help="count dropout masks in the activations")
+    p.add_argument("--offload", choices=list(OFFLOAD), help="optimizer: the optimizer states in host memory")
+    engine_args(p)
     gpu_option(p, "only these accelerators")
+
+
+def _engine_note(args) -> str:
+    from archspec.memory.runtime import DEFAULT_ENGINE, engine
+
+    e = engine(args.engine or DEFAULT_ENGINE)
+    if args.memory_fraction is not None:
+        return f"--memory-fraction {args.memory_fraction:g} of each device for weights and KV cache"
+    return f"{e.name}, {e.fraction:g} of each device for weights and KV cache ({e.source}; --engine, --memory-fraction)"
 
 
 def run(args) -> int:
     from archspec.compare import context_seq_len
-    from archspec.fit import DTYPES, MAX_DEVICES, fit
+    from archspec.fit import DTYPES, MAX_DEVICES, fit, native
+    from archspec.memory import STORAGE
     from archspec.render import GREEN, RED, human_bytes, paint, table
 
     accs = accelerators(args.gpu)
     lora = dict(lora_rank=args.lora_rank, lora_targets=args.lora_targets) if args.task == "lora" else {}
+    training = {k: getattr(args, k) for k in ("recompute", "attention", "optimizer", "offload")
+                if getattr(args, k) is not None}  # fmt: skip
+    training |= {k: True for k in ("fp32_grads", "dropout") if getattr(args, k)}
+    recompute = training.get("recompute", "full" if args.task == "lora" else "none")
     objects, blocks = [], []
     from archspec.sources.resolve import stored, weights_of
 
     for spec in read_specs(args):
         seq_len, clamped = context_seq_len(spec, args.seq_len)
         rows, memo = [], {}
-        as_stored, stored_note = weights_of(spec, None) if args.task == "inference" else (None, None)
-        extra = {"weights_source": "stored", "stored": stored(spec).to_dict()} if as_stored else {}
+        given = args.weights if args.task == "inference" else None
+        as_stored, stored_note = weights_of(spec, given) if args.task == "inference" else (None, None)
+        extra = {"weights_source": "stored", "stored": stored(spec).to_dict()} if as_stored and not given else {}
+        every = tuple(STORAGE) if args.task == "inference" else DTYPES[args.task]
         for acc in accs:
-            for dtype in (as_stored,) if as_stored else DTYPES[args.task]:
-                f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo, **lora)
-                objects.append({**f.to_dict(), "seq_len_clamped": clamped, **extra})
-                used = "" if f.per_device_bytes is None else (
-                    f"{human_bytes(f.per_device_bytes)} of {acc.memory_gib:g} GiB")  # fmt: skip
+            for dtype in (as_stored,) if as_stored else every:
+                serve = (
+                    dict(engine=args.engine, memory_fraction=args.memory_fraction) if args.task == "inference" else {}
+                )
+                f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo, training=training or None, **lora,
+                        **serve)  # fmt: skip
+                emulated = args.task == "inference" and not native(acc, f.dtype)
+                objects.append({**f.to_dict(), "native": not emulated, "seq_len_clamped": clamped, **extra})
+                of = f"{acc.memory_gib:g} GiB"
+                if f.usable_bytes is not None and f.usable_bytes != acc.memory_bytes:
+                    of = f"{human_bytes(f.usable_bytes)} ({of} x {f.usable_bytes / acc.memory_bytes:.2g})"
+                used = "" if f.per_device_bytes is None else f"{human_bytes(f.per_device_bytes)} of {of}"
                 devices = paint(f"{f.devices:,}", GREEN if f.devices == 1 else "") if f.devices else paint("-", RED)
-                rows.append([acc.name, dtype, devices, f.layout, used])
+                rows.append([acc.name, f.dtype + (" (emulated)" if emulated else ""), devices, f.layout, used])
         what = {"inference": "weights + KV cache",
-                "training": "weights, gradients, AdamW states (mixed precision: 16 bytes per parameter for bf16) "
-                "and activations (flash attention, no recomputation)",
+                "training": "weights, gradients, optimizer states (mixed precision: 16 bytes per parameter for bf16 "
+                f"with AdamW) and activations ({args.attention or 'flash'} attention, recompute {recompute})",
                 "lora": f"the frozen base in the dtype, rank-{args.lora_rank} adapters on {args.lora_targets} with "
-                "their gradients and AdamW states (bf16 mixed precision) and activations (flash attention, no "
-                "recomputation)"}[args.task]  # fmt: skip
+                "their gradients and optimizer states (bf16 mixed precision) and activations "
+                f"({args.attention or 'flash'} attention, recompute {recompute}"
+                + (": gradient checkpointing, as peft's QLoRA guide runs it)" if recompute == "full" else ")")
+                }[args.task]  # fmt: skip
         at = f"{seq_len:,}" + (f" (its context; {args.seq_len:,} asked)" if clamped else "")
         head = f"{spec.name}: {args.task}, batch {args.batch} x {at} tokens; {what} per device"
         align = ("left", "left", "right", "left", "right")
-        head += f"\nnote: {stored_note}" if as_stored else ""
+        head += f"\nnote: {stored_note}" if stored_note else ""
         blocks.append(head + "\n" + table(rows, ["gpu", "dtype", "devices", "layout", "per device"], args.format,
                                          colalign=align))  # fmt: skip
     layouts = (
@@ -99,8 +151,15 @@ def run(args) -> int:
     note = (
         f"devices: the fewest that hold it ({layouts}), as `archspec memory` plans each layout; - : not on "
         f"{MAX_DEVICES:,}."
-        + (" int8/int4 are weight-only (the KV cache stays bf16 for int4)." if args.task == "inference" else "")
+        + (
+            " The KV cache is bf16 beside every weight format but fp32 and fp16; every format but fp32, bf16 and "
+            "fp16 is weight-only (computed in bf16). (emulated): an FP8 format on an accelerator without an FP8 "
+            "matrix path (the hardware table's fp8 '-'), run as weight-only FP8 kernels."
+            if args.task == "inference"
+            else ""
+        )
         + (" bf16, int8 and nf4 (QLoRA) store the frozen base; the adapters train in bf16." if lora else "")
+        + (f" The serving engine's share: {_engine_note(args)}." if args.task == "inference" else "")
         + " Workspace, fragmentation and framework overhead are not counted. GiB = 2^30 bytes."
     )
     render(args, objects, lambda: "\n\n".join(blocks) + "\n\n" + note)

@@ -110,6 +110,8 @@ def run(args) -> int:
                 pf_days_exact=pf_days_exact,
                 chinchilla_tokens=cost.chinchilla_tokens,
             )
+            if cost.active_params is not None:
+                obj.update(active_params=cost.active_params, training_total_6nd_active=cost.training_total_6nd_active)
             if cost.seconds is not None:
                 days = float_or_int(fraction(cost.seconds) / 86400)
                 obj.update(gpus=cost.gpus, accelerator=cost.accelerator, peak_flops=cost.peak_flops, mfu=cost.mfu,
@@ -148,10 +150,19 @@ def run(args) -> int:
             ),
         ]
         if cost is not None:
+            if cost.active_params is not None:
+                six = (
+                    f"6·N_active·D {sci(cost.training_total_6nd_active)} FLOPs (N_active {human(cost.active_params)}, "
+                    f"the parameters one token uses, as mixture-of-experts compute is counted); with all "
+                    f"{human(cost.params)} parameters 6ND {sci(cost.training_total_6nd)} ({fixed(pf_days)} PF-days)"
+                )
+            else:
+                six = (
+                    f"6ND {sci(cost.training_total_6nd)} FLOPs ({fixed(pf_days)} PF-days, as GPT-3's Table D.1 counts)"
+                )
             lines += [
                 "",
-                f"training on {human(cost.tokens)} tokens: 6ND {sci(cost.training_total_6nd)} FLOPs "
-                f"({fixed(pf_days)} PF-days, as GPT-3's Table D.1 counts); exact {sci(cost.training_total)} "
+                f"training on {human(cost.tokens)} tokens: {six}; exact {sci(cost.training_total)} "
                 f"({fixed(pf_days_exact)} PF-days)",
                 f"Chinchilla-optimal data, ~20 tokens per parameter: {human(cost.chinchilla_tokens)} tokens",
             ]

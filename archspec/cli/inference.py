@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import DTYPE_HELP, dtype_name, mfu, positive_int, storage_args
+from archspec.cli.options import DTYPE_HELP, dtype_name, engine_args, mfu, positive_int, storage_args
 from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, render
 from archspec.errors import SpecError
 
@@ -44,6 +44,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices (Megatron-LM splits)")
     p.add_argument("--ep", type=positive_int, default=1, help="expert-parallel devices (routed experts spread)")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
+    engine_args(p)
     p.add_argument("--mfu", type=mfu, default=0.4, help="share of the peak FLOP/s prefill reaches (default 0.4)")
     p.add_argument(
         "--mbu",
@@ -69,7 +70,8 @@ def run(args) -> int:
         weights = weights or "bf16"
         e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
                                args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
-                               expert_parallel=args.ep, pipeline_parallel=args.pp)  # fmt: skip
+                               expert_parallel=args.ep, pipeline_parallel=args.pp, engine=args.engine,
+                               memory_fraction=args.memory_fraction)  # fmt: skip
         obj = e.to_dict()
         if stored_note:
             obj.update(weights_source="option" if args.weights or args.dtype else "stored",
@@ -77,7 +79,12 @@ def run(args) -> int:
         used = e.weights_bytes + e.kv_cache_bytes
         context = e.prompt_len + e.gen_len
         lay = e.layout
-        where = f"{acc.memory_gib:g} GiB" + (" per device" if lay.devices > 1 else "")
+        where = (
+            f"{human_bytes(e.capacity_bytes)} ({acc.memory_gib:g} GiB x the engine's share)"
+            if (e.capacity_bytes != acc.memory_bytes)
+            else f"{acc.memory_gib:g} GiB"
+        )
+        where += " per device" if lay.devices > 1 else ""
         verdict = f"{'fits' if e.fits else 'does not fit'} ({used / e.capacity_bytes:.0%} of {where})"
         if not e.fits:
             code = EXIT_MISMATCH
