@@ -43,6 +43,11 @@ class Terminal(io.StringIO):
         return True
 
 
+def _cleared(shown: str) -> bool:
+    """tqdm's bar (leave=False) ends by writing blanks over itself and returning to the line's start."""
+    return shown.endswith("\r") and shown.split("\r")[-2].strip() == ""
+
+
 def test_progress_line_only_on_a_terminal(monkeypatch, capsys):
     args = ["sweep", "gpt2", "--vary", "n_heads=4,6,12", "--format", "json"]
     assert main(args) == 0
@@ -51,25 +56,29 @@ def test_progress_line_only_on_a_terminal(monkeypatch, capsys):
     monkeypatch.setattr("sys.stderr", term)
     assert main(args) == 0
     shown = term.getvalue()
-    assert "sweep gpt2: 1/3" in shown and "sweep gpt2: 2/3" in shown
-    assert shown.endswith("\r\x1b[K")  # the line is cleared when the run ends
+    assert "sweep gpt2:" in shown and "/3 [" in shown
+    assert _cleared(shown)  # the bar is cleared when the run ends
     assert capsys.readouterr().out.startswith("[")  # stdout stays clean for scripts
+
+
+def _line_after_the_bar(shown: str, line: str) -> bool:
+    """`line` is written after the bar was blanked out: at the start of a cleared line, after the bar."""
+    at = shown.index(line)
+    return shown.rindex("sweep gpt2:", 0, at) < at and _cleared(shown[:at])
 
 
 def test_progress_line_is_cleared_before_an_error(monkeypatch, capsys):
     term = Terminal()
     monkeypatch.setattr("sys.stderr", term)
     assert main(["sweep", "gpt2", "--vary", "max_positions=2048,512", "--seq-len", "1024"]) == 2
-    shown = term.getvalue()
-    assert "sweep gpt2: 1/2" in shown and "\r\x1b[Karchspec: error: gpt2 with max_positions=512" in shown
+    assert _line_after_the_bar(term.getvalue(), "archspec: error: gpt2 with max_positions=512")
 
 
 def test_progress_line_is_cleared_before_the_skipped_lines(monkeypatch, capsys):
     term = Terminal()
     monkeypatch.setattr("sys.stderr", term)
     assert main(["sweep", "gpt2", "--vary", "d_model=768,1000"]) == 1  # one combination skipped
-    shown = term.getvalue()
-    assert "sweep gpt2: 1/2" in shown and "\r\x1b[Karchspec: skipped gpt2 with d_model=1000" in shown
+    assert _line_after_the_bar(term.getvalue(), "archspec: skipped gpt2 with d_model=1000")
 
 
 def test_verify_shows_which_model_runs(monkeypatch, capsys):
@@ -77,7 +86,9 @@ def test_verify_shows_which_model_runs(monkeypatch, capsys):
     term = Terminal()
     monkeypatch.setattr("sys.stderr", term)
     assert main(["verify", "transformer-base", "gpt2", "--format", "json"]) == 0
-    assert "verify: 1/2 transformer-base" in term.getvalue() and "verify: 2/2 gpt2" in term.getvalue()
+    shown = term.getvalue()
+    assert "1/2 [" in shown and "transformer-base]" in shown and "2/2 [" in shown and "gpt2]" in shown
+    assert _cleared(shown)
 
 
 def _examples(name: str) -> list[list[str]]:
