@@ -413,7 +413,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         f"max_batch: sequences of {context:,} tokens whose KV cache fits beside the weights in {share:.3g} x "
         f"{acc.memory_gib:g} GiB{per_device} ("
         + (
-            f"--memory-fraction {memory_fraction:g}"
+            f"--gpu-memory-utilization {memory_fraction:g}"
             if memory_fraction is not None
             else f"engine {eng}: {engine_of(eng).source}"
         )

@@ -157,7 +157,8 @@ def test_the_engine_share_is_what_weights_and_cache_may_use(run_cli):
     # 8 x H100 hold DeepSeek's FP8 weights only on the whole device, which no engine gives them
     assert fit(spec, h100, "deepseek-fp8", batch=1, seq_len=4096, engine="none").devices == 8
     assert fit(spec, h100, "deepseek-fp8", batch=1, seq_len=4096).devices > 8
-    for argv, words in [(["--memory-fraction", "0"], "must be in (0, 1]"), (["--engine", "tgi"], "invalid choice")]:
+    bad = [(["--gpu-memory-utilization", "0"], "must be in (0, 1]"), (["--engine", "tgi"], "invalid choice")]
+    for argv, words in bad:
         code, _, err = run_cli("fit", "gpt2", "--gpu", "h100", *argv)
         assert code == 2 and words in err and err.count("\n") == 1
 

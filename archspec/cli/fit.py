@@ -24,8 +24,8 @@ EXAMPLES = (
 UNUSED_UNLESS = [
     ("engine", lambda a: a.task == "inference",
      "--engine changes nothing without --task inference (it is the serving engine's share of memory)"),
-    ("memory_fraction", lambda a: a.task == "inference",
-     "--memory-fraction changes nothing without --task inference (it is the serving engine's share of memory)"),
+    ("gpu_memory_utilization", lambda a: a.task == "inference",
+     "--gpu-memory-utilization changes nothing without --task inference (it is the serving engine's share of memory)"),
     ("weights", lambda a: a.task == "inference",
      "--weights changes nothing without --task inference (training and lora plan their own dtypes)"),
     *((dest, lambda a: a.task != "inference",
@@ -87,9 +87,10 @@ def _engine_note(args) -> str:
     from archspec.memory.runtime import DEFAULT_ENGINE, engine
 
     e = engine(args.engine or DEFAULT_ENGINE)
-    if args.memory_fraction is not None:
-        return f"--memory-fraction {args.memory_fraction:g} of each device for weights and KV cache"
-    return f"{e.name}, {e.fraction:g} of each device for weights and KV cache ({e.source}; --engine, --memory-fraction)"
+    if args.gpu_memory_utilization is not None:
+        return f"--gpu-memory-utilization {args.gpu_memory_utilization:g} of each device for weights and KV cache"
+    return (f"{e.name}, {e.fraction:g} of each device for weights and KV cache ({e.source}; --engine, "
+            "--gpu-memory-utilization)")
 
 
 def run(args) -> int:
@@ -117,7 +118,9 @@ def run(args) -> int:
         for acc in accs:
             for dtype in (as_stored,) if as_stored else every:
                 serve = (
-                    dict(engine=args.engine, memory_fraction=args.memory_fraction) if args.task == "inference" else {}
+                    dict(engine=args.engine, memory_fraction=args.gpu_memory_utilization)
+                    if args.task == "inference"
+                    else {}
                 )
                 f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo, training=training or None, **lora,
                         **serve)  # fmt: skip

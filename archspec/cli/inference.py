@@ -71,7 +71,7 @@ def run(args) -> int:
         e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
                                args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
                                expert_parallel=args.ep, pipeline_parallel=args.pp, engine=args.engine,
-                               memory_fraction=args.memory_fraction)  # fmt: skip
+                               memory_fraction=args.gpu_memory_utilization)  # fmt: skip
         obj = e.to_dict()
         if stored_note:
             obj.update(weights_source="option" if args.weights or args.dtype else "stored",

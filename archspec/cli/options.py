@@ -174,13 +174,13 @@ def memory_fraction(text: str) -> float:
 
 
 def engine_args(p: argparse.ArgumentParser) -> None:
-    """--engine and --memory-fraction: the serving engine's share of each device (archspec.memory.runtime)."""
+    """--engine and --gpu-memory-utilization: the serving engine's share of each device (archspec.memory.runtime)."""
     from archspec.memory.runtime import DEFAULT_ENGINE, ENGINES
 
     p.add_argument("--engine", choices=list(ENGINES),
                    help=f"the serving engine whose share of each device weights and KV cache may use (default "
                    f"{DEFAULT_ENGINE}: gpu_memory_utilization 0.9; llama.cpp and none: all of it)")  # fmt: skip
-    p.add_argument("--memory-fraction", type=memory_fraction, metavar="F",
+    p.add_argument("--gpu-memory-utilization", type=memory_fraction, metavar="F",
                    help="the share of each device for weights and KV cache, in (0, 1] (vLLM's "
                    "--gpu-memory-utilization, SGLang's --mem-fraction-static); default: the engine's")  # fmt: skip
 

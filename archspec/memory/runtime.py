@@ -4,7 +4,7 @@ lets the model's weights and KV cache use (archspec/memory).
 vLLM sizes its KV cache so that weights, cache and its profiled activations stay under
 gpu_memory_utilization x the device's memory (EngineArgs, default 0.9: docs.vllm.ai, Engine Arguments);
 llama.cpp allocates exact buffers and keeps no such share; `none` gives the whole device to weights
-and cache, as archspec planned before. The share is settable (`--memory-fraction`).
+and cache, as archspec planned before. The share is settable (`--gpu-memory-utilization`).
 """
 
 from __future__ import annotations
