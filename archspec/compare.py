@@ -11,7 +11,7 @@ from typing import Any
 
 from archspec.blocks import describing
 from archspec.flops import count_flops, exact_number
-from archspec.memory import kv_cache_bytes_per_token, kv_cache_dtype, training_bytes_per_param, weights_bytes
+from archspec.memory import default_kv_dtype, kv_cache_bytes_per_token, training_bytes_per_param, weights_bytes
 from archspec.params import ParamCount, count_params
 from archspec.records import record, rendered
 from archspec.spec import ModelSpec
@@ -37,7 +37,7 @@ class Comparison:
 
     @property
     def kv_cache_dtype(self) -> str:
-        return kv_cache_dtype(self.dtype)
+        return default_kv_dtype(self.dtype)
 
     def to_dict(self) -> dict[str, Any]:
         return record(self, derived=(("kv_cache_dtype", "training_bytes_per_param"),))
@@ -61,7 +61,7 @@ def compare(spec: ModelSpec, seq_len: int | None = DEFAULT_SEQ_LEN, dtype: str =
     """The comparison row of `spec`: FLOPs per token over one sequence of `seq_len` tokens (default
     4,096, one length for every model; beyond the model's context, its context, marked
     `seq_len_clamped`; None: its own context length), weights and KV cache per token in `dtype` (the
-    cache as kv_cache_dtype decides; its mean over the sequence: a window or a recurrent state does not
+    cache as default_kv_dtype decides; its mean over the sequence: a window or a recurrent state does not
     grow with it)."""
     clamped = False
     if seq_len is not None:
@@ -77,6 +77,6 @@ def compare(spec: ModelSpec, seq_len: int | None = DEFAULT_SEQ_LEN, dtype: str =
             training_per_token=f.training_per_token,
             weights_bytes=weights_bytes(spec, dtype),
             training_bytes_per_param=float(sum(training_bytes_per_param(dtype, "adamw"))),
-            kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, dtype, f.seq_len),
+            kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, default_kv_dtype(dtype), f.seq_len),
             seq_len_clamped=clamped,
         )

@@ -274,8 +274,8 @@ def estimate_inference(
     tensor x expert x pipeline parallel ones.
 
     Weights stored in `dtype` (any format of archspec.memory.STORAGE: fp32 ... nf4, mxfp4, q4_k_m), the
-    routed experts in `experts` when given; the KV cache in `kv_dtype` (default: kv_cache_dtype of
-    `dtype`, bf16 for a weight-only format). `mfu` scales the peak FLOP/s for prefill, `mbu` the peak
+    routed experts in `experts` when given; the KV cache in `kv_dtype` (default: default_kv_dtype of
+    `dtype`: bf16 beside fp8, int8 or a weight-only format). `mfu` scales the peak FLOP/s for prefill, `mbu` the peak
     bandwidth for decode; both in (0, 1]. When it does not fit, `suggestions` names the smallest
     tensor-parallel degree and the widest weight format with which it would. Weights and cache fit in
     the share of each device the serving `engine` (default vLLM's gpu_memory_utilization 0.9) or
@@ -294,7 +294,7 @@ def estimate_inference(
 def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
               expert_parallel, pipeline_parallel, engine=None, memory_fraction=None) -> InferenceEstimate:  # fmt: skip
     from archspec.flops import count_flops
-    from archspec.memory import STORAGE, canonical_format, kv_cache_dtype, stage_slots
+    from archspec.memory import STORAGE, canonical_format, default_kv_dtype, stage_slots
 
     acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
     if spec.kind != "decoder-only":
@@ -313,9 +313,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
     x_key = canonical_format(experts, "--experts") if experts else None
     if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
-    # the engines' default (vLLM kv_cache_dtype "auto"): the model's 16- or 32-bit dtype, bf16 beside fp8 or
-    # quantised weights
-    kv_key = kv_cache_dtype(kv_dtype or (key if key in MATH_DTYPES else "bf16"))
+    kv_key = default_kv_dtype(key, kv_dtype)
     context = prompt_len + gen_len
     if spec.position.kind == "learned" and context > spec.max_positions:
         raise SpecError(

@@ -65,7 +65,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from archspec.compare import compare
-    from archspec.memory import kv_cache_dtype
+    from archspec.memory import default_kv_dtype
     from archspec.render import human, human_bytes, table
 
     models = read_models(args, 1, args.seq_len)
@@ -81,7 +81,7 @@ def run(args) -> int:
         return text
 
     def analytic() -> str:
-        kv = kv_cache_dtype(args.dtype)
+        kv = default_kv_dtype(args.dtype)
         moe = any(r.count.active != r.count.total for r in rows)
         headers = ["model", "layers", "d_model", "heads", "d_head", "d_ff", "vocab", "ctx", "params",
                    *(["active"] if moe else []), "non-emb", f"FLOPs/token at {args.seq_len:,}",

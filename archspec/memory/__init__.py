@@ -21,7 +21,14 @@ from archspec.memory.activations import (
     korthikanti_bytes_per_layer,
     saved_bytes,
 )
-from archspec.memory.cache import cached_bytes, kv_cache_bytes, kv_cache_bytes_per_token, kv_cache_dtype, kv_stage_bytes
+from archspec.memory.cache import (
+    cached_bytes,
+    default_kv_dtype,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    kv_cache_dtype,
+    kv_stage_bytes,
+)
 from archspec.memory.lora import LORA_GROUPS, LORA_PROJECTIONS, lora_params, lora_targets_of
 from archspec.memory.parallel import (
     COLUMN_PARALLEL,
@@ -86,6 +93,7 @@ __all__ = [
     "korthikanti_bytes_per_layer",
     "kv_cache_bytes",
     "kv_cache_bytes_per_token",
+    "default_kv_dtype",
     "kv_cache_dtype",
     "kv_stage_bytes",
     "layer_kinds_memory",

@@ -29,6 +29,16 @@ def kv_cache_dtype(dtype: str) -> str:
     return "bf16" if STORAGE[key].quantised else key
 
 
+def default_kv_dtype(dtype: str, kv_dtype: str | None = None) -> str:
+    """The cache's dtype for a model computed or stored in `dtype`: `kv_dtype` when one is asked for;
+    else the model's own dtype when it is fp32, bf16 or fp16, and bf16 beside fp8, int8 or quantised
+    weights (the engines keep a bf16 cache unless told otherwise: vLLM's kv_cache_dtype "auto")."""
+    if kv_dtype is not None:
+        return kv_cache_dtype(kv_dtype)
+    key = kv_cache_dtype(dtype)
+    return key if key in ("fp32", "bf16", "fp16") else "bf16"
+
+
 def kv_stage_bytes(spec: ModelSpec, slots: list[Slot], batch: int, tokens: int, dtype: str) -> Fraction:
     """Cache bytes of `batch` sequences of `tokens` tokens held by the parts of one pipeline stage, in
     kv_cache_dtype(dtype) (a recurrent state kept in fp32 in fp32)."""

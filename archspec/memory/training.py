@@ -22,7 +22,7 @@ from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
 from archspec.layers import moe_specs
 from archspec.memory.activations import attention_mode, saved_bytes
-from archspec.memory.cache import cached_bytes, kv_cache_bytes, kv_cache_dtype
+from archspec.memory.cache import cached_bytes, default_kv_dtype, kv_cache_bytes, kv_cache_dtype
 from archspec.memory.lora import lora_params
 from archspec.memory.parallel import check_split, rank_elements, stored_weights_bytes
 from archspec.memory.storage import canonical_dtype, canonical_format, dtype_bytes, nbytes
@@ -219,8 +219,7 @@ def estimate_memory(
     x_key = canonical_format(experts, "--experts") if experts is not None else None
     if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
-    # the cache in the computation's dtype (bf16 for fp8 or a quantised one) unless kv_dtype says otherwise
-    kv_key = kv_cache_dtype(kv_dtype if kv_dtype is not None else key if key in ("fp32", "bf16", "fp16") else "bf16")
+    kv_key = default_kv_dtype(key, kv_dtype)
     if offload not in (None, "optimizer"):
         raise SpecError(f"unknown offload {shown(offload)}; use optimizer (the optimizer states to host memory)")
     steps = 1
