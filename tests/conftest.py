@@ -11,6 +11,13 @@ from archspec.cli import main
 
 # hypothesis keeps no example database and its caches outside the working directory (it would make
 # .hypothesis/ there): the suite writes nothing into the tree it runs from
+# No test reaches the real Hub: a Hub id resolves against a closed port on this machine unless the test
+# starts its local Hub (tests/hubserver.py) and points HF_ENDPOINT there; no user's cache or token is read
+os.environ["HF_ENDPOINT"] = "http://127.0.0.1:9"
+os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="archspec-hf-home-")
+for _name in ("HF_TOKEN", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "HUGGINGFACE_HUB_CACHE"):
+    os.environ.pop(_name, None)
+
 settings.register_profile("archspec", database=None)
 settings.load_profile("archspec")
 set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "archspec-hypothesis"))
