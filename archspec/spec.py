@@ -11,9 +11,9 @@ The sub-tables it holds (positions, attention and mixers, MLP, heads, layer kind
 # Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
 # every string annotation when the class is defined, at every start-up.
 from functools import cache, cached_property
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from archspec.errors import SpecError, describe_validation_error
 from archspec.rules import check_spec
@@ -34,6 +34,7 @@ from archspec.subtables import (
     DiscriminatorHead,
     DisentangledPosition,
     Embedding,
+    FrozenDict,
     GatedDeltaNet,
     Head,
     Indexer,
@@ -224,8 +225,8 @@ class ModelSpec(BaseModel):
         description="each sub-layer's output multiplied by this before its residual add "
         "(Granite's residual_multiplier)",
     )
-    kinds: dict[str, LayerKind] = Field(
-        default_factory=dict, description="named layer kinds, each changing parts of the defaults above"
+    kinds: Annotated[dict[str, LayerKind], AfterValidator(FrozenDict)] = Field(
+        default_factory=FrozenDict, description="named layer kinds, each changing parts of the defaults above"
     )
     layers: Layers | None = Field(None, description="the kind of each layer: a prefix, then a repeating pattern")
     mtp: MTP | None = Field(None, description="multi-token-prediction modules (counted only when asked)")

@@ -12,7 +12,7 @@ every name here (``from archspec.spec import StandardAttention`` keeps working).
 # every string annotation when the class is defined, at every start-up.
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, model_serializer, model_validator
 
 # the token mixer's members live in archspec.mixer_tables, re-exported here
 from archspec.mixer_tables import (
@@ -31,12 +31,45 @@ from archspec.table import _Member, _shorthand, _Table, _union
 
 __all__ = [
     "KIND_FIELDS", "MIXERS", "MLP", "MTP", "SUBTABLES", "TABLES", "AlibiPosition", "Attention", "Biases", "Block",
-    "DenseMLP", "DiscriminatorHead", "DisentangledPosition", "Embedding", "GatedDeltaNet", "Head", "Indexer",
+    "DenseMLP", "DiscriminatorHead", "FrozenDict", "DisentangledPosition", "Embedding", "GatedDeltaNet", "Head",
+    "Indexer",
     "LatentAttention", "LayerKind", "Layers", "LearnedPosition", "LMHead", "Mamba2Mixer", "MambaMixer", "MLMHead",
     "MoEMLP", "NoHead", "NoMixer", "NoMLP", "NoPosition", "Override", "ParallelBlock", "Position", "QKNorm",
     "RelativePosition", "RotaryPosition", "SequentialBlock", "SinusoidalPosition", "StandardAttention",
-    "TransformerXLPosition", "_Member", "_Table", "_shorthand", "_union",
+    "TransformerXLPosition", "_Member", "_Table", "_shorthand", "_union", "freeze",
 ]  # fmt: skip
+
+
+class FrozenDict(dict):
+    """A dict no caller can change: a spec's tables (kinds, a kind's overrides) are as frozen as the spec
+    that holds them, so a spec shared by every caller (archspec.preset) stays what it was."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a spec is frozen, its tables too: spec.replace(...) gives a changed copy")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self):  # copy, deepcopy and pickle rebuild it whole, never item by item
+        return (type(self), (dict(self),))
+
+
+def freeze(value: Any) -> Any:
+    """`value` with every list a tuple and every dict a FrozenDict, all the way down."""
+    if isinstance(value, dict):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+# a list of names in a file, held as a tuple; written back as a list
+Names = Annotated[tuple[str, ...], BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v),
+                  PlainSerializer(list)]  # fmt: skip
 
 
 # -- positions
@@ -331,7 +364,8 @@ SUBTABLES: dict[str, dict[str, type[_Member]]] = {
 # -- layer kinds (heterogeneous stacks)
 
 KIND_FIELDS = ("attention", "mlp", "position", "n_heads", "n_kv_heads", "d_head", "d_value", "d_ff", "attention_norm")
-Override = Annotated[str | dict[str, Any], Field(description="a kind name, or a table of the fields to change")]
+Override = Annotated[str | dict[str, Any], AfterValidator(freeze),
+                     Field(description="a kind name, or a table of the fields to change")]  # fmt: skip
 
 
 class LayerKind(_Table):
@@ -367,8 +401,8 @@ class Layers(_Table):
     repeated over the rest (cut short at the stack's end). A pattern as long as the stack is an
     explicit per-layer list."""
 
-    prefix: list[str] = Field(default_factory=list, description="kinds of the first layers, in order")
-    pattern: list[str] = Field(min_length=1, description="kinds repeated over the remaining layers")
+    prefix: Names = Field(default_factory=tuple, description="kinds of the first layers, in order")
+    pattern: Names = Field(min_length=1, description="kinds repeated over the remaining layers")
 
     @model_serializer(mode="wrap")
     def _compact(self, handler):
