@@ -365,8 +365,11 @@ def load_accelerator(path: str) -> Accelerator:
 def resolve_peak(gpu: str | None, peak_tflops: float | None, dtype: str) -> tuple[float | None, Accelerator | None]:
     """Peak FLOP/s per device for a time estimate: `peak_tflops` (TFLOP/s) when given, else the table
     value of `gpu` at the math precision of `dtype`; (None, None) when neither is given."""
-    acc = accelerator(gpu) if gpu else None
-    if peak_tflops:
+    from archspec.checks import check_real
+
+    check_real("peak_tflops", peak_tflops, "resolve_peak", optional=True)
+    acc = accelerator(gpu) if gpu is not None else None
+    if peak_tflops is not None:
         peak = peak_tflops * 10**12  # exact for an integer
         if isinstance(peak, float) and not math.isfinite(peak) or isinstance(peak, int) and peak.bit_length() > 1024:
             raise SpecError(f"--peak-tflops {peak_tflops:.3g} is too large: the peak is beyond 1.8e308 FLOP/s")

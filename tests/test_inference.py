@@ -149,7 +149,7 @@ def test_library_refuses_bad_input_with_spec_errors():
         estimate_inference(gpt2, "h100", 1, 10, 0)
     with pytest.raises(SpecError, match="unknown dtype"):
         estimate_inference(gpt2, "h100", 1, 10, 10, dtype="fp64")
-    with pytest.raises(SpecError, match="unknown dtype"):
+    with pytest.raises(SpecError, match="kv_dtype .fp64. is an unknown dtype"):
         estimate_inference(gpt2, "h100", 1, 10, 10, kv_dtype="fp64")
 
 

@@ -143,7 +143,7 @@ def workload_args(p: argparse.ArgumentParser) -> None:
 
 def storage_args(p: argparse.ArgumentParser, weights_help: str) -> None:
     """--weights, --experts, --kv-dtype: storage formats from the one table (archspec.memory.STORAGE)."""
-    from archspec.memory import DTYPE_BYTES, STORAGE
+    from archspec.memory import KV_DTYPES, STORAGE
     from archspec.memory.roles import LAYOUTS, ROLES
 
     p.add_argument(
@@ -161,7 +161,7 @@ def storage_args(p: argparse.ArgumentParser, weights_help: str) -> None:
         metavar="DTYPE",
         help="storage of the routed experts alone (e.g. mxfp4, as gpt-oss ships them)",
     )
-    p.add_argument("--kv-dtype", type=dtype_name, choices=list(DTYPE_BYTES),
+    p.add_argument("--kv-dtype", type=dtype_name, choices=list(KV_DTYPES),
                    help="KV cache (default: the weights' dtype where it is fp32, bf16 or fp16, else bf16, as "
                    "the engines keep it unless told otherwise)")  # fmt: skip
 

@@ -22,11 +22,13 @@ from archspec.memory.activations import (
     saved_bytes,
 )
 from archspec.memory.cache import (
+    KV_DTYPES,
     cached_bytes,
     default_kv_dtype,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     kv_cache_dtype,
+    kv_dtype_asked,
     kv_stage_bytes,
 )
 from archspec.memory.lora import LORA_GROUPS, LORA_PROJECTIONS, lora_params, lora_targets_of
@@ -95,6 +97,8 @@ __all__ = [
     "kv_cache_bytes_per_token",
     "default_kv_dtype",
     "kv_cache_dtype",
+    "kv_dtype_asked",
+    "KV_DTYPES",
     "kv_stage_bytes",
     "layer_kinds_memory",
     "lora_params",

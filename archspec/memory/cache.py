@@ -13,11 +13,31 @@ from typing import TYPE_CHECKING
 
 from archspec.blocks import Cached, Lengths, describe
 from archspec.checks import check_args
+from archspec.errors import SpecError, shown
 from archspec.memory.storage import DTYPE_BYTES, STORAGE, canonical_dtype, canonical_format, dtype_bytes, nbytes
 from archspec.spec import ModelSpec
+from archspec.vocab import dtype_key
 
 if TYPE_CHECKING:
     from archspec.memory.parallel import Slot
+
+
+# the dtypes a KV cache is held in (a weight-only format such as int4, nf4 or mxfp4 holds no cache)
+KV_DTYPES = tuple(name for name, s in STORAGE.items() if s.dtype and not s.quantised)
+
+
+def kv_dtype_asked(kv_dtype: object, weights: str) -> str:
+    """The cache's dtype: `kv_dtype` when one is asked (one of KV_DTYPES, else a SpecError naming it),
+    else kv_cache_dtype(weights)."""
+    if kv_dtype is None:
+        return kv_cache_dtype(weights)
+    if not isinstance(kv_dtype, str):
+        raise TypeError(f"kv_dtype must be a str or None, got {type(kv_dtype).__name__} {shown(kv_dtype, 60)}")
+    key = dtype_key(kv_dtype)
+    if key not in KV_DTYPES:
+        what = "is a weight-only format: no KV cache is held in it" if key in STORAGE else "is an unknown dtype"
+        raise SpecError(f"kv_dtype {shown(kv_dtype)} {what}; use one of {', '.join(KV_DTYPES)}")
+    return key
 
 
 def kv_cache_dtype(dtype: str) -> str:
@@ -34,7 +54,7 @@ def default_kv_dtype(dtype: str, kv_dtype: str | None = None) -> str:
     else the model's own dtype when it is fp32, bf16 or fp16, and bf16 beside fp8, int8 or quantised
     weights (the engines keep a bf16 cache unless told otherwise: vLLM's kv_cache_dtype "auto")."""
     if kv_dtype is not None:
-        return kv_cache_dtype(kv_dtype)
+        return kv_dtype_asked(kv_dtype, dtype)  # one a cache is held in, or refused by name
     key = kv_cache_dtype(dtype)
     return key if key in ("fp32", "bf16", "fp16") else "bf16"
 

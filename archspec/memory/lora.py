@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from archspec.blocks import AttentionShape, Linear, describe
-from archspec.checks import check_int, check_text
+from archspec.checks import check_args, check_int, check_text
 from archspec.errors import SpecError, shown
 from archspec.memory.parallel import module_name
 from archspec.spec import ModelSpec
@@ -39,10 +39,12 @@ def lora_params(spec: ModelSpec, rank: int, targets: str = "all") -> tuple[int, 
     every routed expert (one adapter per expert, as peft on per-expert Linear modules). Embeddings,
     routers and the head are never adapted. Returns (count, [(stack, rows, rank-wide outputs per row)]).
     """
+    check_args("lora_params", spec=spec)
     check_int("rank", rank, "lora_params", minimum=1)
     wanted = lora_targets_of(targets)
     total = 0
     adapted: list = []
+    present: set[str] = set()  # the projections the model has, adapted or not
     for part in describe(spec):
         if part.component in ("attention", "cross_attention"):
             kind_spec = part.group.spec
@@ -58,6 +60,7 @@ def lora_params(spec: ModelSpec, rank: int, targets: str = "all") -> tuple[int, 
             kv_rows = "source" if cross else "tokens"
             maps = {"q": (a.d_model, a.q, "tokens"), "k": (a.d_model, a.k, kv_rows), "v": (a.d_model, a.v, kv_rows),
                     "o": (a.out_in, a.d_model, "tokens")}  # fmt: skip
+            present.update(maps)
             for name in wanted:
                 if name in maps:
                     n_in, n_out, rows = maps[name]
@@ -66,8 +69,22 @@ def lora_params(spec: ModelSpec, rank: int, targets: str = "all") -> tuple[int, 
         elif part.role in ("dense", "expert", "shared_expert") and part.component in ("mlp", "experts",
                                                                                         "shared_experts"):  # fmt: skip
             for e in part.entries:
-                if isinstance(e, Linear) and module_name(part, e.name) in wanted:
-                    total += part.copies * e.copies * rank * (e.n_in + e.n_out)
-                    uses = e.per_row if e.copies > 1 else 1
-                    adapted.append((part.stack, e.rows, part.repeat * uses))
+                if isinstance(e, Linear) and (name := module_name(part, e.name)) in LORA_PROJECTIONS:
+                    present.add(name)
+                    if name in wanted:
+                        total += part.copies * e.copies * rank * (e.n_in + e.n_out)
+                        uses = e.per_row if e.copies > 1 else 1
+                        adapted.append((part.stack, e.rows, part.repeat * uses))
+    _check_targets(spec, targets, wanted, present)
     return total, adapted
+
+
+def _check_targets(spec: ModelSpec, targets: str, wanted: tuple[str, ...], present: set[str]) -> None:
+    """A projection named on its own must be one the model has (a group adapts those it has, at least one)."""
+    named = [w for w in (w.strip().lower() for w in targets.split(",")) if w in LORA_PROJECTIONS]
+    lacking = [n for n in dict.fromkeys(named) if n not in present]
+    if not lacking and present & set(wanted):
+        return
+    has = ", ".join(p for p in LORA_PROJECTIONS if p in present) or "none"
+    what = ", ".join(lacking) if lacking else shown(targets)
+    raise SpecError(f"{spec.name} has no {what} projection for LoRA to adapt; its projections: {has}")

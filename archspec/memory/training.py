@@ -222,6 +222,11 @@ def estimate_memory(
     kv_key = default_kv_dtype(key, kv_dtype)
     if offload not in (None, "optimizer"):
         raise SpecError(f"unknown offload {shown(offload)}; use optimizer (the optimizer states to host memory)")
+    if offload == "optimizer" and not optim_pp:
+        raise SpecError(
+            f"offload optimizer: optimizer {shown(optimizer)} in {key} keeps no states and no master copy, so there is "
+            "nothing to offload; choose an optimizer, or drop the offload"
+        )
     steps = 1
     if global_batch is not None:
         check_int("global_batch", global_batch, "estimate_memory", minimum=1)
