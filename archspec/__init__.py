@@ -44,6 +44,12 @@ def __getattr__(name: str):
         from archspec import memory
 
         return getattr(memory, name)
+    if not name.startswith("_"):  # a public module (archspec.hardware, archspec.sweep ...): imported on first use
+        import importlib
+        import importlib.util
+
+        if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'archspec' has no attribute {name!r}")
 
 

@@ -129,10 +129,21 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
     Inference takes any --weights value (a format, a map by role, a layout), and fits weights and cache
     in the share of each device the serving `engine` (default vLLM: 0.9) or `memory_fraction` leaves
     them (archspec.memory.runtime)."""
-    memo = {} if memo is None else memo
+    from archspec.checks import check_args, check_text
+    from archspec.hardware import accelerator
     from archspec.memory import canonical_dtype, canonical_format, estimate_memory, fits, lora_params, parallel_layout
     from archspec.memory.storage import DTYPE_BYTES
 
+    check_args("fit", spec=spec, batch=batch, seq_len=seq_len)
+    check_text("task", task, "fit")
+    if isinstance(acc, str):  # a name of the table or an accelerator file, as estimate_inference takes
+        acc = accelerator(acc)
+    elif not isinstance(acc, Accelerator):
+        raise TypeError(f"fit: acc must be an Accelerator or an accelerator's name, got {type(acc).__name__} "
+                        f"{shown(acc, 60)}")  # fmt: skip
+    if memo is not None and not isinstance(memo, dict):
+        raise TypeError(f"fit: memo must be a dict or None, got {type(memo).__name__}")
+    memo = {} if memo is None else memo
     if task not in TASKS:
         raise SpecError(f"unknown task {shown(task)}; use one of {', '.join(TASKS)}")
     from archspec.memory.roles import canonical_weights
@@ -170,6 +181,15 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
     plan |= train
     tag = (task, key, *lora.values(), *sorted(train.items()))
     best: tuple | None = None  # (devices, tie-breakers..., tp, pp, dp, zero, bytes)
+
+    # no device holds less than its share of the whole: a plan that MAX_DEVICES cannot hold between them is
+    # refused from one estimate, before any layout is searched
+    if (*tag, "whole") not in memo:
+        memo[(*tag, "whole")] = estimate_memory(spec, batch, seq_len, **plan)
+    whole = memo[(*tag, "whole")]
+    if (whole.inference_total_bytes if task == "inference" else whole.training_total_bytes) > cap * MAX_DEVICES:
+        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
+                   acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
 
     if task == "inference":
 
@@ -209,8 +229,7 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
                 cand = (tp * dp, z, tp, 1, dp, z, m.training_total_bytes, m.seq_len)
                 best = cand if best is None or cand[:3] < best[:3] else best
     if best is None:
-        m = estimate_memory(spec, batch, seq_len, **plan)
-        return Fit(spec.name, acc.name, task, key, batch, m.seq_len, None, None, None, None, None, None,
+        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
                    acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
     devices, _, tp, pp, dp, zero, used, T = best
     return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, acc.memory_bytes, **lora,

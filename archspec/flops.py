@@ -29,7 +29,7 @@ from archspec.entries import NON_MATMUL_CATEGORIES, Lengths, Work
 from archspec.errors import SpecError
 from archspec.limits import float_or_int
 from archspec.params import ParamCount, count_params
-from archspec.records import record, rendered
+from archspec.records import Exact, record, rendered
 from archspec.spec import ModelSpec
 
 PF_DAY = 10**15 * 24 * 3600  # one petaFLOP/s sustained for a day: 8.64e19 FLOPs
@@ -94,11 +94,11 @@ class FlopCount:
 
     @property
     def forward_per_token(self) -> Fraction:
-        return Fraction(self.forward, self.tokens)
+        return Exact(self.forward, self.tokens)
 
     @property
     def training_per_token(self) -> Fraction:
-        return Fraction(self.training, self.tokens)
+        return Exact(self.training, self.tokens)
 
     @property
     def non_matmul_estimate_total(self) -> int:

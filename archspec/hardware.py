@@ -341,6 +341,14 @@ def load_accelerator(path: str) -> Accelerator:
     if "bf16_tflops" not in data and "fp16_tflops" not in data:
         raise SpecError(f"{where}: give bf16_tflops or fp16_tflops (the dense 16-bit matrix peak, TFLOP/s)")
     name = data["name"].strip()
+    if not name.isprintable() or len(name) > 60:
+        raise SpecError(f"{where}: name must be one line of printable text up to 60 characters, got {shown(name)}")
+    if name.lower() in ACCELERATORS or name.lower() in ALIASES:
+        builtin = ALIASES.get(name.lower(), name.lower())
+        raise SpecError(f"{where}: name {name!r} is the built-in accelerator {builtin!r}; give yours a name of its own")
+    for field in ("title", "source", "bandwidth_source", "interconnect_source"):
+        if field in data and not data[field].isprintable():
+            raise SpecError(f"{where}: {field} must be one line of printable text, got {shown(data[field])}")
     given = f"your accelerator file {path}"
 
     def num(field):

@@ -44,7 +44,7 @@ from typing import ClassVar
 from archspec.errors import SpecError
 from archspec.hardware import MATH_DTYPES, Accelerator, accelerator
 from archspec.layers import moe_specs
-from archspec.records import record, rendered
+from archspec.records import Exact, record, rendered
 from archspec.spec import ModelSpec
 
 ACTIVATION_BYTES = 2  # bf16 activations cross the interconnect
@@ -126,7 +126,7 @@ class InferenceEstimate:
     @property
     def decode_bytes_per_token(self) -> Fraction:
         """Bytes one decode step reads on one device of each stage: the weights it touches and the mean KV cache."""
-        return self.decode_weights_bytes + self.decode_kv_bytes_per_token
+        return Exact(self.decode_weights_bytes + self.decode_kv_bytes_per_token)
 
     @property
     def prefill_seconds(self) -> float | None:
@@ -208,8 +208,12 @@ def check_layout(spec: ModelSpec, layout: Layout) -> None:
 
 def touched(moe, batch: int) -> Fraction:
     """The expected share of a layer's routed experts that `batch` tokens touch, each choosing top_k of
-    the experts uniformly and independently: 1 - (1 - k/E)^B."""
-    return 1 - (1 - Fraction(moe.top_k, moe.experts)) ** batch
+    the experts uniformly and independently: 1 - (1 - k/E)^B. An expectation, not a count: computed in
+    floating point (-expm1(B log1p(-k/E)), accurate for small k/E), as exact powers would hold numbers of
+    B digits (batch 10^12), and held as the Fraction of that float."""
+    if moe.top_k >= moe.experts:
+        return Fraction(1)
+    return Fraction(-math.expm1(batch * math.log1p(-moe.top_k / moe.experts)))
 
 
 def _stage_weights(spec, slots, fmt, experts, layout, batch: int) -> tuple[Fraction, Fraction, Fraction]:
@@ -437,8 +441,8 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         prefill_flops=prefill_flops,
         weights_bytes=weights,
         kv_cache_bytes=kv_full,
-        decode_weights_bytes=decode_w,
-        decode_kv_bytes_per_token=decode_kv,
+        decode_weights_bytes=Exact(decode_w),
+        decode_kv_bytes_per_token=Exact(decode_kv),
         communication_seconds_per_token=comm(b_local),
         prefill_communication_seconds=comm(b_local * prompt_len),
         expected_experts=float(moe.experts * touched(moe, batch)) if moe else None,

@@ -12,9 +12,24 @@ their fields (``dataclasses.fields``) and each field's metadata."""
 
 from collections.abc import Callable, Mapping
 from dataclasses import fields, is_dataclass
+from fractions import Fraction
 from typing import Any, NamedTuple
 
 _KEY = "archspec.record"
+
+
+class Exact(Fraction):
+    """An exact figure that formats as a number: `f"{x:,}"` gives 1,234 for a whole one, and any format
+    a float takes (`f"{x:,.2f}"`, `f"{x:.3g}"`) for the others. Arithmetic gives plain Fractions."""
+
+    __slots__ = ()
+
+    def __format__(self, spec: str) -> str:
+        if self.denominator == 1 and spec[-1:] not in tuple("eEfFgG%"):
+            return format(self.numerator, spec)
+        if not spec:
+            return str(self)
+        return format(float(self), spec)
 
 
 class Rendering(NamedTuple):

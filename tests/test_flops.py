@@ -171,7 +171,7 @@ def test_flops_json_keys(run_json):
         (["flops", "transformer-base", "--src-len", "0"], "must be greater than 0"),
         (["flops", "gpt2", "--tokens", "1e9", "--mfu", "1.5"], "must be in (0, 1]"),
         (["flops", "gpt2", "--tokens", "1e9", "--mfu", "0"], "must be greater than 0"),
-        (["flops", "gpt2", "--tokens", "1e9", "--gpu", "tpu9"], "invalid choice: 'tpu9'"),
+        (["flops", "gpt2", "--tokens", "1e9", "--gpu", "tpu9"], "unknown accelerator 'tpu9'"),
         (["flops", "gpt2", "--gpu", "h100"], "needs --tokens"),
         (["flops", "gpt2", "--src-len", "12"], "src_len applies to encoder-decoder models"),
         (["memory", "gpt2", "--dtype", "fp7"], "invalid choice: 'fp7'"),

@@ -573,7 +573,7 @@ OPTION_REFUSED = [
     (["flops", "gpt2", "--tokens", "1e9", "--gpu", "h100", "--mfu", "1e-400"], "too small"),
     (["flops", "gpt2", "--tokens", "1e9", "--gpu", "h100", "--gpus", "0"], "must be greater than 0"),
     (["flops", "gpt2", "--tokens", "1e9", "--gpu", "h100", "--gpus", "1.5"], "is not a whole number"),
-    (["flops", "gpt2", "--tokens", "1e9", "--gpu", "tpu9"], "invalid choice: 'tpu9'"),
+    (["flops", "gpt2", "--tokens", "1e9", "--gpu", "tpu9"], "unknown accelerator 'tpu9'"),
     (["flops", "gpt2", "--gpu", "h100"], "needs --tokens"),
     (["flops", "gpt2", "--tokens", "1e9", "--gpus", "8"], "--gpus needs --gpu NAME or --peak-tflops"),
     (["memory", "gpt2", "--zero", "4"], "invalid choice: 4"),

@@ -236,3 +236,206 @@ def test_resolve_peak_takes_a_positive_peak_exactly():
 
     assert resolve_peak(None, 989, "bf16") == (989 * 10**12, None)
     assert resolve_peak("h100", None, "bf16") == (accelerator("h100").peak("bf16"), accelerator("h100"))
+
+
+# ---------------------------------------------------------------- closed streams
+
+
+def _with_closed(stream: str, *argv) -> tuple[int, str]:
+    """main() with sys.stdout or sys.stderr None, as Python sets a stream whose descriptor is closed;
+    the other stream's text comes back."""
+    import contextlib
+    import io
+
+    other = io.StringIO()
+    closed = contextlib.redirect_stdout(None) if stream == "stdout" else contextlib.redirect_stderr(None)
+    kept = contextlib.redirect_stderr(other) if stream == "stdout" else contextlib.redirect_stdout(other)
+    with closed, kept:
+        code = archspec.cli.main([str(a) for a in argv])
+    return code, other.getvalue()
+
+
+def test_a_closed_stdout_ends_quietly():
+    import archspec.cli
+
+    assert _with_closed("stdout", "params", "gpt2") == (0, "")
+    assert _with_closed("stdout", "params", "gpt2", "--format", "json") == (0, "")
+    code, err = _with_closed("stdout", "params", "nope")
+    assert code == 2 and err.startswith("archspec: error: ") and err.count("\n") == 1
+    assert archspec.cli.sys.stdout is not None  # the test's own stream is back
+
+
+def test_a_closed_stderr_still_exits_2():
+    assert _with_closed("stderr", "params", "nope") == (2, "")
+    code, out = _with_closed("stderr", "params", "gpt2", "--format", "json")
+    assert code == 0 and '"total": 124439808' in out
+
+
+@pytest.mark.parametrize(("redirect", "argv", "code"), [
+    (">&-", "params gpt2", 0), ("2>&-", "params nope", 2), (">&- 2>&-", "params nope", 2),
+    (">&-", "compare gpt2 bert-base --format json", 0),
+])  # fmt: skip
+def test_closed_descriptors_in_a_shell(redirect, argv, code):
+    import shutil
+    import subprocess
+    import sys
+
+    if not shutil.which("sh"):
+        pytest.skip("no POSIX shell")
+    run = subprocess.run(["sh", "-c", f'"$0" -m archspec {argv} {redirect}', sys.executable], capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert run.returncode == code, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+# ---------------------------------------------------------------- API arguments of the wrong type; impossible plans
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("gpt2", "h100", "bf16"), "fit: spec must be a ModelSpec"),
+    ((archspec.preset("gpt2"), 80, "bf16"), "fit: acc must be an Accelerator or an accelerator's name"),
+    ((archspec.preset("gpt2"), None, "bf16"), "fit: acc must be an Accelerator"),
+    ((archspec.preset("gpt2"), "h100", 16), "fit: dtype must be a str"),
+    ((archspec.preset("gpt2"), "h100", "bf16", ["training"]), "fit: task must be a str"),
+    ((archspec.preset("gpt2"), "h100", "bf16", "inference", 1.0), "fit: batch must be an int"),
+])  # fmt: skip
+def test_fit_with_wrong_types_names_the_argument(args, message):
+    from archspec.fit import fit
+
+    with pytest.raises(TypeError, match=f"^{message}"):
+        fit(*args)
+
+
+def test_fit_takes_an_accelerator_by_name_as_by_object():
+    from archspec.fit import fit
+    from archspec.hardware import accelerator
+
+    gpt2 = archspec.preset("llama-3-8b")
+    assert fit(gpt2, "H100", "bf16", "training") == fit(gpt2, accelerator("h100"), "bf16", "training")
+
+
+def test_fit_refuses_a_plan_no_number_of_devices_holds():
+    """10^15 parameters: more than 65,536 devices' memory; refused from the one whole-model estimate."""
+    from archspec.fit import MAX_DEVICES, fit
+    from archspec.hardware import accelerator
+
+    big = archspec.preset("gpt3-175b").replace(decoder_layers=96 * 256, d_model=2**16, n_heads=512, d_ff=2**18)
+    assert archspec.count_params(big).total > 10**15
+    f = fit(big, accelerator("h100"), "bf16", "training")
+    assert f.devices is None and 16 * archspec.count_params(big).total > MAX_DEVICES * f.capacity_bytes
+    code, out, err = cli("fit", "gpt3-175b", "--set", "decoder_layers=24576", "--set", "d_model=65536", "--set",
+                         "n_heads=512", "--set", "d_ff=262144", "--gpu", "h100", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    assert {row["devices"] for row in __import__("json").loads(out)} == {None}
+
+
+def test_inference_of_a_mixture_of_experts_at_a_huge_batch():
+    """The share of experts a decode step touches, 1 - (1 - k/E)^B, at B = 10^12: all of them."""
+    from archspec.inference import estimate_inference
+
+    e = estimate_inference(archspec.preset("mixtral-8x7b"), "h100", 10**12, 100, 10)
+    assert e.expected_experts == 8 and not e.fits
+    small = estimate_inference(archspec.preset("mixtral-8x7b"), "h100", 3, 100, 10)
+    assert small.expected_experts == pytest.approx(8 * (1 - (6 / 8) ** 3), rel=1e-15)
+
+
+# ---------------------------------------------------------------- the Python API in a script
+
+
+def test_exact_figures_format_as_numbers():
+    from fractions import Fraction
+
+    from archspec.inference import estimate_inference
+
+    f = archspec.count_flops(archspec.preset("gpt2"), 1, 1000)
+    assert f.forward_per_token == Fraction(f.forward, 1000)  # still exact
+    assert (
+        f"{f.forward_per_token:,}" == f"{f.forward // 1000:,}"
+        and f"{f.training_per_token:,}" == f"{3 * f.forward // 1000:,}"
+    )
+    from archspec.records import Exact
+
+    third = Exact(10**12 + 1, 3)  # a figure that is not whole formats as the float it rounds to
+    assert f"{third:,.2f}" == "333,333,333,333.67" and f"{third:.3g}" == "3.33e+11" and f"{third}" == "1000000000001/3"
+    m = archspec.estimate_memory(archspec.preset("gpt2"), 1, 1024)
+    assert f"{m.kv_cache_bytes_per_token:,}" == f"{m.kv_cache_bytes // 1024:,}"
+    e = estimate_inference(archspec.preset("mixtral-8x7b"), "h100", 3, 100, 10)
+    for x in (e.decode_bytes_per_token, e.decode_weights_bytes, e.decode_kv_bytes_per_token):
+        assert f"{x:,.0f}" == f"{float(x):,.0f}"
+
+
+def test_every_module_the_readme_names_is_reachable_after_import_archspec():
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    package = Path(archspec.__file__).parent
+    named = sorted({m for m in re.findall(r"\barchspec\.([a-z_]+)\.[a-z_]+", readme)
+                    if (package / f"{m}.py").exists() or (package / m / "__init__.py").exists()})  # fmt: skip
+    assert "hardware" in named
+    script = ("import sys, archspec\n"
+              f"for m in {named!r}:\n    getattr(archspec, m)\n"
+              "print('torch' in sys.modules)")  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-500:]
+    fresh = subprocess.run([sys.executable, "-c", "import sys, archspec; print(sorted(m for m in sys.modules if "
+                            "m.startswith('archspec.hardware') or m == 'torch'))"], capture_output=True, text=True,
+                           timeout=120)  # fmt: skip
+    assert fresh.stdout.strip() == "[]", "import archspec stays cheap: modules load on first use"
+    assert archspec.hardware.resolve_peak is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        archspec.nope  # noqa: B018
+
+
+# ---------------------------------------------------------------- accelerator files on every command
+
+
+def _accelerator_file(tmp_path, file: str, name: str, memory_gib: float = 10) -> str:
+    path = tmp_path / file
+    path.write_text(f"name = {name!r}\nmemory_gib = {memory_gib}\nbandwidth_gbs = 100\nbf16_tflops = 10\n".replace(
+        "'", '"'), encoding="utf-8")  # fmt: skip
+    return str(path)
+
+
+def test_inference_memory_and_flops_take_an_accelerator_file(tmp_path):
+    import json
+
+    mine = _accelerator_file(tmp_path, "mine.toml", "mine", 10)
+    (out,) = json.loads(cli("inference", "gpt2", "--gpu", mine, "-p", "10", "-g", "10", "--format", "json")[1])
+    assert out["accelerator"] == "mine" and out["capacity_bytes"] == 10 * 2**30
+    code, out, err = cli("memory", "gpt2", "--gpu", mine)
+    assert code == 0 and "mine" in out, err
+    (f,) = json.loads(cli("flops", "gpt2", "--gpu", mine, "--tokens", "1000000", "--format", "json")[1])
+    assert f["accelerator"] == "mine" and f["time_seconds"] == pytest.approx(f["training_total"] / (10e12 * 0.4))
+
+
+@pytest.mark.parametrize("command", [["inference", "gpt2", "-p", "1", "-g", "1"], ["memory", "gpt2"],
+                                     ["flops", "gpt2", "--tokens", "1000"], ["fit", "gpt2"]])  # fmt: skip
+def test_accelerator_names_in_any_case(command):
+    code, out, err = cli(*command, "--gpu", "H100")
+    assert code == 0, err
+    assert cli(*command, "--gpu", "H100")[1] == cli(*command, "--gpu", "h100")[1]
+
+
+def test_a_file_never_replaces_a_built_in_accelerator(tmp_path):
+    fake = _accelerator_file(tmp_path, "fake.toml", "h100")
+    refused("fit", "gpt2", "--gpu", "h100", "--gpu", fake, message="name 'h100' is the built-in accelerator 'h100'")
+    alias = _accelerator_file(tmp_path, "alias.toml", "A100-80GB")
+    refused("hardware", "--gpu", alias, message="is the built-in accelerator 'a100'")
+
+
+def test_two_files_of_one_name_are_refused(tmp_path):
+    a = _accelerator_file(tmp_path, "a.toml", "mine", 10)
+    b = _accelerator_file(tmp_path, "b.toml", "mine", 20)
+    refused("fit", "gpt2", "--gpu", a, "--gpu", b, message="both describe an accelerator named 'mine'")
+    code, out, err = cli("hardware", "--gpu", a, "--gpu", a, "--format", "json")  # one file twice: one row
+    assert code == 0 and len(__import__("json").loads(out)) == 1, err
+
+
+@pytest.mark.parametrize("name", ["mi\\nne", "tab\\there", "x" * 61])
+def test_an_accelerator_name_is_one_printable_line(tmp_path, name):
+    path = tmp_path / "odd.toml"
+    path.write_text(f'name = "{name}"\nmemory_gib = 10\nbandwidth_gbs = 100\nbf16_tflops = 10\n', encoding="utf-8")
+    refused("hardware", "--gpu", path, message="name must be one line of printable text")

@@ -120,7 +120,7 @@ def test_bandwidth_matches_its_printed_source(name):
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["--gpu", "h900", "-p", "10", "-g", "10"], "invalid choice: 'h900'"),
+        (["--gpu", "h900", "-p", "10", "-g", "10"], "unknown accelerator 'h900'"),
         (["--gpu", "h100", "-p", "0", "-g", "10"], "must be greater than 0"),
         (["--gpu", "h100", "-p", "10", "-g", "-5"], "must be greater than 0"),
         (["--gpu", "h100", "-p", "10", "-g", "10", "--batch", "0"], "must be greater than 0"),

@@ -11,8 +11,8 @@ import archspec
 from archspec import vocab
 from archspec.cli import build_parser
 from archspec.fit import TASKS
-from archspec.hardware import ACCELERATORS, MATH_DTYPES
-from archspec.memory import DTYPE_BYTES, OPTIMIZERS, STORAGE
+from archspec.hardware import MATH_DTYPES
+from archspec.memory import DTYPE_BYTES, KV_DTYPES, OPTIMIZERS, STORAGE
 from archspec.spec import GATED_ACTIVATIONS, Activation
 from archspec.sweep import KEEP
 
@@ -37,14 +37,13 @@ def choices(command: str, option: str) -> list:
         ("memory", "--dtype", tuple(DTYPE_BYTES)),
         ("compare", "--dtype", tuple(DTYPE_BYTES)),
         ("sweep", "--dtype", tuple(DTYPE_BYTES)),
-        ("memory", "--kv-dtype", tuple(DTYPE_BYTES)),
+        ("memory", "--kv-dtype", KV_DTYPES),
         ("memory", "--experts", tuple(STORAGE)),
         ("flops", "--dtype", MATH_DTYPES),
         ("memory", "--offload", vocab.OFFLOAD),
         ("sweep", "--keep", KEEP),
         ("fit", "--task", TASKS),
-        ("inference", "--kv-dtype", tuple(DTYPE_BYTES)),
-        ("inference", "--gpu", tuple(ACCELERATORS)),
+        ("inference", "--kv-dtype", KV_DTYPES),
     ],
     ids=lambda x: x if isinstance(x, str) else "",
 )

@@ -16,7 +16,9 @@ builds them all. Exit codes: 0 done, 1 a check found a mismatch, 2 bad input.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from contextlib import contextmanager
 from types import ModuleType
 from typing import NoReturn
 
@@ -113,6 +115,28 @@ def refuse_unused_options(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    with _closed_streams_discarded():
+        return _main(argv)
+
+
+@contextmanager
+def _closed_streams_discarded():
+    """A standard stream that is closed (`archspec ... >&-`: Python sets it to None) writes to the null
+    device while main runs: output nobody can read ends quietly, and an error still exits 2."""
+    closed = [name for name in ("stdout", "stderr") if getattr(sys, name) is None]
+    sinks = {name: open(os.devnull, "w", encoding="utf-8") for name in closed}  # noqa: SIM115
+    for name, sink in sinks.items():
+        setattr(sys, name, sink)
+    try:
+        yield
+    finally:
+        for name, sink in sinks.items():
+            if getattr(sys, name) is sink:
+                setattr(sys, name, None)
+            sink.close()
+
+
+def _main(argv: list[str]) -> int:
     try:
         try:
             parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)

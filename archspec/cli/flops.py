@@ -7,7 +7,7 @@ import argparse
 from fractions import Fraction
 
 from archspec.cli.models import MEASURED_LINE, is_measured, read_models
-from archspec.cli.options import dtype_name, mfu, positive_int, positive_number, workload_args
+from archspec.cli.options import dtype_name, mfu, one_gpu_option, positive_int, positive_number, workload_args
 from archspec.cli.output import EXIT_OK, by_kind, fraction, render
 from archspec.errors import SpecError
 
@@ -49,7 +49,7 @@ def _measured_flops_block(m, fmt: str) -> str:
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.hardware import ACCELERATORS, MATH_DTYPES
+    from archspec.hardware import MATH_DTYPES
 
     workload_args(p)
     p.add_argument("--tokens", "-D", type=positive_int, help="training tokens D, e.g. 300e9: total compute and PF-days")
@@ -58,9 +58,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="count only the causal half of the decoder's self-attention score matrix (default: full matrix)",
     )
-    p.add_argument(
-        "--gpu", choices=list(ACCELERATORS), help="accelerator for a training-time estimate (needs --tokens)"
-    )
+    one_gpu_option(p, "accelerator for a training-time estimate (needs --tokens)")
     p.add_argument(
         "--gpus", type=positive_int, help="number of accelerators (default 1 when --gpu or --peak-tflops is given)"
     )

@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import DTYPE_HELP, dtype_name, engine_args, mfu, positive_int, storage_args
+from archspec.cli.options import DTYPE_HELP, dtype_name, engine_args, mfu, one_gpu_option, positive_int, storage_args
 from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, render
 from archspec.errors import SpecError
 
@@ -32,10 +32,9 @@ def _duration(seconds: float) -> str:
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.hardware import ACCELERATORS
     from archspec.memory import DTYPE_BYTES
 
-    p.add_argument("--gpu", required=True, choices=list(ACCELERATORS), help="the accelerator (each device)")
+    one_gpu_option(p, "the accelerator (each device)", required=True)
     p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences generated together (default 1)")
     p.add_argument("--prompt-len", "-p", type=positive_int, required=True, help="prompt tokens per sequence (P)")
     p.add_argument("--gen-len", "-g", type=positive_int, required=True, help="generated tokens per sequence (G)")

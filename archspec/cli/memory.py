@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import dtype_name, positive_int, storage_args, workload_args
+from archspec.cli.options import dtype_name, one_gpu_option, positive_int, storage_args, workload_args
 from archspec.cli.output import EXIT_OK, by_kind, fraction, render
 from archspec.errors import SpecError
 
@@ -28,7 +28,6 @@ def _memory_batch(args) -> int:
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.hardware import ACCELERATORS
     from archspec.memory import DTYPE_BYTES, OPTIMIZERS
     from archspec.vocab import ATTENTION, OFFLOAD, RECOMPUTE, ZERO_STAGES
 
@@ -64,7 +63,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", type=positive_int, default=1, help="GPUs in all (data parallel = gpus / (tp * pp))")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (with sequence parallelism)")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
-    p.add_argument("--gpu", choices=list(ACCELERATORS), help="say whether the per-GPU total fits this accelerator")
+    one_gpu_option(p, "say whether the per-GPU total fits this accelerator")
     storage_args(p, "the inference figures' weights and a LoRA's frozen base (default: --dtype)")
     p.add_argument(
         "--lora",

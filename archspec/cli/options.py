@@ -195,15 +195,28 @@ def gpu_option(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+ACCELERATOR_HELP = "a name from `archspec hardware` (any case), or a .toml file describing your own (see the README)"
+
+
+def one_gpu_option(p: argparse.ArgumentParser, what: str, required: bool = False) -> None:
+    """--gpu NAME|FILE for a command that plans on one accelerator, as fit's and hardware's --gpu take it."""
+    p.add_argument("--gpu", required=required, metavar="NAME|FILE", help=f"{what}: {ACCELERATOR_HELP}")
+
+
 def accelerators(names: list[str] | None):
-    """The accelerators named by --gpu (table names or .toml files), or the whole table."""
+    """The accelerators named by --gpu (table names or .toml files), or the whole table. One named twice
+    counts once; two of one name from different places (two files) are refused by name."""
     from archspec.hardware import ACCELERATORS, accelerator
 
     if not names:
         return list(ACCELERATORS.values())
-    out = []
+    out, where = [], {}
     for n in names:
         acc = accelerator(n)
-        if all(a.name != acc.name for a in out):
+        if acc.name not in where:
+            where[acc.name] = n
             out.append(acc)
+        elif acc != out[[a.name for a in out].index(acc.name)]:
+            raise SpecError(f"--gpu {clip(n, 200)} and --gpu {clip(where[acc.name], 200)} both describe an accelerator "
+                            f"named {acc.name!r}; give each its own name")  # fmt: skip
     return out

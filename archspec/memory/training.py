@@ -27,7 +27,7 @@ from archspec.memory.lora import lora_params
 from archspec.memory.parallel import check_split, rank_elements, stored_weights_bytes
 from archspec.memory.storage import canonical_dtype, canonical_format, dtype_bytes, nbytes
 from archspec.params import count_params
-from archspec.records import record, rendered
+from archspec.records import Exact, record, rendered
 from archspec.spec import ModelSpec
 from archspec.vocab import RECOMPUTE, ZERO_STAGES
 
@@ -93,7 +93,7 @@ class MemoryEstimate:
     @property
     def kv_cache_bytes_per_token(self) -> Fraction:
         """Cache per (target) token of one sequence, the source's share included for an encoder-decoder."""
-        return Fraction(self.kv_cache_bytes, self.batch * self.seq_len)
+        return Exact(self.kv_cache_bytes, self.batch * self.seq_len)
 
     @property
     def micro_batch(self) -> int:
