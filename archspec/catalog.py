@@ -160,9 +160,16 @@ def preset_names() -> list[str]:
 def get_preset(name: str) -> Preset:
     check_args("get_preset", name=name)
     index = _index()
-    if name not in index:
-        raise SpecError(f"unknown preset {shown(name)}{did_you_mean(name, index)} (see `archspec list`)")
-    return _family(index[name])[name]
+    key = _preset_key(name)
+    if key is None:
+        raise SpecError(f"unknown preset {shown(name)}{did_you_mean(name.lower(), index)} (see `archspec list`)")
+    return _family(index[key])[key]
+
+
+def _preset_key(name: str) -> str | None:
+    """The preset `name` names, in any case (preset names are lowercase: Llama-3-8B is llama-3-8b)."""
+    index = _index()
+    return name if name in index else name.lower() if name.lower() in index else None
 
 
 def preset(name: str) -> ModelSpec:
@@ -193,7 +200,7 @@ def resolve(ref: str, overrides: dict[str, Any] | None = None) -> Loaded:
     if isinstance(ref, Path):
         ref = str(ref)
     check_args("resolve_model", ref=ref)
-    if _looks_like_path(ref) or (ref not in _index() and (_is_file(ref) or _is_dir(ref))):
+    if _looks_like_path(ref) or (_preset_key(ref) is None and (_is_file(ref) or _is_dir(ref))):
         from archspec.loading import import_config, load
         from archspec.sources.resolve import resolve as resolve_source
         from archspec.sources.resolve import source_of

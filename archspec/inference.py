@@ -256,12 +256,15 @@ def _kv_device(spec, slots, batch_local, tokens, kv_key, tp) -> int:
     return nbytes(kv_stage_bytes(spec, slots, batch_local, tokens, kv_key), Fraction(1, split))
 
 
+PROMPT_LEN, GEN_LEN = 512, 128  # the defaults of estimate_inference and `archspec inference`
+
+
 def estimate_inference(
     spec: ModelSpec,
     gpu: str | Accelerator,
     batch: int = 1,
-    prompt_len: int = 512,
-    gen_len: int = 128,
+    prompt_len: int = PROMPT_LEN,
+    gen_len: int = GEN_LEN,
     dtype: str = "bf16",
     kv_dtype: str | None = None,
     mfu: float = 0.4,

@@ -197,6 +197,8 @@ def output_format(path: str | Path) -> str:
         raise SpecError(f"{p}: the output must end in .png or .svg, not {p.suffix or '(no suffix)'!r}")
     if not p.parent.is_dir():
         raise SpecError(f"{p}: no such folder {str(p.parent)!r}")
+    if p.is_dir():
+        raise SpecError(f"{p} is a folder; name the picture inside it, e.g. {p / ('plot' + p.suffix.lower())}")
     return p.suffix.lower()[1:]
 
 

@@ -18,7 +18,12 @@ _NUMBER = rf"([+-]?)((?:{_DIGITS})(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE]([+-]
 _NUMERIC_LOOKING = r"(?i)[+-]?(?:\.?[0-9]|nan\b|inf)"
 
 
-def parse_number(text: str, what: str = "value", *, integer: bool = False) -> int | float:
+# size suffixes: K, M, B (or G), T as counts (10^3 ...); K and M as token lengths (binary: 8K = 8,192 tokens)
+SIZE_SUFFIXES = {"k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+LENGTH_SUFFIXES = {**SIZE_SUFFIXES, "k": 2**10, "m": 2**20}
+
+
+def parse_number(text: str, what: str = "value", *, integer: bool = False, length: bool = False) -> int | float:
     """A number as written on the command line, exactly: '50_257' -> 50257, '300e9' and '1e19' ->
     the integers they are (no float in between), '0.4' -> 0.4. With `integer`, a value that is not a
     whole number ('4097.0000000000001') is refused rather than rounded. 'nan', 'inf', numbers beyond
@@ -28,18 +33,23 @@ def parse_number(text: str, what: str = "value", *, integer: bool = False) -> in
     if not isinstance(text, str):
         raise TypeError(f"{what}: expected text, got {type(text).__name__}")
     s = text.strip()
+    scales = LENGTH_SUFFIXES if length else SIZE_SUFFIXES  # '300B', '1.5T'; a length's '8k' is 8,192
+    scale = scales.get(s[-1:].lower()) if len(s) > 1 and (s[-2:-1].isdigit() or s[-2:-1] == ".") else None
+    if scale is not None:
+        s = s[:-1]
     if len(s) > MAX_NUMBER_CHARS:
         raise SpecError(f"{what}: {shown(text)} is too long for a number ({len(s):,} characters)")
     m = re.fullmatch(_NUMBER, s)
     if not m:
         if s.lower().lstrip("+-") in ("nan", "inf", "infinity"):
             raise SpecError(f"{what}: {shown(text)} is not a finite number")
-        raise SpecError(f"{what}: {shown(text)} is not a number (e.g. 1024, 50_257, 300e9, 0.4)")
+        units = ", ".join(k.upper() for k in scales)
+        raise SpecError(f"{what}: {shown(text)} is not a number (e.g. 1024, 50_257, 300e9, 0.4; suffixes {units})")
     sign, mantissa, exponent = m.groups()
     exp10 = int(exponent.replace("_", "")) if exponent else 0
     if abs(exp10) > MAX_EXPONENT:
         raise SpecError(f"{what}: {shown(text)} is out of range; exponents are limited to +-{MAX_EXPONENT}")
-    value = Decimal(f"{sign}{mantissa.replace('_', '')}e{exp10}")
+    value = Decimal(f"{sign}{mantissa.replace('_', '')}e{exp10}") * (scale or 1)
     if value == value.to_integral_value():
         if value.adjusted() > _MAX_INTEGER_DIGITS:  # refused by its size, before it becomes an int
             raise SpecError(f"{what}: {shown(text)}: {integer_too_large(value.adjusted() + 1)}")

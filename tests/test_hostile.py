@@ -544,7 +544,7 @@ OPTION_REFUSED = [
     (["flops", "gpt2", "--tokens", "0x10"], "is not a number"),
     (["flops", "gpt2", "--tokens", "._"], "is not a number"),
     (["flops", "gpt2", "--tokens", "3 00e9"], "is not a number"),
-    (["flops", "gpt2", "--tokens", "300B"], "is not a number"),
+    (["flops", "gpt2", "--tokens", "300X"], "is not a number"),
     (["flops", "gpt2", "--batch", "2.5"], "is not a whole number"),
     (["flops", "gpt2", "--batch", "0"], "must be greater than 0"),
     (["flops", "gpt2", "--batch", "-1"], "must be greater than 0"),

@@ -439,3 +439,98 @@ def test_an_accelerator_name_is_one_printable_line(tmp_path, name):
     path = tmp_path / "odd.toml"
     path.write_text(f'name = "{name}"\nmemory_gib = 10\nbandwidth_gbs = 100\nbf16_tflops = 10\n', encoding="utf-8")
     refused("hardware", "--gpu", path, message="name must be one line of printable text")
+
+
+# ---------------------------------------------------------------- inputs people type
+
+
+@pytest.mark.parametrize(("text", "count", "length"), [
+    ("300B", 300 * 10**9, 300 * 10**9), ("1.5T", 15 * 10**11, 15 * 10**11), ("8k", 8000, 8192), ("8K", 8000, 8192),
+    ("2M", 2 * 10**6, 2 * 2**20), ("0.5k", 500, 512), ("70b", 70 * 10**9, 70 * 10**9), ("1_000k", 10**6, 1000 * 1024),
+    ("1e3k", 10**6, 1000 * 1024), ("12", 12, 12),
+])  # fmt: skip
+def test_sizes_with_suffixes(text, count, length):
+    from archspec.loading import parse_number
+
+    assert parse_number(text, integer=True) == count and type(parse_number(text)) is int
+    assert parse_number(text, integer=True, length=True) == length
+
+
+@pytest.mark.parametrize("text", ["k", "B", "1.5x", "1kk", "k1", "1 k", "1.2.3k", "0.0001k"])
+def test_sizes_that_are_not_sizes(text):
+    from archspec.loading import parse_number
+
+    with pytest.raises(archspec.SpecError, match="is not a (whole )?number"):
+        parse_number(text, integer=True)
+
+
+def test_every_numeric_option_takes_a_suffix():
+    import json
+
+    (f,) = json.loads(cli("flops", "gpt2", "--tokens", "300B", "--seq-len", "1k", "--format", "json")[1])
+    assert (f["tokens"], f["seq_len"]) == (300 * 10**9, 1024)
+    (e,) = json.loads(cli("inference", "llama-3-8b", "--gpu", "h100", "-p", "8k", "-g", "1k", "--batch", "1k",
+                          "--format", "json")[1])  # fmt: skip
+    assert (e["prompt_len"], e["gen_len"], e["batch"]) == (8192, 1024, 1000)
+    (m,) = json.loads(cli("memory", "llama-3-8b", "--seq-len", "8K", "--format", "json")[1])
+    assert m["seq_len"] == 8192
+
+
+def test_inference_defaults_as_the_function_does():
+    import json
+
+    from archspec.inference import estimate_inference
+
+    (e,) = json.loads(cli("inference", "gpt2", "--gpu", "h100", "--format", "json")[1])
+    assert e == estimate_inference(archspec.preset("gpt2"), "h100").to_dict()
+
+
+@pytest.mark.parametrize("name", ["GPT2", "Llama-3-8B", "LLAMA-3-8B", "Mixtral-8x7B"])
+def test_preset_names_in_any_case(name):
+    assert archspec.preset(name) == archspec.preset(name.lower())
+    code, out, err = cli("params", name, "--format", "json")
+    assert code == 0 and f'"name": "{name.lower()}"' in out, err
+
+
+# ---------------------------------------------------------------- outputs checked before any work; silently wrong
+
+
+def test_report_refuses_a_folder_before_any_work(tmp_path, monkeypatch):
+    import archspec.cli.report as report_cli
+
+    folder = tmp_path / "out.html"
+    folder.mkdir()
+
+    def no_work(args):
+        raise AssertionError("models were read before the output was checked")
+
+    monkeypatch.setattr(report_cli, "read_specs", no_work)
+    refused("report", "gpt2", "llama-3-8b", "-o", folder, message="is a folder; name the page inside it")
+
+
+def test_plot_refuses_a_folder(tmp_path):
+    folder = tmp_path / "pic.svg"
+    folder.mkdir()
+    refused("plot", "breakdown", "gpt2", "-o", folder, message="is a folder; name the picture inside it")
+
+
+def test_a_gemma3_window_of_zero_is_refused(tmp_path):
+    """transformers masks keys outside (i - w, i]: w = 0 leaves a sliding layer no key; null is full attention."""
+    import json
+    from pathlib import Path
+
+    released = json.loads((Path(__file__).parent / "data" / "hf" / "gemma-3-1b-it.json").read_text())
+    zero = tmp_path / "config.json"
+    zero.write_text(json.dumps({**released, "sliding_window": 0}))
+    refused("memory", zero, message="sliding_window=0 is no window")
+    with pytest.raises(archspec.SpecError, match="sliding_window=0"):
+        archspec.load_spec(zero)
+    full = tmp_path / "full" / "config.json"
+    full.parent.mkdir()
+    full.write_text(json.dumps({**released, "sliding_window": None}))
+    spec = archspec.load_spec(full)  # every layer attends to all: the cache of a model without windows
+    no_window = spec.replace(kinds={k: {} for k in spec.kinds}) if spec.kinds else spec
+    assert (
+        archspec.estimate_memory(spec, 1, 4096).kv_cache_bytes
+        == archspec.estimate_memory(no_window, 1, 4096).kv_cache_bytes
+    )

@@ -7,7 +7,7 @@ from fractions import Fraction
 from typing import Any
 
 from archspec.cli.models import is_measured, read_models
-from archspec.cli.options import dtype_name, positive_int
+from archspec.cli.options import dtype_name, positive_length
 from archspec.cli.output import EXIT_OK, ROUNDING_NOTE, heads_of, layers_of, render
 
 HELP = "models side by side: shape, parameters, FLOPs per token, memory"
@@ -49,7 +49,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
     p.add_argument(
         "--seq-len",
-        type=positive_int,
+        type=positive_length,
         default=DEFAULT_SEQ_LEN,
         help=f"one sequence length for every model's FLOPs per token (default {DEFAULT_SEQ_LEN:,}; a model whose "
         "context is shorter is counted at its context, and marked)",

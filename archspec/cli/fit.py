@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import accelerators, gpu_option, positive_int
+from archspec.cli.options import accelerators, gpu_option, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
 
 HELP = (
@@ -49,7 +49,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seq-len",
         "-s",
-        type=positive_int,
+        type=positive_length,
         default=DEFAULT_SEQ_LEN,
         help=f"tokens per sequence (default {DEFAULT_SEQ_LEN:,}; a model whose context is shorter is planned at "
         "its context, and marked)",

@@ -8,7 +8,16 @@ import argparse
 import sys
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import DTYPE_HELP, dtype_name, engine_args, mfu, one_gpu_option, positive_int, storage_args
+from archspec.cli.options import (
+    DTYPE_HELP,
+    dtype_name,
+    engine_args,
+    mfu,
+    one_gpu_option,
+    positive_int,
+    positive_length,
+    storage_args,
+)
 from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, render
 from archspec.errors import SpecError
 
@@ -36,8 +45,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
     one_gpu_option(p, "the accelerator (each device)", required=True)
     p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences generated together (default 1)")
-    p.add_argument("--prompt-len", "-p", type=positive_int, required=True, help="prompt tokens per sequence (P)")
-    p.add_argument("--gen-len", "-g", type=positive_int, required=True, help="generated tokens per sequence (G)")
+    from archspec.inference import GEN_LEN, PROMPT_LEN
+
+    p.add_argument("--prompt-len", "-p", type=positive_length, default=PROMPT_LEN,
+                   help=f"prompt tokens per sequence (P; default {PROMPT_LEN}; 8K = 8,192)")  # fmt: skip
+    p.add_argument("--gen-len", "-g", type=positive_length, default=GEN_LEN,
+                   help=f"generated tokens per sequence (G; default {GEN_LEN})")  # fmt: skip
     p.add_argument("--dtype", type=dtype_name, choices=list(DTYPE_BYTES), help="weights: " + DTYPE_HELP)
     storage_args(p, "default --dtype, else bf16")
     p.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel devices (Megatron-LM splits)")

@@ -50,12 +50,16 @@ class Parser(argparse.ArgumentParser):
         sys.exit(EXIT_BAD_INPUT)
 
 
-def number_type(kind: str, *, minimum: float | None = None, strict_min: bool = True, integer: bool = True):
+def number_type(kind: str, *, minimum: float | None = None, strict_min: bool = True, integer: bool = True,
+                length: bool = False):  # fmt: skip
+    """The type of a numeric option: archspec.loading.parse_number (300e9, 50_257, 300B, 1.5T; a token
+    `length` takes 8K as 8,192), then the bound."""
+
     def parse(text: str):
         from archspec.loading import parse_number
 
         try:
-            value = parse_number(text, kind, integer=integer)
+            value = parse_number(text, kind, integer=integer, length=length)
         except SpecError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
         if minimum is not None and (value <= minimum if strict_min else value < minimum):
@@ -68,6 +72,9 @@ def number_type(kind: str, *, minimum: float | None = None, strict_min: bool = T
 
 
 positive_int = number_type("a positive whole number", minimum=0)
+
+
+positive_length = number_type("a positive number of tokens", minimum=0, length=True)  # 8K = 8,192 tokens
 
 
 positive_number = number_type("a positive number", minimum=0, integer=False)
@@ -135,10 +142,10 @@ def workload_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seq-len",
         "-s",
-        type=positive_int,
-        help="tokens per sequence (target length for an encoder-decoder; default: max_positions)",
+        type=positive_length,
+        help="tokens per sequence (target length for an encoder-decoder; default: max_positions; 8K = 8,192)",
     )
-    p.add_argument("--src-len", type=positive_int, help="encoder-decoder source length (default: --seq-len)")
+    p.add_argument("--src-len", type=positive_length, help="encoder-decoder source length (default: --seq-len)")
 
 
 def storage_args(p: argparse.ArgumentParser, weights_help: str) -> None:

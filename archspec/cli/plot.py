@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import DTYPE_HELP, dtype_name, positive_int
+from archspec.cli.options import DTYPE_HELP, dtype_name, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
 from archspec.errors import SpecError
 
@@ -59,7 +59,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seq-len",
         "-s",
-        type=positive_int,
+        type=positive_length,
         help="memory: the longest sequence (default max_positions); scaling: the sequence for FLOPs per token",
     )
 

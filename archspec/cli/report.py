@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import accelerators, gpu_option, positive_int
+from archspec.cli.options import accelerators, gpu_option, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
 from archspec.errors import SpecError
 
@@ -26,7 +26,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     from archspec.compare import DEFAULT_SEQ_LEN
 
     p.add_argument("--output", "-o", required=True, metavar="FILE.html", help="the page to write (.html)")
-    p.add_argument("--seq-len", "-s", type=positive_int, default=DEFAULT_SEQ_LEN,
+    p.add_argument("--seq-len", "-s", type=positive_length, default=DEFAULT_SEQ_LEN,
                    help=f"tokens per sequence for FLOPs, memory and fit (default {DEFAULT_SEQ_LEN:,}; a model whose "
                    "context is shorter at its context, marked)")  # fmt: skip
     p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences for memory and fit (default 1)")
@@ -34,6 +34,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    import os
     from pathlib import Path
 
     from archspec.report import ReportInputs, build_report
@@ -43,6 +44,10 @@ def run(args) -> int:
         raise SpecError(f"{args.output}: the report is an HTML page; name it FILE.html")
     if not out.parent.is_dir():
         raise SpecError(f"{args.output}: no such folder {str(out.parent)!r}")
+    if out.is_dir():  # the output is checked before any work starts
+        raise SpecError(f"{args.output} is a folder; name the page inside it, e.g. {out / 'report.html'}")
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise SpecError(f"{args.output}: cannot write there (permission denied)")
     specs = read_specs(args)
     page = build_report(ReportInputs(specs, list(args.models), args.seq_len, args.batch, accelerators(args.gpu)))
     try:

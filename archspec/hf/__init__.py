@@ -251,6 +251,18 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
     family, alias = _family_of(raw, where, name)
     cfg = _canonical(family, raw)
     data: dict[str, Any] = {"name": name}
+    window = cfg.get("sliding_window")
+    if (
+        isinstance(window, int)
+        and not isinstance(window, bool)
+        and window < 1
+        and cfg.get("use_sliding_window") is not False
+    ):
+        # transformers masks keys outside (i - window, i]: a window of 0 leaves a sliding layer no key at all
+        raise SpecError(
+            f"{where}: {family.model_type} key sliding_window={window} is no window: a sliding layer would "
+            "attend to no token (transformers' mask); use null for full attention, or the window's length"
+        )
     try:
         for refusal in family.refuse:
             if not refusal.ok(cfg):
