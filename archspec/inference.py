@@ -290,6 +290,12 @@ def estimate_inference(
     """
     import dataclasses
 
+    from archspec.checks import check_args
+
+    check_args("estimate_inference", spec=spec)
+    if not isinstance(gpu, str | Accelerator):
+        raise TypeError(f"estimate_inference: gpu must be an Accelerator or an accelerator's name, got "
+                        f"{type(gpu).__name__}")  # fmt: skip
     e = _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
                   expert_parallel, pipeline_parallel, engine, memory_fraction)  # fmt: skip
     if e.fits:

@@ -534,3 +534,59 @@ def test_a_gemma3_window_of_zero_is_refused(tmp_path):
         archspec.estimate_memory(spec, 1, 4096).kv_cache_bytes
         == archspec.estimate_memory(no_window, 1, 4096).kv_cache_bytes
     )
+
+
+# ---------------------------------------------------------------- the planners fuzzed with arguments of any type
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+ANYTHING = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12), st.sampled_from(["bf16", "fp32", "int8", "h100", "training", "lora", "adamw", "none"]),
+    st.lists(st.integers(0, 9), max_size=3), st.fractions(), st.just(archspec.preset("gpt2")),
+)  # fmt: skip
+
+
+def _one_line_refusal(call) -> None:
+    try:
+        call()
+    except (archspec.SpecError, TypeError) as exc:
+        text = str(exc)
+        assert text and "\n" not in text and len(text) < 1100, text[:300]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(ANYTHING, min_size=0, max_size=5))
+def test_estimate_memory_with_arguments_of_any_type(args):
+    _one_line_refusal(lambda: archspec.estimate_memory(archspec.preset("gpt2"), *args))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ANYTHING, st.lists(ANYTHING, min_size=0, max_size=5))
+def test_estimate_inference_with_arguments_of_any_type(gpu, args):
+    from archspec.inference import estimate_inference
+
+    _one_line_refusal(lambda: estimate_inference(archspec.preset("gpt2"), gpu, *args))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ANYTHING, ANYTHING, st.lists(ANYTHING, min_size=0, max_size=3))
+def test_fit_with_arguments_of_any_type(acc, dtype, args):
+    from archspec.fit import fit
+
+    _one_line_refusal(lambda: fit(archspec.preset("gpt2"), acc, dtype, *args))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ANYTHING)
+def test_the_planners_with_a_spec_of_any_type(spec):
+    from archspec.fit import fit
+    from archspec.inference import estimate_inference
+
+    for call in (lambda: archspec.estimate_memory(spec), lambda: estimate_inference(spec, "h100"),
+                 lambda: fit(spec, "h100", "bf16")):  # fmt: skip
+        if isinstance(spec, archspec.ModelSpec):
+            continue
+        with pytest.raises(TypeError, match="spec must be a ModelSpec"):
+            call()
