@@ -143,8 +143,8 @@ def build_report(inputs: ReportInputs) -> str:
     # ---- pictures
     out.append('<h2 id="plots">Pictures</h2>')
     out.append(_svg("breakdown", plot.breakdown_data(specs)))
-    shortest = min(T, *(s.max_positions for s in specs))  # one length axis for all: the shortest context
-    out.append(_svg("memory", plot.memory_data(specs, B, "bf16", longest=shortest)))
+    shortest = min(T, *(s.max_positions for s in specs))  # the scaling plot's one length: the shortest context
+    out.append(_svg("memory", plot.memory_data(specs, B, "bf16")))  # each model over its own context
     field = scaling_field(specs)
     if field:
         top = 2 * max(getattr(s, field) for s in specs)
@@ -177,17 +177,24 @@ def build_report(inputs: ReportInputs) -> str:
     for s in specs:
         t, clamped = context_seq_len(s, T)
         memo: dict = {"inference": {}, "training": {}}
-        rows_, classes = [], []
+        rows_, classes, single = [], [], []
         for acc in inputs.accelerators:
             row, cls = [acc.name], [""]
-            for task, d in columns:
-                f = fit(s, acc, d, task, B, t, memo[task])
+            fits_ = [fit(s, acc, d, task, B, t, memo[task]) for task, d in columns]
+            if all(f.devices == 1 for f in fits_):  # one device for every task and dtype: said in one line
+                single.append(acc.name)
+                continue
+            for f in fits_:
                 row.append(f"{f.devices:,} ({f.layout})" if f.devices else "does not fit")
                 cls.append("yes" if f.devices == 1 else ("no" if not f.devices else ""))
             rows_.append(row)
             classes.append(cls)
-        out += [f"<h3>{_e(s.name)}: batch {B} x {t:,} tokens{'*' if clamped else ''}</h3>",
-                _table(["accelerator", *(f"{task} {d}" for task, d in columns)], rows_, classes=classes)]  # fmt: skip
+        out.append(f"<h3>{_e(s.name)}: batch {B} x {t:,} tokens{'*' if clamped else ''}</h3>")
+        if single:
+            out.append(f'<p class="fit-one">One device of each of these holds it for every task and dtype below: '
+                       f"{_e(', '.join(single))}.</p>")  # fmt: skip
+        if rows_:
+            out.append(_table(["accelerator", *(f"{task} {d}" for task, d in columns)], rows_, classes=classes))
     out.append('<p class="note">The fewest devices that hold the model, and the layout: TP tensor parallel, PP '
                "pipeline stages, ZeRO stage over DP data-parallel devices, as <code>archspec fit</code> plans them. "
                "Workspace and fragmentation not counted.</p>")  # fmt: skip

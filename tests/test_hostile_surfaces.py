@@ -590,3 +590,34 @@ def test_the_planners_with_a_spec_of_any_type(spec):
             continue
         with pytest.raises(TypeError, match="spec must be a ModelSpec"):
             call()
+
+
+# ---------------------------------------------------------------- what the report draws
+
+
+def test_the_report_draws_each_model_over_its_own_context_and_says_repeats_in_one_line(tmp_path):
+    import re
+
+    pytest.importorskip("matplotlib")
+    from archspec.fit import DTYPES, fit
+    from archspec.hardware import accelerator
+    from archspec.plot import memory_data
+
+    out = tmp_path / "r.html"
+    code, _, err = cli("report", "gpt2", "llama-3-8b", "--gpu", "h100", "--gpu", "rtx4090", "-o", out)
+    assert code == 0, err
+    page = out.read_text(encoding="utf-8")
+    data = memory_data([archspec.preset("gpt2"), archspec.preset("llama-3-8b")])
+    assert [c.seq_lens[-1] for c in data.curves] == [1024, 8192]  # each to its own max_positions
+    memory_svg = page[page.index('<figure id="plot-memory">') :].split("</figure>")[0]
+    assert ">8K<" in memory_svg  # the axis reaches Llama-3-8B's context, not GPT-2's 1K
+    # GPT-2 fits on one device of either for every task and dtype: one line, no table of "1 (TP 1)"
+    columns = [(task, d) for task in ("inference", "training") for d in DTYPES[task]]
+    for name in ("h100", "rtx4090"):
+        plans = [fit(archspec.preset("gpt2"), accelerator(name), d, task, 1, 1024) for task, d in columns]
+        assert all(f.devices == 1 for f in plans)
+    gpt2 = page[page.index("<h3>gpt2: batch") :].split("<h3>")[1]
+    assert "One device of each of these holds it for every task and dtype below: h100, rtx4090." in gpt2
+    assert "<table" not in gpt2 and len(re.findall(r"1 \(TP 1\)", gpt2)) == 0
+    llama = page[page.index("<h3>llama-3-8b: batch") :].split("</table>")[0]
+    assert "<table" in llama  # it does not fit one device for every task: its table stays
