@@ -13,6 +13,11 @@ LIVE: list[Any] = []  # the bars drawn now, closed by close_all() before an erro
 
 
 def on_terminal() -> bool:
+    """stderr is a terminal that redraws a line (not TERM=dumb, which shows escape codes as they are)."""
+    import os
+
+    if os.environ.get("TERM") == "dumb":
+        return False
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # no stderr, or a closed one

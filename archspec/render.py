@@ -126,12 +126,13 @@ def terminal_width() -> int | None:
 
 
 def colour_enabled(stream=None) -> bool:
-    """Colour only on a terminal, and never when NO_COLOR is set to anything but '' (no-color.org)."""
+    """Colour only on a terminal that shows it: never when NO_COLOR is set to anything but '' (no-color.org),
+    nor when TERM is 'dumb' (a terminal that shows no escape codes)."""
     import os
     import sys
 
     stream = sys.stdout if stream is None else stream
-    if os.environ.get("NO_COLOR"):
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     try:
         return bool(stream.isatty())

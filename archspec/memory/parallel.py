@@ -189,10 +189,23 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
     check_roles(spec, w)
     x = canonical_format(experts, "--experts") if experts else None
     tied = _head_tied(spec)
-    return max(
-        math.ceil(sum(slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied) for s in stage))
-        for stage in stage_slots(spec, pipeline_parallel)
-    )
+    # stages that hold the same parts alike hold the same bytes: each slot's bytes computed once per what
+    # decides them (the part, its layers, those use_more_bits picks, whether it has the stack's first or
+    # last layer), so thousands of pipeline stages cost lookups, not recounts
+    memo: dict[tuple, Fraction] = {}
+
+    def held(s: Slot) -> Fraction:
+        p = s.part
+        if p.layered:
+            last = p.stack.layers - 1
+            key = (id(p), s.copies, more_bits_layers(p, s.lo, s.hi), s.lo <= 0 < s.hi, s.lo <= last < s.hi)
+        else:
+            key = (id(p), s.copies, s.lo, s.hi)
+        if key not in memo:
+            memo[key] = slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
+        return memo[key]
+
+    return max(math.ceil(sum(held(s) for s in stage)) for stage in stage_slots(spec, pipeline_parallel))
 
 
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
