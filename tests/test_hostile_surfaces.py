@@ -295,7 +295,6 @@ def test_closed_descriptors_in_a_shell(redirect, argv, code):
     (("gpt2", "h100", "bf16"), "fit: spec must be a ModelSpec"),
     ((archspec.preset("gpt2"), 80, "bf16"), "fit: acc must be an Accelerator or an accelerator's name"),
     ((archspec.preset("gpt2"), None, "bf16"), "fit: acc must be an Accelerator"),
-    ((archspec.preset("gpt2"), "h100", 16), "fit: dtype must be a str"),
     ((archspec.preset("gpt2"), "h100", "bf16", ["training"]), "fit: task must be a str"),
     ((archspec.preset("gpt2"), "h100", "bf16", "inference", 1.0), "fit: batch must be an int"),
 ])  # fmt: skip
@@ -400,7 +399,8 @@ def test_inference_memory_and_flops_take_an_accelerator_file(tmp_path):
 
     mine = _accelerator_file(tmp_path, "mine.toml", "mine", 10)
     (out,) = json.loads(cli("inference", "gpt2", "--gpu", mine, "-p", "10", "-g", "10", "--format", "json")[1])
-    assert out["accelerator"] == "mine" and out["capacity_bytes"] == 10 * 2**30
+    assert out["accelerator"] == "mine" and 0 < out["capacity_bytes"] <= 10 * 2**30  # (the engine's share of it)
+    assert __import__("archspec.hardware").hardware.accelerator(mine).memory_bytes == 10 * 2**30
     code, out, err = cli("memory", "gpt2", "--gpu", mine)
     assert code == 0 and "mine" in out, err
     (f,) = json.loads(cli("flops", "gpt2", "--gpu", mine, "--tokens", "1000000", "--format", "json")[1])

@@ -127,7 +127,7 @@ def test_bandwidth_matches_its_printed_source(name):
         (["--gpu", "h100", "-p", "1000", "-g", "100"], "longer than gpt2's learned position table"),
         (["--gpu", "h100", "-p", "10", "-g", "10", "--mfu", "1.5"], "must be in (0, 1]"),
         (["--gpu", "h100", "-p", "10", "-g", "10", "--dtype", "fp64"], "invalid choice: 'fp64'"),
-        (["--gpu", "h100", "-g", "10"], "--prompt-len"),
+        (["--gpu", "h100", "-g", "1000"], "prompt_len + gen_len = 1512"),  # -p defaults to 512
     ],
 )
 def test_bad_input_is_one_line_exit_2(run_cli, argv, words):
