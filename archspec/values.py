@@ -49,7 +49,13 @@ def parse_number(text: str, what: str = "value", *, integer: bool = False, lengt
     exp10 = int(exponent.replace("_", "")) if exponent else 0
     if abs(exp10) > MAX_EXPONENT:
         raise SpecError(f"{what}: {shown(text)} is out of range; exponents are limited to +-{MAX_EXPONENT}")
-    value = Decimal(f"{sign}{mantissa.replace('_', '')}e{exp10}") * (scale or 1)
+    value = Decimal(f"{sign}{mantissa.replace('_', '')}e{exp10}")
+    if scale is not None:  # exactly: a Decimal product rounds to the context's precision
+        from decimal import localcontext
+
+        with localcontext() as ctx:
+            ctx.prec = len(s) + 20
+            value = value * scale
     if value == value.to_integral_value():
         if value.adjusted() > _MAX_INTEGER_DIGITS:  # refused by its size, before it becomes an int
             raise SpecError(f"{what}: {shown(text)}: {integer_too_large(value.adjusted() + 1)}")
