@@ -116,28 +116,18 @@ def weight_plan(text: str) -> WeightPlan:
     return WeightPlan(key, roles=dict(item.split("=") for item in key.split(",")))
 
 
+# the storage role of a part, by the role the description declares (else by its component)
+ROLE_BY_PART_ROLE = {"embedding": "embedding", "head": "head", "expert": "experts",
+                     "shared_expert": "shared_experts", "router": "router"}  # fmt: skip
+ROLE_BY_COMPONENT = {"mtp": "mtp", "norm": "norm", "mlp": "mlp"}
+
+
 def role_of(part, vector: bool = False) -> str:
     """The storage role of a tensor of `part` (a 1-D one when `vector`), from the part's role and
-    component."""
+    component; attention (and every other mixer) otherwise."""
     if vector:
         return "norm"
-    if part.role == "embedding":
-        return "embedding"
-    if part.role == "head":
-        return "head"
-    if part.role == "expert":
-        return "experts"
-    if part.role == "shared_expert":
-        return "shared_experts"
-    if part.role == "router":
-        return "router"
-    if part.component == "mtp":
-        return "mtp"
-    if part.component == "norm":
-        return "norm"
-    if part.component == "mlp":
-        return "mlp"
-    return "attention"
+    return ROLE_BY_PART_ROLE.get(part.role) or ROLE_BY_COMPONENT.get(part.component, "attention")
 
 
 def model_roles(spec) -> set[str]:
