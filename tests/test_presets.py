@@ -125,6 +125,13 @@ TYPED_FROM_A_RELEASED_CONFIG = {
     "deepseek-v3": "deepseek-v3", "deepseek-v3.2": "deepseek-v3.2", "glm-4.5-air": "glm-4.5-air", "phi-4": "phi-4",
     "kimi-k2": "kimi-k2-instruct", "minimax-m2": "minimax-m2.5", "nemotron-h-56b": "nemotron-h-56b-base-8k",
     "olmo-2-13b": "olmo-2-1124-13b", "gemma-2-27b": "gemma-2-27b",
+    "llama-2-7b": "llama-2-7b", "llama-2-13b": "llama-2-13b", "llama-2-70b": "llama-2-70b", "llama-3-8b": "llama-3-8b",
+    "llama-3-70b": "llama-3-70b", "llama-3.1-8b": "llama-3.1-8b", "llama-3.1-70b": "llama-3.1-70b",
+    "llama-3.1-405b": "llama-3.1-405b-instruct-kv8",
+    "qwen2.5-7b": "qwen2.5-7b", "qwen2.5-72b": "qwen2.5-72b", "qwen3-1.7b": "qwen3-1.7b", "qwen3-14b": "qwen3-14b",
+    "mistral-7b": "mistral-7b-v0.1", "mistral-nemo-12b": "mistral-nemo-instruct-2407",
+    "mixtral-8x7b": "mixtral-8x7b-instruct", "mixtral-8x22b": "mixtral-8x22b-instruct",
+    "gemma-2-2b": "gemma-2-2b", "gemma-2-9b": "gemma-2-9b", "gemma-3-1b": "gemma-3-1b-it",
 }  # fmt: skip
 
 
