@@ -25,12 +25,14 @@ from typing import ClassVar
 
 from archspec.blocks import AttentionShape, describe, described
 from archspec.checks import check_args
+from archspec.compiled import per_structure
 from archspec.entries import NON_MATMUL_CATEGORIES, Lengths, Work
 from archspec.errors import SpecError
 from archspec.limits import float_or_int
 from archspec.params import ParamCount, count_params
 from archspec.records import Exact, record, rendered
 from archspec.spec import ModelSpec
+from archspec.tracing import as_float, fraction
 
 PF_DAY = 10**15 * 24 * 3600  # one petaFLOP/s sustained for a day: 8.64e19 FLOPs
 
@@ -148,6 +150,7 @@ def workload_lengths(spec: ModelSpec, batch: int, seq_len: int | None, src_len: 
     return Lengths(batch, T, S)
 
 
+@per_structure
 @described
 def count_flops(
     spec: ModelSpec, batch: int = 1, seq_len: int | None = None, src_len: int | None = None, causal_half: bool = False
@@ -219,7 +222,7 @@ def approximations(spec: ModelSpec, B: int, T: int, forward: int, pc: ParamCount
     d_attn = AttentionShape.of(spec).q
     exact_train = 3 * forward
     exact_recompute = 4 * forward  # forward, backward (2x) and a full recomputation of the forward
-    megatron = Fraction(96 * B * T * L * d * d) * (1 + Fraction(T, 6 * d) + Fraction(V, 16 * L * d))
+    megatron = fraction(96 * B * T * L * d * d) * (1 + fraction(T, 6 * d) + fraction(V, 16 * L * d))
     moe = pc.active < N  # a mixture of experts: 6ND is usually taken with the parameters a token uses
     rows = {}
     if moe:
@@ -258,7 +261,7 @@ def approximations(spec: ModelSpec, B: int, T: int, forward: int, pc: ParamCount
             "formula": formula,
             "value": value,
             "exact": reference,
-            "deviation": float(Fraction(value - reference, reference)),
+            "deviation": as_float(fraction(value - reference, reference)),
         }
     return approx
 

@@ -50,7 +50,7 @@ class Placement(NamedTuple):
             out += min(n, left) * (k == kind)
             left -= min(n, left)
         full, rest = divmod(left, len(self.pattern))
-        out += full * self.pattern.count(kind) + self.pattern[:rest].count(kind)
+        out += full * self.pattern.count(kind) + self.pattern[: at_most(rest, len(self.pattern))].count(kind)
         return out
 
     def count_in(self, kind: str, lo: int, hi: int, mod: int = 1, res: int = 0) -> int:
@@ -79,7 +79,7 @@ class Placement(NamedTuple):
     def kinds(self) -> list[str]:
         """Distinct kinds present in the stack, in order of their first layer."""
         seen = dict.fromkeys(k for k, _ in self.runs)
-        seen.update(dict.fromkeys(self.pattern[: max(self.depth - self.prefix_len, 0)]))
+        seen.update(dict.fromkeys(self.pattern[: at_most(self.depth - self.prefix_len, len(self.pattern))]))
         present = [k for k in seen if self.count(k)]
         return sorted(present, key=self.first)
 
@@ -99,6 +99,15 @@ class Placement(NamedTuple):
                     return
                 yield base + j
             base += period
+
+
+def at_most(n: int, limit: int) -> int:
+    """max(0, min(n, limit)) as a plain int, found by comparing n with 0 .. limit: a depth recorded by
+    archspec.tracing slices a pattern through comparisons it guards (a slice would read its value)."""
+    for i in range(limit):
+        if not n > i:
+            return i
+    return limit
 
 
 def _progression(start: int, step: int, end: int, lo: int, hi: int, mod: int, res: int) -> int:

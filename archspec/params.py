@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from archspec.blocks import Linear, Part, describe, held, stack_shapes
 from archspec.checks import check_args
+from archspec.compiled import evaluate
 from archspec.records import record
 from archspec.spec import ModelSpec
 from archspec.vocab import COMPONENTS, ROLES
@@ -84,7 +85,8 @@ def count_params(spec: ModelSpec, mtp: bool = False) -> ParamCount:
     """Exact parameter count of `spec`, by component, role and layer kind; with `mtp`, the
     multi-token-prediction modules too (component 'mtp'; transformers does not build them)."""
     check_args("count_params", spec=spec, mtp=mtp)
-    return held(spec, ("count_params", bool(mtp)), lambda: _count_params(spec, mtp))
+    key = ("count_params", bool(mtp))
+    return held(spec, key, lambda: evaluate(key, _count_params, spec, bool(mtp)))
 
 
 def _count_params(spec: ModelSpec, mtp: bool) -> ParamCount:

@@ -10,6 +10,7 @@ The sub-tables it holds (positions, attention and mixers, MLP, heads, layer kind
 
 # Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
 # every string annotation when the class is defined, at every start-up.
+import math
 from functools import cache, cached_property
 from typing import Annotated, Any, Literal
 
@@ -320,7 +321,7 @@ class ModelSpec(BaseModel):
         """Width of each head that rotary positions rotate (0 without rotary positions)."""
         if self.position.kind != "rotary":
             return 0
-        return int(self.d_head * self.position.fraction)
+        return math.floor(self.d_head * self.position.fraction)  # int() of a product >= 0, as it records
 
     @property
     def d_embed(self) -> int:
@@ -420,26 +421,75 @@ def _field_validator(cls: type[BaseModel], name: str) -> Any:
     return TypeAdapter(tp, config=ConfigDict(strict=True))
 
 
+@cache
+def _whole_bound(cls: type[BaseModel], name: str) -> int | None:
+    """The least value of a whole-number field bounded only below (ge / gt), else None: such a value is
+    checked by one comparison, as strict validation would check it."""
+    import annotated_types as at
+
+    info = cls.model_fields[name]
+    if info.annotation is not int or not info.metadata:
+        return None
+    least = None
+    for m in info.metadata:
+        if isinstance(m, at.Ge):
+            least = m.ge
+        elif isinstance(m, at.Gt):
+            least = m.gt + 1
+        else:
+            return None
+    return least
+
+
+@cache
+def _derived(cls: type[BaseModel]) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
+    """The class's fields, and (field, its default factory) of the defaults that read other fields, in
+    field order."""
+    factories = tuple((name, info.default_factory) for name, info, how in _defaults(cls) if how == "data")
+    return tuple(cls.model_fields), factories
+
+
 def _replaced(spec: BaseModel, changes: dict[str, Any]) -> Any:
     """`spec` with plain `changes`, validated as full validation would; None where it refuses them."""
     cls = type(spec)
+    new = {}
+    for k, v in changes.items():
+        least = _whole_bound(cls, k)
+        if least is not None and type(v) is int and v >= least:
+            new[k] = v
+            continue
+        try:
+            new[k] = _field_validator(cls, k).validate_python(v)
+        except ValidationError:
+            return None
+    given = spec.__pydantic_fields_set__ | new.keys()
+    values = spec.__dict__.copy()
+    values.pop("_archspec_structure", None)  # archspec.compiled's number of the structure: kept below if it is
+    if len(values) != len(_derived(cls)[0]):  # views cached on `spec` (cached_property) are not its copy's
+        values = {k: values[k] for k in _derived(cls)[0]}
+    values.update(new)
+    for name, factory in _derived(cls)[1]:  # in field order: a derived default reads the fields before it
+        if name not in given:
+            values[name] = factory(values)
+    out = cls.__new__(cls)  # the new values are given; the rest is shared, as validation shares it
+    object.__setattr__(out, "__dict__", values)
+    object.__setattr__(out, "__pydantic_fields_set__", set(given))
+    object.__setattr__(out, "__pydantic_extra__", None)
+    object.__setattr__(out, "__pydantic_private__", None)
+    from archspec.compiled import evaluate, keep_structure
+
+    keep_structure(spec, out, new.keys())
     try:
-        new = {k: _field_validator(cls, k).validate_python(v) for k, v in changes.items()}
-    except ValidationError:
-        return None
-    out = spec.model_copy(update=new)  # the new values are given; the rest is shared, as validation shares it
-    values, seen = out.__dict__, {}
-    for name, info, how in _defaults(cls):  # in field order, a derived default sees the fields before it
-        if how == "data" and name not in out.model_fields_set:
-            values[name] = info.default_factory(seen)
-        seen[name] = values[name]
-    for key in values.keys() - seen.keys():  # views cached on `spec` (cached_property) are not its copy's
-        del values[key]
-    try:
-        out._check_consistency()
+        evaluate(("rules",), _rules_hold, out)
     except ValueError:
         return None
     return out
+
+
+def _rules_hold(spec: "ModelSpec") -> bool:
+    """The rules across tables (archspec.rules), as a question archspec.compiled answers per structure."""
+    check_spec(spec)
+    return True
 
 
 def describe_spec_error(err: ValidationError, where: str = "") -> str:

@@ -73,7 +73,8 @@ def within(name: str, prefixes) -> bool:
 # and the layers it may import at module level (function bodies may reach up, lazily)
 LAYERS = {
     "base": ("archspec.presets", "archspec.vocab", "archspec.limits", "archspec.errors", "archspec.checks",
-             "archspec.sizing", "archspec.records", "archspec._source_tree", "archspec.progress"),
+             "archspec.sizing", "archspec.records", "archspec._source_tree", "archspec.progress", "archspec.tracing",
+             "archspec.plancode", "archspec.compiled"),
     "spec": ("archspec.table", "archspec.subtables", "archspec.mixer_tables", "archspec.rules", "archspec.spec",
              "archspec.layers"),
     "description": ("archspec.entries", "archspec.parts", "archspec.attention", "archspec.mlp", "archspec.blocks",

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import archspec
 import archspec.blocks as blocks
 from archspec.cli import main
+from archspec.compiled import full_way
 from archspec.errors import SpecError
 from archspec.flops import count_flops
 from archspec.memory import estimate_memory
@@ -36,13 +37,15 @@ def validated_afresh(spec, changes):
 
 
 def figures(spec):
-    """Parameters, FLOPs and memory of `spec`, each described afresh (the kind cache emptied first)."""
-    blocks._BLOCKS.clear()
-    p = archspec.count_params(spec)
-    blocks._BLOCKS.clear()
-    f = count_flops(spec, 2, min(spec.max_positions, 256))
-    blocks._BLOCKS.clear()
-    m = estimate_memory(spec, batch=2, seq_len=min(spec.max_positions, 256))
+    """Parameters, FLOPs and memory of `spec`, each described afresh (the kind cache emptied first), the
+    full way (no program of archspec.compiled answers)."""
+    with full_way():
+        blocks._BLOCKS.clear()
+        p = archspec.count_params(spec)
+        blocks._BLOCKS.clear()
+        f = count_flops(spec, 2, min(spec.max_positions, 256))
+        blocks._BLOCKS.clear()
+        m = estimate_memory(spec, batch=2, seq_len=min(spec.max_positions, 256))
     return p, f, m
 
 
@@ -105,11 +108,12 @@ def test_derived_defaults_follow_a_replaced_field():
 def test_kind_cache_is_bounded_and_keyed_by_shape_not_depth():
     blocks._BLOCKS.clear()
     gpt2 = archspec.preset("gpt2")
-    for layers in (2, 6, 12, 48):
-        archspec.count_params(gpt2.replace(decoder_layers=layers))
-    assert len(blocks._BLOCKS) == 1  # one layer kind: the depth is not part of its key
-    archspec.count_params(gpt2.replace(d_model=1536))
-    assert len(blocks._BLOCKS) == 2
+    with full_way():  # the description itself (a compiled program describes nothing)
+        for layers in (2, 6, 12, 48):
+            archspec.count_params(gpt2.replace(decoder_layers=layers))
+        assert len(blocks._BLOCKS) == 1  # one layer kind: the depth is not part of its key
+        archspec.count_params(gpt2.replace(d_model=1536))
+        assert len(blocks._BLOCKS) == 2
     assert blocks._BLOCKS_MAX >= 1
 
 

@@ -201,8 +201,11 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
             key = (id(p), s.copies, more_bits_layers(p, s.lo, s.hi), s.lo <= 0 < s.hi, s.lo <= last < s.hi)
         else:
             key = (id(p), s.copies, s.lo, s.hi)
-        if key not in memo:
-            memo[key] = slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
+        try:
+            if key not in memo:
+                memo[key] = slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
+        except TypeError:  # a number recorded by archspec.tracing (unhashable): computed each time
+            return slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
         return memo[key]
 
     return max(math.ceil(sum(held(s) for s in stage)) for stage in stage_slots(spec, pipeline_parallel))

@@ -18,6 +18,7 @@ from fractions import Fraction
 
 from archspec.blocks import Lengths, describe, described
 from archspec.checks import check_args, check_int
+from archspec.compiled import per_structure
 from archspec.errors import SpecError, shown
 from archspec.flops import exact_number, workload_lengths
 from archspec.layers import moe_specs
@@ -29,6 +30,7 @@ from archspec.memory.storage import canonical_dtype, canonical_format, dtype_byt
 from archspec.params import count_params
 from archspec.records import Exact, record, rendered
 from archspec.spec import ModelSpec
+from archspec.tracing import fraction
 from archspec.vocab import RECOMPUTE, ZERO_STAGES
 
 OPTIMIZERS = {  # states per parameter, each kept in fp32
@@ -136,6 +138,7 @@ def training_bytes_per_param(dtype: str, optimizer: str = "adamw", fp32_grads: b
     return e, grads, optim
 
 
+@per_structure
 @described
 def estimate_memory(
     spec: ModelSpec,
@@ -243,9 +246,9 @@ def estimate_memory(
         check_int("lora_rank", lora_rank, "estimate_memory", minimum=1)
         trainable, adapted = lora_params(spec, lora_rank, lora_targets)
         # the frozen base: stored in `weights`, no gradients, no optimizer states (ZeRO-3 shards it too)
-        base = math.ceil(Fraction(inference_weights, zero_div["weights"]))
+        base = math.ceil(fraction(inference_weights, zero_div["weights"]))
         # the adapters sit with their layers (split by the pipeline) and whole on every tensor-parallel rank
-        share = Fraction(trainable, pipeline_parallel)
+        share = fraction(trainable, pipeline_parallel)
         adapter = nbytes(share / zero_div["weights"], weights_pp)
         weights, grads = base + adapter, nbytes(share / zero_div["gradients"], grads_pp)
         optim = nbytes(share / zero_div["optimizer"], optim_pp)
