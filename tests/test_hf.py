@@ -1665,15 +1665,20 @@ def test_a_file_that_names_no_class_is_counted_as_its_familys_first_and_says_so(
 
 def test_files_verified_by_hash_are_the_bytes_the_hub_record_names():
     """tests/data/hf/SOURCES.md's "verified by the hub file's hash" rows: each file's sha256 is the one the
-    record gives for the hub file at its commit (an edit to a file, even of its layout, fails here)."""
+    record gives for the hub file at its commit, or for ModelScope's mirror of it (an edit to a file, even of its layout,
+    fails here)."""
     import hashlib
 
     text = (DATA / "SOURCES.md").read_text(encoding="utf-8")
     section = text.split("## Files verified by the hub file's hash", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `([^`]+\.json)` \|.*?\| `([0-9a-f]{40})` \| `([0-9a-f]{64})` \|", section, re.M)
-    # the files typed from hub pages whose hash a record also gives ("sha256 `...`" in their row)
-    typed = text.split("## Files typed from the hub's own pages", 1)[1].split("\n## ", 1)[0]
-    rows += [(n, None, d) for n, d in re.findall(r"^\| `([^`]+\.json)` \|.*?sha256 `([0-9a-f]{64})`", typed, re.M)]
-    assert len(rows) >= 9
+    # the record names a commit, or ModelScope's mirror of the repository (its master)
+    row = r"^\| `([^`]+\.json)` \|.*?\| (?:`([0-9a-f]{40})`|ModelScope [^|]+) \| `([0-9a-f]{64})` \|"
+    rows = re.findall(row, section, re.M)
+    # copies and files typed from hub pages whose hash a record also gives ("sha256 `...`" in their row)
+    copies, typed = text.split("## Files typed from the hub's own pages", 1)
+    typed = typed.split("\n## ", 1)[0]
+    for table in (copies, typed):
+        rows += [(n, None, d) for n, d in re.findall(r"^\| `([^`]+\.json)` \|.*?sha256 `([0-9a-f]{64})`", table, re.M)]
+    assert len(rows) >= 16
     for name, _commit, digest in rows:
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digest, name
