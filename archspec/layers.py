@@ -227,28 +227,62 @@ def layer_kinds(spec: ModelSpec, depth: int) -> list[tuple[str, ModelSpec]]:
 def compact(kinds: list[str]) -> tuple[list[str], list[str]]:
     """A per-layer list of kinds written as a prefix and the shortest unit that repeats over the rest
     (cut short at the end), the prefix as short as it can be: Gemma 3's 62 layers are
-    ([], [local x 5, global]); DeepSeek-V3's are ([dense x 3], [moe])."""
-    n = len(kinds)
-    best: tuple[list[str], list[str]] = ([], list(kinds))
-    for start in range(n):
-        rest = kinds[start:]
-        period = _period(rest)
-        if start + period < len(best[0]) + len(best[1]):
-            best = (list(kinds[:start]), list(rest[:period]))
-        if start >= len(best[0]) + len(best[1]):
+    ([], [local x 5, global]); DeepSeek-V3's are ([dense x 3], [moe]). A prefix and unit of up to
+    SHORT layers together are found by whole-stack comparisons (a million layers in milliseconds);
+    longer ones by one pass of Knuth-Morris-Pratt over the layers."""
+    found = _short_unit(kinds, SHORT)
+    start, unit = found if found is not None else _by_periods(kinds)
+    return list(kinds[:start]), list(kinds[start : start + unit])
+
+
+SHORT = 32
+
+
+def _short_unit(kinds: list[str], limit: int) -> tuple[int, int] | None:
+    """(prefix length, unit length) of the compact form when they add up to at most `limit`; else None.
+
+    With one byte per kind, the rest from `start` repeats with unit p exactly when text[i] == text[i + p]
+    for every i >= start: the first differing byte from the end of text[:-p] ^ text[p:] gives the least
+    such start for every p at once."""
+    codes = {k: i for i, k in enumerate(dict.fromkeys(kinds))}
+    if len(codes) > 256 or not kinds:
+        return None if kinds else (0, 0)
+    text = bytes(map(codes.__getitem__, kinds))
+    n, best = len(text), None
+    for p in range(1, min(limit, n) + 1):
+        if best is not None and p > sum(best):  # every later unit is longer than the best whole form
             break
+        diff = int.from_bytes(text[: n - p], "big") ^ int.from_bytes(text[p:], "big")
+        same = n - p if not diff else ((diff & -diff).bit_length() - 1) // 8  # equal bytes at the end
+        form = (n - p - same, p)
+        if best is None or sum(form) <= sum(best):  # a tie goes to the longer unit, the shorter prefix
+            best = form
+    return best if best is not None and sum(best) <= limit else None
+
+
+def _by_periods(kinds: list[str]) -> tuple[int, int]:
+    """(prefix length, unit length) of the compact form, exactly, in one pass: the last m layers repeat
+    with period p exactly when the reversed list's first m do, and Knuth-Morris-Pratt's failure function
+    gives that period for every m at once; the answer is the least (n - m) + p, the longest m among equals."""
+    n = len(kinds)
+    best = (n, 0)
+    for m, period in enumerate(_periods(kinds[::-1]), start=1):
+        if n - m + period <= sum(best):
+            best = (n - m, period)
     return best
 
 
-def _period(seq: list[str]) -> int:
-    """The smallest p with seq[i] == seq[i % p] for every i: the length less the longest proper prefix that
-    is also a suffix (Knuth-Morris-Pratt's failure function), in one pass."""
-    border = [0] * len(seq)
+def _periods(seq: list[str]) -> list[int]:
+    """The smallest period of each prefix seq[:m], m = 1..len(seq): m less the longest proper prefix that is
+    also a suffix of seq[:m] (the failure function), in one pass."""
+    n = len(seq)
+    border = [0] * n
     k = 0
-    for i in range(1, len(seq)):
-        while k and seq[i] != seq[k]:
+    for i in range(1, n):
+        item = seq[i]
+        while k and item != seq[k]:
             k = border[k - 1]
-        if seq[i] == seq[k]:
+        if item == seq[k]:
             k += 1
         border[i] = k
-    return len(seq) - (border[-1] if seq else 0)
+    return [m - b for m, b in zip(range(1, n + 1), border)]

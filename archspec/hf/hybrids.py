@@ -19,6 +19,7 @@ among attention layers, each config's per-layer key (``layer_types``, ``hybrid_o
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -80,7 +81,8 @@ def _qwen_layer_types(cfg: Config) -> list[str]:
     if types is None:
         every = cfg.get("full_attention_interval", 4)
         n = cfg["num_hidden_layers"]
-        types = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(n)]
+        unit = ["linear_attention"] * (every - 1) + ["full_attention"]  # (i + 1) % every == 0: full attention
+        types = (unit * (n // every + 1))[:n]
     return list(types)
 
 
@@ -97,8 +99,14 @@ def _qwen_moe_layers(cfg: Config) -> list[bool]:
     """Qwen3-Next: a mixture of experts on layer i unless i is in mlp_only_layers, there are no experts,
     or (i + 1) is not a multiple of decoder_sparse_step."""
     dense = set(cfg.get("mlp_only_layers") or [])
-    step = cfg.get("decoder_sparse_step", 1)
-    return [i not in dense and cfg["num_experts"] > 0 and (i + 1) % step == 0 for i in range(cfg["num_hidden_layers"])]
+    step, n = cfg.get("decoder_sparse_step", 1), cfg["num_hidden_layers"]
+    if not cfg["num_experts"] > 0:
+        return [False] * n
+    moe = ([False] * (step - 1) + [True]) * (n // step + 1)  # (i + 1) % step == 0: experts
+    for i in dense:
+        if i in range(n):
+            moe[int(i)] = False
+    return moe[:n]
 
 
 def _qwen_hybrid(moe_layers: Any, projections: str):
@@ -125,7 +133,8 @@ def _qwen_hybrid(moe_layers: Any, projections: str):
             "attention": {"kind": "standard", "qk_norm": "head", "gate": True},
         }
         moe = moe_layers(cfg) if moe_layers else [False] * cfg["num_hidden_layers"]
-        if any(moe):
+        has_moe = any(moe)  # once: asked again per layer, a 10^6-layer config took minutes
+        if has_moe:
             base["mlp"] = {
                 "kind": "moe",
                 "experts": cfg["num_experts"],
@@ -136,15 +145,15 @@ def _qwen_hybrid(moe_layers: Any, projections: str):
                 "shared_gate": True,
             }
         kinds: dict[str, dict[str, Any]] = {}
-        names = []
-        for mixer, expert in zip(_qwen_layer_types(cfg), moe, strict=True):
-            name = ("deltanet" if mixer == "linear_attention" else "attention") + ("" if expert or not any(moe) else
-                                                                                  "-dense")  # fmt: skip
-            kind: dict[str, Any] = {"attention": deltanet} if mixer == "linear_attention" else {}
-            if not expert and any(moe):
-                kind["mlp"] = "dense"
-            kinds[name] = kind
-            names.append(name)
+        name_of = {}  # (layer type, experts?) -> the kind's name, each kind made once
+        for mixer, expert in itertools.product(("linear_attention", "full_attention"), (True, False)):
+            dense = has_moe and not expert
+            name = ("deltanet" if mixer == "linear_attention" else "attention") + ("-dense" if dense else "")
+            kinds[name] = {"attention": deltanet} if mixer == "linear_attention" else {}
+            if dense:
+                kinds[name]["mlp"] = "dense"
+            name_of[mixer, expert] = name
+        names = list(map(name_of.__getitem__, zip(_qwen_layer_types(cfg), moe, strict=True)))
         return layered(names, kinds, base)
 
     return derive

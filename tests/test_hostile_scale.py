@@ -1,0 +1,99 @@
+"""Hostile inputs at scale and in detail: stacks of a million layers, specs of many kinds, plans no
+machine holds, exact sums of huge specs, the messages of malformed config.json values, and `compare`
+at every terminal width.
+
+The contract is tests/test_hostile.py's: a right answer, or exit 2 with one line on stderr naming the
+problem (SpecError or TypeError from the API), never a traceback. How long these take is measured by
+benchmarks/hostile.py, not asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_hostile import cli, refused
+
+import archspec
+from archspec.hf import from_mapping
+from archspec.loading import build_spec
+
+HF = Path(__file__).parent / "data" / "hf"
+
+
+def released(name: str) -> dict:
+    return json.loads((HF / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def qwen35(name: str, layers: int, layer_types: bool) -> archspec.ModelSpec:
+    """A released Qwen3.5 config.json with `layers` layers (its unit of three Gated DeltaNet layers and one
+    attention layer repeated), written out in layer_types or left to full_attention_interval."""
+    raw = released(name)
+    text = raw["text_config"]
+    text["num_hidden_layers"] = layers
+    if layer_types:
+        text["layer_types"] = ["linear_attention" if (i + 1) % 4 else "full_attention" for i in range(layers)]
+    else:
+        del text["layer_types"]
+    return build_spec(from_mapping(raw, name).data)
+
+
+# ---------------------------------------------------------------- a million layers
+
+
+@pytest.mark.parametrize("layer_types", [True, False], ids=["layer_types", "interval"])
+@pytest.mark.parametrize("name", ["qwen3.5-27b", "qwen3.5-35b-a3b"])
+def test_a_million_layer_qwen35_config_counts_as_its_unit_repeated(name, layer_types):
+    # each unit of four layers adds what the 68-layer stack has over the 64-layer one
+    small, larger = (archspec.count_params(qwen35(name, n, True)).total for n in (64, 68))
+    huge = qwen35(name, 10**6, layer_types)
+    assert archspec.count_params(huge).total == small + (10**6 - 64) // 4 * (larger - small)
+    assert huge.layers.pattern == ("deltanet", "deltanet", "deltanet", "attention")
+
+
+def test_a_config_json_of_a_million_layer_types_is_refused_by_its_size(tmp_path):
+    raw = released("qwen3.5-27b")
+    raw["text_config"]["num_hidden_layers"] = 10**6
+    raw["text_config"]["layer_types"] = ["linear_attention" if (i + 1) % 4 else "full_attention" for i in range(10**6)]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    refused("params", path, message="the most archspec reads from a spec file")
+
+
+def test_a_million_layer_config_json_through_the_command_line(tmp_path):
+    raw = released("qwen3.5-35b-a3b")
+    raw["text_config"]["num_hidden_layers"] = 10**6
+    del raw["text_config"]["layer_types"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    code, out, err = cli("params", path, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)[0]["total"] == archspec.count_params(qwen35("qwen3.5-35b-a3b", 10**6, False)).total
+
+
+def test_compact_by_periods_is_the_shortest_prefix_and_unit_by_search():
+    """The one-pass form (for units longer than compact's short search) against the definition, searched by
+    brute force, over every list of up to 9 layers of 2 kinds, and a few long random ones."""
+    import itertools
+    import random
+
+    from archspec.layers import SHORT, _by_periods, compact
+
+    def searched(kinds):
+        for size in range(1, len(kinds) + 1):
+            for start in range(size):
+                rest, unit = kinds[start:], kinds[start:size]
+                if all(rest[i] == unit[i % len(unit)] for i in range(len(rest))):
+                    return start, size - start
+        return 0, 0
+
+    for n in range(10):
+        for kinds in itertools.product("ab", repeat=n):
+            assert _by_periods(list(kinds)) == searched(list(kinds)), kinds
+    rng = random.Random(31)
+    for _ in range(20):
+        unit = [rng.choice("abc") for _ in range(rng.randint(SHORT - 3, SHORT + 9))]
+        kinds = [rng.choice("abc") for _ in range(rng.randint(0, 5))] + unit * 3 + unit[: rng.randint(0, len(unit))]
+        start, size = searched(kinds)
+        assert compact(kinds) == (kinds[:start], kinds[start : start + size]), kinds
