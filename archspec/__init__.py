@@ -7,20 +7,20 @@ Import cost is kept to pydantic and the standard library; torch is loaded only b
 from __future__ import annotations
 
 # From a clone, the sibling folders presets/ and reference/ are archspec.presets and archspec.reference
-from archspec import _source_tree  # noqa: F401  (must come first)
+from archspec import (
+    _moved,  # noqa: F401  (the module paths from before the folders)
+    _source_tree,  # noqa: F401  (must come first)
+)
 
 # Import the preset data package before defining the `presets()` function below: once the
 # submodule is in sys.modules, later `import archspec.presets` leaves the attribute alone.
 from archspec import presets as _presets_data  # noqa: F401  (data package, see presets/)
-from archspec.catalog import get_preset, preset, preset_names, resolve_model
-from archspec.errors import SpecError
-from archspec.loading import load_spec
-from archspec.params import COMPONENTS, ParamCount, count_params
-from archspec.spec import ModelSpec
-
-# `archspec.sweep` is the function. Importing it loads the module archspec.sweep first, so a later
-# `from archspec.sweep import parse_vary` finds the module loaded and leaves this attribute alone.
-from archspec.sweep import sweep
+from archspec.core.errors import SpecError
+from archspec.count.params import COMPONENTS, ParamCount, count_params
+from archspec.io.catalog import get_preset, preset, preset_names, resolve_model
+from archspec.io.loading import load_spec
+from archspec.plan.sweep import sweep
+from archspec.spec.model import ModelSpec
 
 __version__ = "0.4.0"  # the package's version (pyproject reads it here); CHANGELOG.md says what each holds
 
@@ -33,18 +33,18 @@ def presets() -> list[str]:
 def __getattr__(name: str):
     # Heavier layers load on first use, so `import archspec` stays cheap.
     if name in ("count_flops", "FlopCount"):
-        from archspec import flops
+        from archspec.count import flops
 
         return getattr(flops, name)
     if name == "to_pandas":
-        from archspec.notebook import to_pandas
+        from archspec.render.notebook import to_pandas
 
         return to_pandas
     if name in ("estimate_memory", "MemoryEstimate"):
         from archspec import memory
 
         return getattr(memory, name)
-    if not name.startswith("_"):  # a public module (archspec.hardware, archspec.sweep ...): imported on first use
+    if not name.startswith("_"):  # a module (archspec.memory, or archspec.hardware by its old path): on first use
         import importlib
         import importlib.util
 

@@ -8,7 +8,7 @@
    key/value cache (model(token, cache=cache)) after a prompt of --prompt tokens: one decode step
    per timing, one warm-up step first. One torch thread by default: on a shared, loaded machine two
    threads spend most of a step waiting for each other.
-3. archspec's roofline for the same steps: archspec.inference.estimate_inference with an accelerator
+3. archspec's roofline for the same steps: archspec.plan.inference.estimate_inference with an accelerator
    made of the measured bandwidth and matmul rate, so the prediction is the weights read plus the
    mean cache read per step (decode_bytes_per_token) over the measured bandwidth.
 
@@ -33,8 +33,8 @@ from results import run  # writes the figures into RESULTS.md
 from timing import interleaved  # this folder is on sys.path
 
 import archspec
-from archspec.hardware import Accelerator
-from archspec.inference import estimate_inference
+from archspec.plan.hardware import Accelerator
+from archspec.plan.inference import estimate_inference
 from archspec.reference import build, cache_bytes, count_total
 
 DTYPE = "fp32"

@@ -16,12 +16,12 @@ import sys
 from results import run  # writes the figures into RESULTS.md
 from timing import interleaved  # this folder is on sys.path
 
-from archspec.flops import count_flops
-from archspec.hardware import ACCELERATORS
-from archspec.inference import estimate_inference
+from archspec.count.flops import count_flops
+from archspec.count.params import count_params
 from archspec.memory import estimate_memory
-from archspec.params import count_params
-from archspec.spec import ModelSpec
+from archspec.plan.hardware import ACCELERATORS
+from archspec.plan.inference import estimate_inference
+from archspec.spec.model import ModelSpec
 
 
 def spec(layers: int) -> ModelSpec:

@@ -32,7 +32,7 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "hf"
 def readable_configs() -> list[str]:
     """The test set's configs that archspec counts (a refused one would end the command with exit 2)."""
     from archspec import load_spec
-    from archspec.errors import SpecError
+    from archspec.core.errors import SpecError
 
     out = []
     for path in sorted(DATA.glob("*.json")):

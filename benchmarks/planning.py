@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from results import run  # writes the figures into RESULTS.md
 
 import archspec
-import archspec.blocks as blocks
-from archspec.flops import count_flops
+import archspec.describe.blocks as blocks
+from archspec.count.flops import count_flops
 from archspec.memory import estimate_memory
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 MODEL = "llama-3-8b"
 

@@ -1,7 +1,7 @@
 """Preset data: one TOML file per model family, with provenance for every number.
 
 This package holds data only; ``archspec.presets()`` (the function) lists the names and
-``archspec.preset(name)`` loads one. See ``archspec/catalog.py`` for the format.
+``archspec.preset(name)`` loads one. See ``archspec/io/catalog.py`` for the format.
 """
 
 from pathlib import Path

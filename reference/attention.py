@@ -20,10 +20,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from archspec.core.vocab import attention_runs
 from archspec.reference.norms import L2Norm, make_norm
 from archspec.reference.positions import Rotary
-from archspec.spec import ModelSpec
-from archspec.vocab import attention_runs
+from archspec.spec.model import ModelSpec
 
 
 def attend(q, k, v, causal: bool, start: int = 0, scale: float | None = None, bias=None, window: int | None = None,

@@ -12,11 +12,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from archspec.errors import SpecError
-from archspec.limits import digits_of
+from archspec.core.errors import SpecError
+from archspec.core.limits import digits_of
+from archspec.core.vocab import FLOAT_DTYPES, dtype_key
 from archspec.reference.model import Head, LearnedPosition, Transformer
-from archspec.spec import ModelSpec
-from archspec.vocab import FLOAT_DTYPES, dtype_key
+from archspec.spec.model import ModelSpec
 
 
 class InsufficientMemoryError(MemoryError):
@@ -26,7 +26,7 @@ class InsufficientMemoryError(MemoryError):
 def resolve_dtype(dtype) -> torch.dtype:
     """torch's dtype of `dtype`: None (float32), a floating torch.dtype, a floating dtype torch names
     ('float64', 'float8_e5m2', 'torch.bfloat16'), or one of archspec's short names and aliases
-    (archspec.vocab: 'bf16', 'fp8', which is E4M3)."""
+    (archspec.core.vocab: 'bf16', 'fp8', which is E4M3)."""
     if dtype is None:
         return torch.float32
     if isinstance(dtype, torch.dtype):

@@ -23,7 +23,7 @@ import torch
 from archspec.reference.families import CHECKPOINTS, Checkpoint, checkpoint
 from archspec.reference.model import Transformer
 from archspec.reference.weights import WeightMap, load_weights, row
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 __all__ = ["CHECKPOINTS", "family_of", "load_bert", "load_gpt2", "load_llama", "load_torch_transformer",
            "load_transformers", "transformers_config", "transformers_model",

@@ -37,13 +37,13 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from archspec.errors import SpecError
-from archspec.records import record, rendered
+from archspec.core.errors import SpecError
+from archspec.core.records import record, rendered
+from archspec.core.vocab import ZERO_STAGES
 from archspec.reference.build import build, resolve_dtype
 from archspec.reference.memory_measure import random_batch, training_loss
 from archspec.reference.model import MLP, Block, CrossAttention, SelfAttention, Transformer
-from archspec.spec import ModelSpec
-from archspec.vocab import ZERO_STAGES
+from archspec.spec.model import ModelSpec
 
 
 class DistributedUnavailable(RuntimeError):

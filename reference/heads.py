@@ -9,7 +9,7 @@ from torch import nn
 
 from archspec.reference.mlp import ACTIVATIONS
 from archspec.reference.norms import make_norm
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 
 class Head(nn.Module):

@@ -34,7 +34,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from archspec.errors import SpecError, clip, one_line
+from archspec.core.errors import SpecError, clip, one_line
 
 ROUTING_RULE = (
     "active = total - routed + routed * k / E, routed = tensors of the E experts under modules named 'experts', "

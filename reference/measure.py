@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from archspec.vocab import COMPONENTS, ROLES
+from archspec.core.vocab import COMPONENTS, ROLES
 
 
 def owners(model: nn.Module) -> dict[str, str]:

@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from archspec.errors import SpecError
-from archspec.records import record, rendered
+from archspec.core.errors import SpecError
+from archspec.core.records import record, rendered
 from archspec.reference.build import build, resolve_dtype
 from archspec.reference.measure import example_inputs
 from archspec.reference.model import Block, Transformer, cache_bytes
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 LOSS = "loss"
 LAYER = "layer"

@@ -2,7 +2,7 @@
 
 Mamba (Gu and Dao 2023; Jamba's variant with RMSNorms on dt, B and C), Mamba-2 (Dao and Gu 2024)
 and Gated DeltaNet (Yang et al. 2025, as Qwen3-Next and Qwen3.5 run it). Every width comes from
-the spec's own fields here, never from the analytic description (archspec.blocks, archspec.mixers):
+the spec's own fields here, never from the analytic description (archspec.describe.blocks, archspec.describe.mixers):
 the test that holds the two equal tensor by tensor then proves the widths.
 
 Each module takes x (B, T, d) and returns (B, T, d). With ``cache`` a dict, the module decodes
@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 
 class GatedRMSNorm(nn.Module):

@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from archspec import vocab
+from archspec.core import vocab
 from archspec.reference.norms import make_norm
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 
 def relu2(x: torch.Tensor) -> torch.Tensor:
@@ -24,7 +24,7 @@ def relu2(x: torch.Tensor) -> torch.Tensor:
 
 
 FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "relu2": relu2}
-# the element-wise function of each activation (of its gate, for the gated ones: archspec.vocab.ACTIVATIONS)
+# the element-wise function of each activation (of its gate, for the gated ones: archspec.core.vocab.ACTIVATIONS)
 ACTIVATIONS = {name: FUNCTIONS[a.function] for name, a in vocab.ACTIVATIONS.items()}
 SWIGLU_ALPHA = 1.702  # gpt-oss: sigmoid(1.702 x) x, the sigmoid approximation of GELU
 

@@ -6,8 +6,8 @@ are named after the same components: ``embed``, ``position``, ``token_type``, ``
 ``mixer``, ``cross_attention``, ``mlp`` (``router``, ``experts``, ``shared``), ``*_norm``,
 ``pooler``, ``head``. Every width is derived from the spec's fields in this package's own code
 (attention.py, mlp.py, norms.py, positions.py), never from the analytic description
-(archspec.blocks), so that "analytic == instantiated" compares two derivations. Layer i of a stack
-is built from the spec of its kind, ``archspec.layers.layer_kinds(spec, depth)[i]`` (the spec's
+(archspec.describe.blocks), so that "analytic == instantiated" compares two derivations. Layer i of a stack
+is built from the spec of its kind, ``archspec.spec.layers.layer_kinds(spec, depth)[i]`` (the spec's
 pattern resolved, not the description).
 
 Shapes: B batch, T target (or only) length, S source/key length, d d_model, nh query heads,
@@ -22,8 +22,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from archspec.errors import SpecError
-from archspec.layers import layer_kinds
+from archspec.core.errors import SpecError
+from archspec.core.vocab import ATTENTION, RECOMPUTE
 from archspec.reference.attention import (
     AttentionCore,
     CrossAttention,
@@ -44,8 +44,8 @@ from archspec.reference.positions import (
     SinusoidalPosition,
     TransformerXLPosition,
 )
-from archspec.spec import MIXERS, ModelSpec
-from archspec.vocab import ATTENTION, RECOMPUTE
+from archspec.spec.layers import layer_kinds
+from archspec.spec.model import MIXERS, ModelSpec
 
 # ---------------------------------------------------------------- components
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 
 class LayerNorm(nn.LayerNorm):

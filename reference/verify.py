@@ -3,7 +3,7 @@
 Three comparisons, each of two independently obtained figures:
 
 - tensors: every parameter of ``build(spec, device="meta")``, by path and shape, against
-  ``archspec.blocks.tensors(describe(spec))`` — a mismatch names the one tensor that differs;
+  ``archspec.describe.blocks.tensors(describe(spec))`` — a mismatch names the one tensor that differs;
 - parameters: unique parameter sizes rolled up by the modules' component tags, against
   ``count_params(spec).components``;
 - FLOPs: torch's FlopCounterMode over one forward pass on the meta device, by component, against
@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from archspec.blocks import describe, tensors
-from archspec.errors import SpecError
-from archspec.flops import count_flops
-from archspec.params import COMPONENTS, count_params
-from archspec.records import record, rendered
-from archspec.spec import ModelSpec
-from archspec.vocab import ATTENTION
+from archspec.core.errors import SpecError
+from archspec.core.records import record, rendered
+from archspec.core.vocab import ATTENTION
+from archspec.count.flops import count_flops
+from archspec.count.params import COMPONENTS, count_params
+from archspec.describe.blocks import describe, tensors
+from archspec.spec.model import ModelSpec
 
 
 @dataclass(frozen=True)

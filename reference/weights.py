@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 
 from archspec.sources.weightmap import EXPERT, LAYER, PARAM, Row, Step, WeightMap, _fill, each, row
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 __all__ = ["EXPERT", "LAYER", "PARAM", "TRANSFORMS", "Row", "Step", "WeightMap", "each", "load_weights", "plan", "row"]
 

@@ -10,9 +10,9 @@ torch = pytest.importorskip("torch")
 from matrix import fast_corner  # noqa: E402
 
 from archspec import ModelSpec  # noqa: E402
+from archspec.core.vocab import ATTENTION, RECOMPUTE  # noqa: E402
 from archspec.memory import estimate_memory  # noqa: E402
 from archspec.reference.memory_measure import measure_activations  # noqa: E402
-from archspec.vocab import ATTENTION, RECOMPUTE  # noqa: E402
 
 GPT2_WIDTH = dict(name="gpt2-width", vocab_size=2048, d_model=768, n_heads=12, max_positions=128)
 LLAMA_STYLE = dict(name="llama-style", vocab_size=2048, d_model=512, n_heads=8, n_kv_heads=2, d_ff=1376,
@@ -81,8 +81,8 @@ def test_verify_memory_renders_planned_against_measured(run_cli):
 
 def test_verify_memory_exits_1_when_the_plan_drifts(run_cli, monkeypatch):
     """A description that forgets one saved tensor (the MLP's input) is caught by the measurement."""
-    import archspec.blocks as blocks
-    import archspec.mlp as mlp
+    import archspec.describe.blocks as blocks
+    import archspec.describe.mlp as mlp
 
     real = mlp._mlp_saved
     monkeypatch.setattr(mlp, "_mlp_saved", lambda m, per_token=1: real(m, per_token)[1:])

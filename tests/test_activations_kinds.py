@@ -18,10 +18,10 @@ torch = pytest.importorskip("torch")
 from matrix import fast_corner  # noqa: E402
 
 from archspec import ModelSpec  # noqa: E402
+from archspec.core.vocab import ATTENTION, RECOMPUTE  # noqa: E402
 from archspec.memory import estimate_memory  # noqa: E402
 from archspec.reference import build  # noqa: E402
 from archspec.reference.memory_measure import measure_activations  # noqa: E402
-from archspec.vocab import ATTENTION, RECOMPUTE  # noqa: E402
 
 BASE = dict(vocab_size=53, d_model=32, n_heads=4, d_head=8, max_positions=24, decoder_layers=2)
 LLAMA = dict(position="rotary", norm="rmsnorm", activation="swiglu", bias=False)

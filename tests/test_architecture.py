@@ -69,25 +69,17 @@ def within(name: str, prefixes) -> bool:
 
 # ---------------------------------------------------------------- the layers and what each may import
 
-# docs/architecture.md, "Layers and what each may import": each layer of archspec/ by its modules,
-# and the layers it may import at module level (function bodies may reach up, lazily)
+# docs/architecture.md, "The tree, and what each layer may import": each layer of archspec/ by its folders (a
+# module outside every folder, or a folder in no layer, fails below), and the layers it may import at
+# module level (function bodies may reach up, lazily)
 LAYERS = {
-    "base": ("archspec.presets", "archspec.vocab", "archspec.limits", "archspec.errors", "archspec.checks",
-             "archspec.sizing", "archspec.records", "archspec._source_tree", "archspec.progress", "archspec.tracing",
-             "archspec.plancode", "archspec.compiled"),
-    "spec": ("archspec.table", "archspec.subtables", "archspec.mixer_tables", "archspec.rules", "archspec.spec",
-             "archspec.layers"),
-    "description": ("archspec.entries", "archspec.parts", "archspec.attention", "archspec.mlp", "archspec.blocks",
-                    "archspec.mixers"),
-    "quantities": ("archspec.params", "archspec.flops", "archspec.memory", "archspec.hardware", "archspec.inference",
-                   "archspec.fit", "archspec.sweep", "archspec.compare", "archspec.claims", "archspec.conventions",
-                   "archspec.formula"),
-    "inputs": ("archspec.hf", "archspec.loading", "archspec.values", "archspec.specfile", "archspec.catalog",
-               "archspec.tables",
-               "archspec.sources"),
-    "front door": ("archspec.__main__", "archspec.cli", "archspec.render", "archspec.plot", "archspec.report",
-                   "archspec.notebook"),
-}  # fmt: skip
+    "base": ("archspec.core", "archspec.presets", "archspec._source_tree", "archspec._moved"),
+    "spec": ("archspec.spec",),
+    "description": ("archspec.describe",),
+    "quantities": ("archspec.count", "archspec.memory", "archspec.plan", "archspec.validate"),
+    "inputs": ("archspec.io", "archspec.hf", "archspec.sources"),
+    "front door": ("archspec.__main__", "archspec.cli", "archspec.render"),
+}
 MAY_IMPORT = {
     "base": {"base"},
     "spec": {"base", "spec"},
@@ -98,7 +90,7 @@ MAY_IMPORT = {
 }
 HEAVY = ("torch", "fvcore", "transformers", "matplotlib", "archspec.reference")
 # the reference model's own layer: the spec, the per-layer view and the base, never the description
-# it proves (archspec.blocks, entries, mixers) nor the quantities summed over it; verify.py compares
+# it proves (archspec.describe.blocks, entries, mixers) nor the quantities summed over it; verify.py compares
 # with them
 DESCRIPTION = LAYERS["description"] + LAYERS["quantities"]
 READS_THE_DESCRIPTION = {"archspec.reference.verify"}
@@ -108,6 +100,17 @@ def layer_of(module: str) -> str | None:
     if module == "archspec":  # the package's front door: archspec.preset, count_params, ...
         return "front door"
     return next((layer for layer, mods in LAYERS.items() if within(module, mods)), None)
+
+
+def test_every_module_lives_in_a_layer_folder():
+    """archspec/ holds folders, one layer each: no flat module but the package's own plumbing, and no
+    folder that the layer table does not place."""
+    plumbing = {"__init__", "__main__", "_source_tree", "_moved"}
+    flat = sorted(p.name for p in (ROOT / "archspec").glob("*.py") if p.stem not in plumbing)
+    assert not flat, f"modules outside the layer folders: {flat} (move them into the folder of their layer)"
+    folders = {f"archspec.{p.parent.name}" for p in (ROOT / "archspec").glob("*/__init__.py")}
+    unplaced = sorted(f for f in folders if layer_of(f) is None)
+    assert not unplaced, f"folders in no layer: {unplaced} (name them in docs/architecture.md and in LAYERS)"
 
 
 @pytest.mark.parametrize("path", sources("archspec"), ids=lambda p: str(p.relative_to(ROOT)))
@@ -235,3 +238,17 @@ def test_the_readme_links_the_architecture_document_and_nothing_cites_an_outside
     ]
     citing = [str(p.relative_to(ROOT)) for p in files if outside in p.read_text(encoding="utf-8")]
     assert not citing, f"{citing} cite {outside}; cite docs/architecture.md"
+
+
+def test_the_module_paths_from_before_the_folders_import_as_the_same_modules():
+    """A script written against archspec 0.3 (`from archspec.sizing import pad_vocab`,
+    `archspec.hardware.resolve_peak`) runs unchanged: each old path is the moved module itself."""
+    import archspec
+    from archspec._moved import MOVED
+
+    for old, new in MOVED.items():
+        assert not is_module(old), f"{old} is still a module of its own: drop it from MOVED"
+        assert is_module(new), f"{new} does not exist: MOVED names a module that moved again"
+        assert importlib.import_module(old) is importlib.import_module(new)
+        assert getattr(archspec, old.rpartition(".")[2]) is importlib.import_module(new)
+    from archspec.sizing import pad_vocab  # noqa: F401  (the import statement form)

@@ -7,8 +7,8 @@ import pytest
 
 import archspec
 from archspec import ModelSpec
-from archspec.blocks import AttentionShape, MLPShape, stack_shapes
-from archspec.flops import count_flops
+from archspec.count.flops import count_flops
+from archspec.describe.blocks import AttentionShape, MLPShape, stack_shapes
 from archspec.memory import DTYPE_BYTES, kv_cache_bytes
 
 torch = pytest.importorskip("torch")

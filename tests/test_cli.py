@@ -170,7 +170,7 @@ def test_verify_exits_1_and_names_the_tensor_and_component_on_a_mismatch(run_cli
     its bias) is caught tensor by tensor and component by component."""
     pytest.importorskip("torch")
 
-    import archspec.blocks as blocks
+    import archspec.describe.blocks as blocks
 
     real = blocks.mlp_part
 

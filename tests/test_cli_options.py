@@ -24,8 +24,8 @@ def test_float32_weights_are_four_bytes_a_parameter(run_json):
 
 
 def test_every_torch_name_maps_to_a_known_dtype():
+    from archspec.core.vocab import DTYPE_ALIASES
     from archspec.memory import DTYPE_BYTES, dtype_bytes
-    from archspec.vocab import DTYPE_ALIASES
 
     assert set(DTYPE_ALIASES.values()) <= set(DTYPE_BYTES)
     assert dtype_bytes("torch.bfloat16") == dtype_bytes("bf16") and dtype_bytes("float8_e4m3fn") == 1

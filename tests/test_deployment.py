@@ -10,10 +10,10 @@ from math import ceil
 import pytest
 
 import archspec
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 from archspec.memory import estimate_memory, stored_weights_bytes
 from archspec.memory.roles import LAYOUTS, ROLES, canonical_weights, model_roles
-from archspec.spec import MTP
+from archspec.spec.model import MTP
 
 GiB = 2**30
 
@@ -98,7 +98,7 @@ def test_the_kv_cache_stays_bf16_beside_fp8_and_quantised_weights():
     for weights in ("fp8", "deepseek-fp8", "mlp=fp8_row", "q4_k_m"):
         assert estimate_memory(spec, 1, 128, weights=weights).kv_cache_dtype == "bf16"
     assert estimate_memory(spec, 1, 128, weights="fp8", kv_dtype="fp8").kv_cache_dtype == "fp8"
-    from archspec.inference import estimate_inference
+    from archspec.plan.inference import estimate_inference
 
     e = estimate_inference(spec, "h100", 1, 64, 8, dtype="fp8")
     assert e.kv_dtype == "bf16"
@@ -137,8 +137,8 @@ FITS_ON = [
     ids=lambda x: x if isinstance(x, str) and "/" not in x and " " not in x else "",
 )
 def test_fit_agrees_with_the_deployment_guides(model, weights, gpu, bounds, source, quote):
-    from archspec.fit import fit
-    from archspec.hardware import ACCELERATORS
+    from archspec.plan.fit import fit
+    from archspec.plan.hardware import ACCELERATORS
 
     f = fit(archspec.preset(model), ACCELERATORS[gpu], weights, "inference", 1, 4096)
     most, fewest = bounds
@@ -147,9 +147,9 @@ def test_fit_agrees_with_the_deployment_guides(model, weights, gpu, bounds, sour
 
 
 def test_the_engine_share_is_what_weights_and_cache_may_use(run_cli):
-    from archspec.fit import fit
-    from archspec.hardware import ACCELERATORS
     from archspec.memory.runtime import usable_bytes
+    from archspec.plan.fit import fit
+    from archspec.plan.hardware import ACCELERATORS
 
     h100 = ACCELERATORS["h100"]
     spec = archspec.preset("deepseek-v3")
@@ -166,7 +166,7 @@ def test_the_engine_share_is_what_weights_and_cache_may_use(run_cli):
 def test_fit_marks_fp8_emulated_where_the_hardware_table_has_no_fp8(run_json):
     rows = run_json("fit", "gpt2", "--gpu", "a100", "--gpu", "h100")
     native = {(r["accelerator"], r["dtype"]): r["native"] for r in rows}
-    from archspec.hardware import ACCELERATORS
+    from archspec.plan.hardware import ACCELERATORS
 
     assert ACCELERATORS["a100"].fp8_tflops is None and ACCELERATORS["h100"].fp8_tflops is not None
     for fmt in ("fp8", "fp8_block", "fp8_row"):
@@ -177,8 +177,8 @@ def test_fit_marks_fp8_emulated_where_the_hardware_table_has_no_fp8(run_json):
 def test_lora_fit_plans_gradient_checkpointing_by_default_as_qlora_users_run_it():
     """QLoRA of Qwen3-8B on one RTX 4090 (24 GiB): with full recomputation (peft's
     prepare_model_for_kbit_training turns gradient checkpointing on by default) it fits one card."""
-    from archspec.fit import fit
-    from archspec.hardware import ACCELERATORS
+    from archspec.plan.fit import fit
+    from archspec.plan.hardware import ACCELERATORS
 
     spec, card = archspec.preset("qwen3-8b"), ACCELERATORS["rtx4090"]
     f = fit(spec, card, "nf4", "lora", 1, 2048)

@@ -8,12 +8,12 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import archspec  # noqa: E402
-from archspec.errors import SpecError  # noqa: E402
+from archspec.core.errors import SpecError  # noqa: E402
+from archspec.core.vocab import ZERO_STAGES  # noqa: E402
 from archspec.reference import build  # noqa: E402
 from archspec.reference.distributed import DistributedUnavailable, measure_plans, measure_ranks  # noqa: E402
 from archspec.reference.memory_measure import random_batch, training_loss  # noqa: E402
 from archspec.reference.model import MLP, CrossAttention, SelfAttention  # noqa: E402
-from archspec.vocab import ZERO_STAGES  # noqa: E402
 
 RANKS = 2
 FP32 = 4

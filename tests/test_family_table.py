@@ -22,12 +22,12 @@ import test_parity_hybrids  # noqa: E402
 import archspec  # noqa: E402
 from archspec import ModelSpec, count_params  # noqa: E402
 from archspec.hf import FAMILIES, from_mapping  # noqa: E402
-from archspec.layers import layer_kinds  # noqa: E402
 from archspec.reference.convert import transformers_config  # noqa: E402
 from archspec.reference.families import CHECKPOINTS, Checkpoint, checkpoint  # noqa: E402
 from archspec.reference.families.engine import fixed_needs  # noqa: E402
 from archspec.reference.model import sliding_window  # noqa: E402
-from archspec.spec import KIND_FIELDS  # noqa: E402
+from archspec.spec.layers import layer_kinds  # noqa: E402
+from archspec.spec.model import KIND_FIELDS  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "hf"
 

@@ -11,7 +11,7 @@ from pydantic import ValidationError  # noqa: E402
 
 import archspec  # noqa: E402
 from archspec import ModelSpec, count_params  # noqa: E402
-from archspec.flops import count_flops  # noqa: E402
+from archspec.count.flops import count_flops  # noqa: E402
 from archspec.memory import kv_cache_bytes  # noqa: E402
 from archspec.reference import build, cache_bytes, compare_tensors, count_by_component, count_total  # noqa: E402
 from archspec.reference.measure import count_by_role, example_inputs, measure_flops  # noqa: E402
@@ -376,7 +376,7 @@ def test_set_changes_one_field_of_a_sub_table(run_json):
     [("mixtral-8x7b", "46.7B", "12.9B"), ("mixtral-8x22b", "141B", "39B")],
 )
 def test_published_total_and_active_pairs_are_reproduced(name, total, active):
-    from archspec.claims import parse_printed
+    from archspec.validate.claims import parse_printed
 
     pc = count_params(archspec.preset(name))
     for value, printed in ((pc.total, total), (pc.active, active)):

@@ -8,7 +8,7 @@ from matrix import fast_only
 
 import archspec
 from archspec import ModelSpec
-from archspec.flops import PF_DAY, count_flops, training_cost
+from archspec.count.flops import PF_DAY, count_flops, training_cost
 
 torch = pytest.importorskip("torch")
 from archspec.reference import build  # noqa: E402

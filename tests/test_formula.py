@@ -9,9 +9,9 @@ import pytest
 from matrix import fast_only
 
 import archspec
-from archspec.flops import count_flops
-from archspec.formula import NotDerived, derive, field_value, prove, traced_spec
-from archspec.params import count_params
+from archspec.count.flops import count_flops
+from archspec.count.formula import NotDerived, derive, field_value, prove, traced_spec
+from archspec.count.params import count_params
 
 sympy = pytest.importorskip("sympy")
 
@@ -63,7 +63,7 @@ def test_every_presets_formula_equals_the_counters_at_new_random_points(name):
     f = derive(spec)
     assert f.params.value == count_params(spec).total
     assert _evaluate(f.flops_per_token.expr, spec) * spec.max_positions == count_flops(spec, 1, None).forward
-    from archspec.formula import period, traced_fields
+    from archspec.count.formula import period, traced_fields
 
     rng = random.Random(name)
     checked = 0
@@ -113,7 +113,7 @@ def test_sympy_is_imported_by_formula_alone(tmp_path):
 
 
 def test_traced_and_plain_specs_never_share_the_layer_cache():
-    """archspec.blocks keeps each layer kind's parts by field values; a traced int equal to a plain one
+    """archspec.describe.blocks keeps each layer kind's parts by field values; a traced int equal to a plain one
     must not be handed the plain parts (constants where the symbols are), nor leave traced parts behind."""
     spec = archspec.preset("gpt3-xl")
     count_params(spec.replace(d_head=64))  # fills the cache for another shape first
@@ -133,7 +133,7 @@ def test_a_mixture_of_experts_shows_its_experts_and_the_ones_a_token_uses():
 
 
 def test_a_description_that_cannot_be_traced_is_said_on_stderr_and_exits_1(run_cli, monkeypatch):
-    import archspec.formula as formula
+    import archspec.count.formula as formula
 
     def refuse(spec, nested):
         raise NotDerived(f"{spec.name}: refused for the test")

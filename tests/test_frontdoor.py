@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import archspec
-from archspec.fit import fit
-from archspec.hardware import ACCELERATORS, accelerator
+from archspec.core.vocab import ZERO_STAGES
 from archspec.memory import STORAGE, estimate_memory
-from archspec.render import table
-from archspec.vocab import ZERO_STAGES
+from archspec.plan.fit import fit
+from archspec.plan.hardware import ACCELERATORS, accelerator
+from archspec.render.text import table
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -23,11 +23,11 @@ import pytest
 gguf = pytest.importorskip("gguf")
 np = pytest.importorskip("numpy")
 
-from archspec.errors import SpecError  # noqa: E402
-from archspec.flops import count_flops  # noqa: E402
-from archspec.loading import load_spec  # noqa: E402
+from archspec.core.errors import SpecError  # noqa: E402
+from archspec.count.flops import count_flops  # noqa: E402
+from archspec.count.params import count_params  # noqa: E402
+from archspec.io.loading import load_spec  # noqa: E402
 from archspec.memory.cache import kv_cache_bytes_per_token  # noqa: E402
-from archspec.params import count_params  # noqa: E402
 from archspec.sources import gguf as ggufsrc  # noqa: E402
 from archspec.sources.gguf_header import Truncated, parse_header  # noqa: E402
 

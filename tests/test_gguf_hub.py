@@ -14,7 +14,7 @@ hubserver = pytest.importorskip("hubserver")
 
 import test_gguf as tg  # noqa: E402
 
-from archspec.errors import SpecError  # noqa: E402
+from archspec.core.errors import SpecError  # noqa: E402
 from archspec.sources import gguf as ggufsrc  # noqa: E402
 from archspec.sources import hub as hubsrc  # noqa: E402
 from archspec.sources import resolve as resolvesrc  # noqa: E402

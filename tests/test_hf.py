@@ -21,9 +21,10 @@ from matrix import fast_corner, fast_only
 from released import DATA, read_as_type
 
 import archspec
-from archspec import hf, loading, specfile
-from archspec.flops import count_flops
-from archspec.params import count_params
+from archspec import hf
+from archspec.count.flops import count_flops
+from archspec.count.params import count_params
+from archspec.io import loading, specfile
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

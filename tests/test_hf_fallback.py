@@ -19,7 +19,7 @@ import pytest
 
 import archspec
 from archspec import hf
-from archspec.params import count_params
+from archspec.count.params import count_params
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")

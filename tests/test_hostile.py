@@ -4,7 +4,7 @@ The contract (docs/architecture.md): exit 0 with a right answer, exit 1 for a ch
 exit 2 with exactly one line on stderr that names the problem. From the API: SpecError (a
 ValueError) or TypeError naming the argument. Right answers are checked against the API, which
 computes them from the data without the command line's or the file reader's parsing; the limits
-themselves are in archspec/limits.py.
+themselves are in archspec/core/limits.py.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from matrix import fast_only
 import archspec
 from archspec import ModelSpec, SpecError, count_params
 from archspec.cli import main
-from archspec.flops import PF_DAY, count_flops, training_cost
-from archspec.hardware import accelerator
-from archspec.limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INTEGER
-from archspec.loading import load_spec, parse_number
+from archspec.core.limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INTEGER
+from archspec.count.flops import PF_DAY, count_flops, training_cost
+from archspec.io.loading import load_spec, parse_number
 from archspec.memory import estimate_memory, kv_cache_bytes, weights_bytes
+from archspec.plan.hardware import accelerator
 
 GPT2 = archspec.preset("gpt2")
 BERT = archspec.preset("bert-base")
@@ -298,7 +298,7 @@ def test_an_extreme_but_valid_file_gives_the_exact_count(tmp_path, name, content
 
 def test_yaml_merge_keys_may_be_overridden_but_not_duplicated(tmp_path):
     text = "base: &b {vocab_size: 7, d_model: 64}\nspec:\n  <<: *b\n  vocab_size: 1000\n"
-    from archspec.loading import read_mapping
+    from archspec.io.loading import read_mapping
 
     assert read_mapping(write(tmp_path, "m.yaml", text))["spec"] == {"vocab_size": 1000, "d_model": 64}
 
@@ -1057,7 +1057,7 @@ def test_replace_raises_specerror_on_one_line(changes, message):
 def test_a_validation_error_never_repeats_a_huge_value():
     from pydantic import ValidationError
 
-    from archspec.spec import describe_spec_error as describe_validation_error
+    from archspec.spec.model import describe_spec_error as describe_validation_error
 
     with pytest.raises(ValidationError) as info:
         ModelSpec(**{**SPEC, "name": "N" * 50_000_000})
@@ -1110,7 +1110,7 @@ def test_parse_number_never_rounds_to_a_whole_number(text):
     "n", [10**400, 2**1024 + 1, 3 * 10**2000 + 7, 99_950 * 10**12, 10**15, 123_456_789 * 10**300, -(10**350)]
 )
 def test_sci_rounds_exact_integers_of_any_size_as_decimal_does(n):
-    from archspec.render import human, human_bytes, sci
+    from archspec.render.text import human, human_bytes, sci
 
     assert sci(n) == f"{Decimal(n):.2e}".replace("E", "e")
     assert human(n) == sci(n)
@@ -1118,7 +1118,7 @@ def test_sci_rounds_exact_integers_of_any_size_as_decimal_does(n):
 
 
 def test_json_output_refuses_a_non_finite_number():
-    from archspec.render import to_json
+    from archspec.render.text import to_json
 
     with pytest.raises(ValueError):
         to_json([{"name": "x", "value": float("inf")}])
@@ -1366,7 +1366,7 @@ def test_a_real_process_prints_one_line_and_exits_2_for_a_device_and_a_deep_file
 def test_the_spec_format_page_states_the_limits_the_code_enforces():
     from pathlib import Path
 
-    from archspec import limits
+    from archspec.core import limits
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "spec-format.md").read_text(encoding="utf-8")
     section = page.split("## Limits on input", 1)[1].split("\n## ", 1)[0]
@@ -1667,7 +1667,7 @@ def test_a_cache_made_by_another_model_is_a_specerror_naming_it(changes, message
 
 def _rank_elements_by_every_tensor(spec, shards: int, tp: int) -> int:
     """The oracle: every tensor of every layer by its full path, split as Megatron-LM and FSDP2 split it."""
-    from archspec.blocks import describe, tensors
+    from archspec.describe.blocks import describe, tensors
     from archspec.memory import COLUMN_PARALLEL, ROW_PARALLEL
 
     total = 0
@@ -1694,7 +1694,7 @@ def test_rank_elements_per_kind_equal_every_tensor_counted(name):
 
 def test_memory_planning_looks_at_each_tensor_once_whatever_the_depth(monkeypatch):
     """Counted, not timed: the tensors the planner enumerates are the same for 12 and 10^6 layers."""
-    from archspec import blocks
+    from archspec.describe import blocks
 
     seen = {"n": 0}
     original = blocks.Part.paths

@@ -12,13 +12,13 @@ import pytest
 from test_hostile import cli, refused
 
 import archspec
-from archspec.vocab import COMPONENTS
+from archspec.core.vocab import COMPONENTS
 
 # ---------------------------------------------------------------- every component has a colour, a label, a place
 
 
 def test_every_component_has_its_own_colour():
-    from archspec.plot import COMPONENT_COLOURS
+    from archspec.render.plot import COMPONENT_COLOURS
 
     assert set(COMPONENT_COLOURS) == set(COMPONENTS)
     assert len(set(COMPONENT_COLOURS.values())) == len(COMPONENTS)
@@ -26,7 +26,7 @@ def test_every_component_has_its_own_colour():
 
 def test_the_breakdown_draws_every_component_with_its_label(tmp_path):
     pytest.importorskip("matplotlib")
-    from archspec.plot import BreakdownData, draw_breakdown
+    from archspec.render.plot import BreakdownData, draw_breakdown
 
     n = len(COMPONENTS)
     data = BreakdownData(models=["a", "b"], components=list(COMPONENTS), counts=[[1] * n, list(range(1, n + 1))],
@@ -79,7 +79,7 @@ def _containers(value, path="spec"):
     """Every list, dict or set inside a spec's fields, by path (a frozen spec holds none it can lose)."""
     from pydantic import BaseModel
 
-    from archspec.subtables import FrozenDict
+    from archspec.spec.subtables import FrozenDict
 
     if isinstance(value, BaseModel):
         for name in type(value).model_fields:
@@ -196,7 +196,7 @@ def test_offloading_sgd_in_mixed_precision_moves_its_master_copy():
 
 @pytest.mark.parametrize("kv_dtype", ["mxfp4", "nf4", "int4", "q4_k_m"])
 def test_a_kv_dtype_no_cache_is_held_in_is_refused(kv_dtype):
-    from archspec.inference import estimate_inference
+    from archspec.plan.inference import estimate_inference
 
     gpt2 = archspec.preset("gpt2")
     with pytest.raises(archspec.SpecError, match=f"kv_dtype '{kv_dtype}'.*use one of fp32, bf16"):
@@ -217,7 +217,7 @@ def test_a_kv_dtype_a_cache_is_held_in_counts_its_bytes():
 
 @pytest.mark.parametrize("peak", [-1, -1e15, 0, 0.0, float("nan"), float("-inf")])
 def test_resolve_peak_refuses_a_peak_that_is_not_positive(peak):
-    from archspec.hardware import resolve_peak
+    from archspec.plan.hardware import resolve_peak
 
     with pytest.raises(archspec.SpecError, match="peak_tflops must be"):
         resolve_peak("h100", peak, "bf16")
@@ -225,14 +225,14 @@ def test_resolve_peak_refuses_a_peak_that_is_not_positive(peak):
 
 @pytest.mark.parametrize("peak", ["989", [989], True])
 def test_resolve_peak_refuses_a_peak_that_is_not_a_number(peak):
-    from archspec.hardware import resolve_peak
+    from archspec.plan.hardware import resolve_peak
 
     with pytest.raises(TypeError, match="resolve_peak: peak_tflops must be a number"):
         resolve_peak(None, peak, "bf16")
 
 
 def test_resolve_peak_takes_a_positive_peak_exactly():
-    from archspec.hardware import accelerator, resolve_peak
+    from archspec.plan.hardware import accelerator, resolve_peak
 
     assert resolve_peak(None, 989, "bf16") == (989 * 10**12, None)
     assert resolve_peak("h100", None, "bf16") == (accelerator("h100").peak("bf16"), accelerator("h100"))
@@ -299,15 +299,15 @@ def test_closed_descriptors_in_a_shell(redirect, argv, code):
     ((archspec.preset("gpt2"), "h100", "bf16", "inference", 1.0), "fit: batch must be an int"),
 ])  # fmt: skip
 def test_fit_with_wrong_types_names_the_argument(args, message):
-    from archspec.fit import fit
+    from archspec.plan.fit import fit
 
     with pytest.raises(TypeError, match=f"^{message}"):
         fit(*args)
 
 
 def test_fit_takes_an_accelerator_by_name_as_by_object():
-    from archspec.fit import fit
-    from archspec.hardware import accelerator
+    from archspec.plan.fit import fit
+    from archspec.plan.hardware import accelerator
 
     gpt2 = archspec.preset("llama-3-8b")
     assert fit(gpt2, "H100", "bf16", "training") == fit(gpt2, accelerator("h100"), "bf16", "training")
@@ -315,8 +315,8 @@ def test_fit_takes_an_accelerator_by_name_as_by_object():
 
 def test_fit_refuses_a_plan_no_number_of_devices_holds():
     """5 x 10^15 parameters: more than 65,536 H100s hold between them; refused from one whole-model estimate."""
-    from archspec.fit import MAX_DEVICES, fit
-    from archspec.hardware import accelerator
+    from archspec.plan.fit import MAX_DEVICES, fit
+    from archspec.plan.hardware import accelerator
 
     big = archspec.preset("gpt3-175b").replace(decoder_layers=96 * 1024, d_model=2**16, n_heads=512, d_ff=2**18)
     assert archspec.count_params(big).total > 10**15
@@ -326,7 +326,7 @@ def test_fit_refuses_a_plan_no_number_of_devices_holds():
 
 def test_inference_of_a_mixture_of_experts_at_a_huge_batch():
     """The share of experts a decode step touches, 1 - (1 - k/E)^B, at B = 10^12: all of them."""
-    from archspec.inference import estimate_inference
+    from archspec.plan.inference import estimate_inference
 
     e = estimate_inference(archspec.preset("mixtral-8x7b"), "h100", 10**12, 100, 10)
     assert e.expected_experts == 8 and not e.fits
@@ -340,7 +340,7 @@ def test_inference_of_a_mixture_of_experts_at_a_huge_batch():
 def test_exact_figures_format_as_numbers():
     from fractions import Fraction
 
-    from archspec.inference import estimate_inference
+    from archspec.plan.inference import estimate_inference
 
     f = archspec.count_flops(archspec.preset("gpt2"), 1, 1000)
     assert f.forward_per_token == Fraction(f.forward, 1000)  # still exact
@@ -348,7 +348,7 @@ def test_exact_figures_format_as_numbers():
         f"{f.forward_per_token:,}" == f"{f.forward // 1000:,}"
         and f"{f.training_per_token:,}" == f"{3 * f.forward // 1000:,}"
     )
-    from archspec.records import Exact
+    from archspec.core.records import Exact
 
     third = Exact(10**12 + 1, 3)  # a figure that is not whole formats as the float it rounds to
     assert f"{third:,.2f}" == "333,333,333,333.67" and f"{third:.3g}" == "3.33e+11" and f"{third}" == "1000000000001/3"
@@ -366,20 +366,20 @@ def test_every_module_the_readme_names_is_reachable_after_import_archspec():
     from pathlib import Path
 
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    package = Path(archspec.__file__).parent
-    named = sorted({m for m in re.findall(r"\barchspec\.([a-z_]+)\.[a-z_]+", readme)
-                    if (package / f"{m}.py").exists() or (package / m / "__init__.py").exists()})  # fmt: skip
-    assert "hardware" in named
-    script = ("import sys, archspec\n"
-              f"for m in {named!r}:\n    getattr(archspec, m)\n"
+    # every dotted name the README writes in code, as a script reaches it: attribute by attribute
+    named = sorted({m for m in re.findall(r"\b(archspec(?:\.[A-Za-z_]+)+)", readme)
+                    if not m.startswith("archspec.reference")})  # fmt: skip
+    assert "archspec.plan.hardware.resolve_peak" in named
+    script = ("import sys, functools, archspec\n"
+              f"for m in {named!r}:\n    functools.reduce(getattr, m.split('.')[1:], archspec)\n"
               "print('torch' in sys.modules)")  # fmt: skip
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-500:]
     fresh = subprocess.run([sys.executable, "-c", "import sys, archspec; print(sorted(m for m in sys.modules if "
-                            "m.startswith('archspec.hardware') or m == 'torch'))"], capture_output=True, text=True,
+                            "m.startswith('archspec.plan.hardware') or m == 'torch'))"], capture_output=True, text=True,
                            timeout=120)  # fmt: skip
     assert fresh.stdout.strip() == "[]", "import archspec stays cheap: modules load on first use"
-    assert archspec.hardware.resolve_peak is not None
+    assert archspec.plan.hardware.resolve_peak is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         archspec.nope  # noqa: B018
 
@@ -400,7 +400,7 @@ def test_inference_memory_and_flops_take_an_accelerator_file(tmp_path):
     mine = _accelerator_file(tmp_path, "mine.toml", "mine", 10)
     (out,) = json.loads(cli("inference", "gpt2", "--gpu", mine, "-p", "10", "-g", "10", "--format", "json")[1])
     assert out["accelerator"] == "mine" and 0 < out["capacity_bytes"] <= 10 * 2**30  # (the engine's share of it)
-    assert __import__("archspec.hardware").hardware.accelerator(mine).memory_bytes == 10 * 2**30
+    assert __import__("archspec.plan.hardware").hardware.accelerator(mine).memory_bytes == 10 * 2**30
     code, out, err = cli("memory", "gpt2", "--gpu", mine)
     assert code == 0 and "mine" in out, err
     (f,) = json.loads(cli("flops", "gpt2", "--gpu", mine, "--tokens", "1000000", "--format", "json")[1])
@@ -446,7 +446,7 @@ def test_an_accelerator_name_is_one_printable_line(tmp_path, name):
     ("1e3k", 10**6, 1000 * 1024), ("12", 12, 12),
 ])  # fmt: skip
 def test_sizes_with_suffixes(text, count, length):
-    from archspec.loading import parse_number
+    from archspec.io.loading import parse_number
 
     assert parse_number(text, integer=True) == count and type(parse_number(text)) is int
     assert parse_number(text, integer=True, length=True) == length
@@ -454,7 +454,7 @@ def test_sizes_with_suffixes(text, count, length):
 
 @pytest.mark.parametrize("text", ["k", "B", "1.5x", "1kk", "k1", "1 k", "1.2.3k", "0.0001k"])
 def test_sizes_that_are_not_sizes(text):
-    from archspec.loading import parse_number
+    from archspec.io.loading import parse_number
 
     with pytest.raises(archspec.SpecError, match="is not a (whole )?number"):
         parse_number(text, integer=True)
@@ -475,7 +475,7 @@ def test_every_numeric_option_takes_a_suffix():
 def test_inference_defaults_as_the_function_does():
     import json
 
-    from archspec.inference import estimate_inference
+    from archspec.plan.inference import estimate_inference
 
     (e,) = json.loads(cli("inference", "gpt2", "--gpu", "h100", "--format", "json")[1])
     assert e == estimate_inference(archspec.preset("gpt2"), "h100").to_dict()
@@ -561,7 +561,7 @@ def test_estimate_memory_with_arguments_of_any_type(args):
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ANYTHING, st.lists(ANYTHING, min_size=0, max_size=5))
 def test_estimate_inference_with_arguments_of_any_type(gpu, args):
-    from archspec.inference import estimate_inference
+    from archspec.plan.inference import estimate_inference
 
     _one_line_refusal(lambda: estimate_inference(archspec.preset("gpt2"), gpu, *args))
 
@@ -569,7 +569,7 @@ def test_estimate_inference_with_arguments_of_any_type(gpu, args):
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ANYTHING, ANYTHING, st.lists(ANYTHING, min_size=0, max_size=3))
 def test_fit_with_arguments_of_any_type(acc, dtype, args):
-    from archspec.fit import fit
+    from archspec.plan.fit import fit
 
     _one_line_refusal(lambda: fit(archspec.preset("gpt2"), acc, dtype, *args))
 
@@ -577,8 +577,8 @@ def test_fit_with_arguments_of_any_type(acc, dtype, args):
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ANYTHING)
 def test_the_planners_with_a_spec_of_any_type(spec):
-    from archspec.fit import fit
-    from archspec.inference import estimate_inference
+    from archspec.plan.fit import fit
+    from archspec.plan.inference import estimate_inference
 
     for call in (lambda: archspec.estimate_memory(spec), lambda: estimate_inference(spec, "h100"),
                  lambda: fit(spec, "h100", "bf16")):  # fmt: skip
@@ -595,9 +595,9 @@ def test_the_report_draws_each_model_over_its_own_context_and_says_repeats_in_on
     import re
 
     pytest.importorskip("matplotlib")
-    from archspec.fit import DTYPES, fit
-    from archspec.hardware import accelerator
-    from archspec.plot import memory_data
+    from archspec.plan.fit import DTYPES, fit
+    from archspec.plan.hardware import accelerator
+    from archspec.render.plot import memory_data
 
     out = tmp_path / "r.html"
     code, _, err = cli("report", "gpt2", "llama-3-8b", "--gpu", "h100", "--gpu", "rtx4090", "-o", out)
@@ -632,8 +632,8 @@ class _Tty:
     ({"TERM": "xterm-256color"}, True),
 ])  # fmt: skip
 def test_colour_follows_no_color_term_and_a_tty(monkeypatch, env, colour):
-    from archspec.progress import on_terminal
-    from archspec.render import colour_enabled
+    from archspec.core.progress import on_terminal
+    from archspec.render.text import colour_enabled
 
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm")

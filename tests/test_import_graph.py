@@ -1,7 +1,7 @@
 """No import circle: the imports of archspec/ and reference/ form no cycle, neither those at module level
 nor those anywhere, function bodies included (a function that imports a module which imports its own
 module back is a circle that the order of first use happens to hide). archspec.hf maps a config's object
-and never imports archspec.loading, which reads files and imports archspec.hf on first use. A package's
+and never imports archspec.io.loading, which reads files and imports archspec.hf on first use. A package's
 own __init__ importing its modules (archspec.hf gathering its lineages) is not an edge back."""
 
 import ast
@@ -77,7 +77,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_the_imports_it_must():
     graph = import_graph()
     assert "archspec.hf.engine" in graph["archspec.hf.llama"]
-    assert "archspec.spec" in graph["archspec.loading"]
+    assert "archspec.spec.model" in graph["archspec.io.loading"]
     assert "archspec.reference.families.engine" in graph["archspec.reference.families.llama"]
 
 
@@ -96,10 +96,10 @@ def test_no_import_circle_even_inside_functions():
 
 
 def test_the_graph_sees_imports_inside_functions():
-    # archspec.catalog parses a preset's claims only when they are asked for
-    assert "archspec.loading" in import_graph(anywhere=True)["archspec.catalog"]
-    assert "archspec.claims" in import_graph(anywhere=True)["archspec.catalog"]
-    assert "archspec.claims" not in import_graph()["archspec.catalog"]
+    # archspec.io.catalog parses a preset's claims only when they are asked for
+    assert "archspec.io.loading" in import_graph(anywhere=True)["archspec.io.catalog"]
+    assert "archspec.validate.claims" in import_graph(anywhere=True)["archspec.io.catalog"]
+    assert "archspec.validate.claims" not in import_graph()["archspec.io.catalog"]
 
 
 def test_hf_does_not_import_loading():
@@ -109,11 +109,11 @@ def test_hf_does_not_import_loading():
         for dep in graph[todo.pop()] - reach:
             reach.add(dep)
             todo.append(dep)
-    assert "archspec.loading" not in reach
+    assert "archspec.io.loading" not in reach
 
 
 def test_either_module_imports_first():
     """Each side imports on its own in a fresh interpreter, in either order."""
-    for order in (("archspec.hf", "archspec.loading"), ("archspec.loading", "archspec.hf")):
+    for order in (("archspec.hf", "archspec.io.loading"), ("archspec.io.loading", "archspec.hf")):
         code = "import importlib; " + "; ".join(f"importlib.import_module({m!r})" for m in order)
         subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

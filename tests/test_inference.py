@@ -1,4 +1,4 @@
-"""`archspec inference` and archspec.inference: the roofline recomputed by hand from bytes, FLOPs and the
+"""`archspec inference` and archspec.plan.inference: the roofline recomputed by hand from bytes, FLOPs and the
 accelerator table."""
 
 import re
@@ -6,9 +6,9 @@ import re
 import pytest
 
 import archspec
-from archspec.errors import SpecError
-from archspec.hardware import ACCELERATORS
-from archspec.inference import estimate_inference
+from archspec.core.errors import SpecError
+from archspec.plan.hardware import ACCELERATORS
+from archspec.plan.inference import estimate_inference
 
 H100_FLOPS, H100_BYTES_PER_S, H100_CAPACITY = 989e12, 3.35e12, 80 * 2**30
 
@@ -178,7 +178,7 @@ def test_moe_decode_reads_the_experts_the_batch_touches():
 
 
 def test_moe_prefill_counts_the_active_flops():
-    from archspec.flops import count_flops
+    from archspec.count.flops import count_flops
 
     spec = archspec.preset("mixtral-8x7b")
     e = estimate_inference(spec, "h200", 2, 128, 8)

@@ -12,11 +12,11 @@ from fractions import Fraction
 import pytest
 
 import archspec
-from archspec.flops import count_flops
-from archspec.layers import compact, layer_groups, layer_kinds
+from archspec.count.flops import count_flops
+from archspec.count.params import count_params
 from archspec.memory import estimate_memory, kv_cache_bytes
-from archspec.params import count_params
-from archspec.spec import ModelSpec
+from archspec.spec.layers import compact, layer_groups, layer_kinds
+from archspec.spec.model import ModelSpec
 
 BASE = dict(vocab_size=1000, d_model=64, n_heads=4, n_kv_heads=2, max_positions=512, position="rotary",
             norm="rmsnorm", activation="swiglu", bias=False, d_ff=128)  # fmt: skip
@@ -190,7 +190,7 @@ def test_bad_kinds_are_one_line_naming_the_problem(change, message, run_cli, tmp
 
 
 def test_decode_reads_the_windowed_cache_step_by_step():
-    from archspec.inference import estimate_inference
+    from archspec.plan.inference import estimate_inference
 
     spec = archspec.preset("mistral-7b")
     est = estimate_inference(spec, "h200", batch=1, prompt_len=4000, gen_len=200)
@@ -200,7 +200,7 @@ def test_decode_reads_the_windowed_cache_step_by_step():
 
 
 def test_moe_decode_reads_only_the_moe_kinds_experts():
-    from archspec.inference import estimate_inference
+    from archspec.plan.inference import estimate_inference
 
     moe = {"kind": "moe", "experts": 8, "top_k": 2, "d_expert": 64}
     spec = ModelSpec(name="l4", decoder_layers=4, **BASE, kinds={"dense": {"mlp": "dense"}, "moe": {"mlp": moe}},

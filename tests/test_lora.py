@@ -96,7 +96,7 @@ def test_bad_fine_tuning_options_are_refused_by_name(run_cli, argv, message):
 
 
 def test_latent_attention_lora_is_refused():
-    from archspec.errors import SpecError
+    from archspec.core.errors import SpecError
 
     with pytest.raises(SpecError, match="latent attention is not modelled"):
         lora_params(archspec.preset("deepseek-v3"), 8, "q")

@@ -7,8 +7,8 @@ import pytest
 
 import archspec
 from archspec import ModelSpec
+from archspec.core.vocab import RECOMPUTE
 from archspec.memory import activation_bytes_per_layer, estimate_memory, korthikanti_bytes_per_layer, kv_cache_bytes
-from archspec.vocab import RECOMPUTE
 
 torch = pytest.importorskip("torch")
 from archspec.reference import build, cache_bytes  # noqa: E402
@@ -103,7 +103,7 @@ def test_zero_stages_divide_what_they_divide(stage, divided):
     N, dp = 124_439_808, 4
     m = estimate_memory(spec, zero_stage=stage, data_parallel=dp)
     # the largest rank holds ceil(rows / 4) rows of every tensor (FSDP2's dim-0 shards), written out
-    from archspec.blocks import describe, tensors
+    from archspec.describe.blocks import describe, tensors
 
     shard = sum(-(-t.shape[0] // dp) * (math.prod(t.shape) // t.shape[0]) for t in tensors(describe(spec)))
     assert N // dp < shard < N // dp + 200 * 768  # a little more than a quarter: the first rank's ceil
@@ -178,9 +178,9 @@ def use_more_bits(i: int, n: int) -> bool:  # llama.cpp src/llama-quant.cpp, as 
 @pytest.mark.parametrize("n", [1, 7, 12, 32, 61, 80, 126])
 @pytest.mark.parametrize("pattern", [["a"], ["a", "b"], ["a", "a", "b"], ["b", "a", "a", "a", "a", "a"]])
 def test_use_more_bits_count_equals_the_rule_layer_by_layer(n, pattern):
-    from archspec.blocks import describe
-    from archspec.layers import layer_kinds
+    from archspec.describe.blocks import describe
     from archspec.memory import more_bits_layers
+    from archspec.spec.layers import layer_kinds
 
     if len(pattern) > n:
         pytest.skip("the pattern is longer than the stack")

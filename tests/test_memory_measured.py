@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 
 import archspec  # noqa: E402
 from archspec import ModelSpec  # noqa: E402
-from archspec.errors import SpecError  # noqa: E402
+from archspec.core.errors import SpecError  # noqa: E402
+from archspec.core.vocab import ATTENTION  # noqa: E402
 from archspec.reference import build, count_total  # noqa: E402
 from archspec.reference.memory_measure import (  # noqa: E402
     SavedTensorTracker,
@@ -22,7 +23,6 @@ from archspec.reference.memory_measure import (  # noqa: E402
     random_batch,
     training_loss,
 )
-from archspec.vocab import ATTENTION  # noqa: E402
 
 INDEX = 8  # int64 token ids
 FP32 = 4

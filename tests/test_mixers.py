@@ -20,11 +20,11 @@ transformers = pytest.importorskip("transformers")
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from archspec.entries import NON_MATMUL_COST, Lengths, StackShape, Work  # noqa: E402
+from archspec.describe.entries import NON_MATMUL_COST, Lengths, StackShape, Work  # noqa: E402
+from archspec.describe.mixers import PARTS  # noqa: E402
 from archspec.memory import kv_cache_bytes  # noqa: E402
-from archspec.mixers import PARTS  # noqa: E402
 from archspec.reference import mixers as ref  # noqa: E402
-from archspec.spec import ModelSpec  # noqa: E402
+from archspec.spec.model import ModelSpec  # noqa: E402
 
 B, T, D = 2, 7, 16
 STACK = StackShape("decoder", 1, causal=True, cross=False, reads="target", first=True)

@@ -14,14 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import archspec
-import archspec.blocks as blocks
+import archspec.describe.blocks as blocks
 from archspec.cli import main
 from archspec.compiled import full_way
-from archspec.errors import SpecError
-from archspec.flops import count_flops
+from archspec.core.errors import SpecError
+from archspec.count.flops import count_flops
 from archspec.memory import estimate_memory
-from archspec.spec import ModelSpec, _plain_fields
-from archspec.sweep import Sweep, parse_vary, parse_where, sweep
+from archspec.plan.sweep import Sweep, parse_vary, parse_where, sweep
+from archspec.spec.model import ModelSpec, _plain_fields
 
 PRESETS = archspec.presets()
 PLAIN = sorted(_plain_fields(ModelSpec))
@@ -293,7 +293,7 @@ def test_to_pandas_of_a_sweep_and_of_a_list_of_results():
 
 
 def test_notebook_html_of_counts_memory_comparisons_and_sweeps():
-    from archspec.compare import compare
+    from archspec.plan.compare import compare
 
     gpt2 = archspec.preset("gpt2")
     count = archspec.count_params(gpt2)

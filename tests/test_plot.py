@@ -1,4 +1,4 @@
-"""`archspec plot` and archspec.plot: the numbers behind each picture are the tables' numbers, and the
+"""`archspec plot` and archspec.render.plot: the numbers behind each picture are the tables' numbers, and the
 files are real PNG and SVG pictures."""
 
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import archspec
-from archspec import plot
+from archspec.render import plot
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PICTURES_PAGE = (Path(__file__).resolve().parent.parent / "docs" / "sweeps.md").read_text(encoding="utf-8")

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import archspec
-from archspec.catalog import get_preset
+from archspec.io.catalog import get_preset
 
 PRESET_DIR = Path(__file__).resolve().parent.parent / "presets"
 EXPECTED = [
@@ -49,7 +49,7 @@ def test_every_preset_has_a_source_and_a_claim(name):
 @pytest.mark.parametrize("path", sorted(PRESET_DIR.glob("*.toml")), ids=lambda p: p.name)
 def test_every_number_in_a_family_file_carries_a_provenance_comment(path):
     """Spec fields under [defaults] and [models.X] carry a '# source' comment on their line."""
-    from archspec.spec import ModelSpec
+    from archspec.spec.model import ModelSpec
 
     fields = set(ModelSpec.model_fields)
     section = None
@@ -88,7 +88,7 @@ def test_gpt3_contradictory_rows_record_what_was_printed():
 @pytest.mark.parametrize("name", archspec.presets())
 def test_packaged_presets_are_valid(name):
     """A preset's spec is its data validated as a spec file's is, with the fields it gives and no others."""
-    from archspec.spec import ModelSpec
+    from archspec.spec.model import ModelSpec
 
     p = get_preset(name)
     validated = ModelSpec.model_validate(p.spec_data)
@@ -99,7 +99,7 @@ def test_packaged_presets_are_valid(name):
 @pytest.mark.parametrize("path", sorted(PRESET_DIR.glob("*.toml")), ids=lambda p: p.name)
 def test_name_index_agrees_with_the_parsed_files(path):
     """The catalog finds a preset's file by its [models.NAME] header; parsing must find the same names."""
-    from archspec.catalog import _index, load_family_file
+    from archspec.io.catalog import _index, load_family_file
 
     parsed = [p.name for p in load_family_file(path)]
     assert parsed == [n for n, f in _index().items() if f == path]
@@ -140,7 +140,7 @@ TYPED_FROM_A_RELEASED_CONFIG = {
 def test_preset_equals_what_the_importer_reads_from_its_released_config(name):
     """The preset (typed by hand, with provenance comments) and archspec's reading of the same released file
     are two derivations of one model: the same spec field by field, the same counts component by component."""
-    from archspec.params import count_params
+    from archspec.count.params import count_params
 
     config = HF_DATA / f"{TYPED_FROM_A_RELEASED_CONFIG[name]}.json"
     preset, released = archspec.preset(name), archspec.load_spec(str(config))
@@ -181,7 +181,7 @@ def test_preset_equals_transformers_model_of_its_published_figures(name):
     and the same active count where the routed experts a token skips are the model's expert tensors."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from archspec.params import count_params
+    from archspec.count.params import count_params
 
     raw = TYPED_FROM_PUBLISHED_FIGURES[name]
     config = transformers.CONFIG_MAPPING[raw["model_type"]].from_dict(dict(raw))

@@ -8,7 +8,7 @@ import pytest
 
 import archspec
 from archspec import count_params
-from archspec.flops import count_flops
+from archspec.count.flops import count_flops
 
 pytest.importorskip("torch")
 

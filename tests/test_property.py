@@ -85,7 +85,7 @@ def test_any_valid_spec_runs_forward_on_cpu(spec):
 @settings(max_examples=60, deadline=None)
 @given(specs(), st.integers(1, 3), st.integers(1, 12), st.integers(1, 12))
 def test_any_valid_spec_forward_flops_equal_flopcountermode(spec, batch, T, S):
-    from archspec.flops import count_flops
+    from archspec.count.flops import count_flops
     from archspec.reference.measure import example_inputs, measure_flops
 
     T = min(T, spec.max_positions)

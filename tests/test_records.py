@@ -1,4 +1,4 @@
-"""Result types render from their fields (archspec.records): every field of every result type is in its
+"""Result types render from their fields (archspec.core.records): every field of every result type is in its
 JSON record, under the key its metadata names, unless it is declared hidden; and a field added to a type
 appears in the record with no edit to a to_dict."""
 
@@ -7,7 +7,7 @@ from dataclasses import field, fields, make_dataclass
 import pytest
 
 import archspec
-from archspec.records import plain, rendering
+from archspec.core.records import plain, rendering
 
 # GPT-2 (its preset, Radford et al. 2019) shrunk to toy size, and an encoder-decoder shrunk the same way
 SMALL = {"d_model": 64, "n_heads": 4, "vocab_size": 1000, "max_positions": 32}
@@ -30,14 +30,14 @@ def _flops():
 
 
 def _comparison():
-    from archspec.compare import compare
+    from archspec.plan.compare import compare
 
     return compare(_gpt2(), seq_len=16)
 
 
 def _inference():
-    from archspec.hardware import accelerator
-    from archspec.inference import estimate_inference
+    from archspec.plan.hardware import accelerator
+    from archspec.plan.inference import estimate_inference
 
     return estimate_inference(_gpt2(), accelerator("h100"), 2, 8, 8, "bf16")
 
@@ -50,22 +50,22 @@ def _memory():
 
 def _assessment():
     """A claim of the 2017 paper's base model with a what-if and the figure it implies (its preset)."""
-    from archspec.catalog import claim_sets
-    from archspec.claims import assess
+    from archspec.io.catalog import claim_sets
+    from archspec.validate.claims import assess
 
     [(spec, claims)] = claim_sets(["transformer-base"])
     return assess(spec, next(c for c in claims if c.what_if))
 
 
 def _accelerator():
-    from archspec.hardware import accelerator
+    from archspec.plan.hardware import accelerator
 
     return accelerator("h100")
 
 
 def _fit():
-    from archspec.fit import fit
-    from archspec.hardware import accelerator
+    from archspec.plan.fit import fit
+    from archspec.plan.hardware import accelerator
 
     return fit(_gpt2(), accelerator("h100"), "bf16", task="lora")
 
@@ -153,7 +153,7 @@ def test_every_field_is_in_the_record(make):
 def test_a_plot_record_per_curve_holds_the_curve_and_the_shared_settings(kind):
     """per_item: one record per curve, its name first, every field of the curve and every setting of the
     plot (the curves themselves not a key); a field added to the curve type appears in every record."""
-    from archspec import plot
+    from archspec.render import plot
 
     specs = [_gpt2(), _gpt2().replace(name="wider", d_model=128)]
     data = (plot.memory_data(specs, gpu="h100", longest=24) if kind == "memory"

@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 
 import archspec  # noqa: E402
 from archspec import ModelSpec, count_params  # noqa: E402
-from archspec.blocks import AttentionShape  # noqa: E402
+from archspec.describe.blocks import AttentionShape  # noqa: E402
 from archspec.reference import (  # noqa: E402
     InsufficientMemoryError,
     build,

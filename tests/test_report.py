@@ -19,9 +19,9 @@ from html.parser import HTMLParser
 import pytest
 
 import archspec
-from archspec.fit import fit
-from archspec.hardware import ACCELERATORS
-from archspec.render import human
+from archspec.plan.fit import fit
+from archspec.plan.hardware import ACCELERATORS
+from archspec.render.text import human
 
 MODELS = ["gpt2", "mixtral-8x7b"]
 
@@ -119,7 +119,7 @@ def test_rendered_text_holds_the_library_numbers(page, tmp_path):
         assert f"{c.total:,}" in text and human(c.total) in text
     mixtral = archspec.count_params(archspec.preset("mixtral-8x7b"))
     assert f"{mixtral.active:,}" in text  # the active count beside the total for the MoE model
-    # where it fits: the same plan as archspec.fit, read back from the rendered table
+    # where it fits: the same plan as archspec.plan.fit, read back from the rendered table
     f = fit(archspec.preset("mixtral-8x7b"), ACCELERATORS["h100"], "bf16", "inference", 1, 4096)
     assert f"{f.devices} ({f.layout})" in text
     # claims with their sources

@@ -2,7 +2,7 @@
 
 import pytest
 
-from archspec.sizing import pad_vocab, round_up, swiglu_hidden
+from archspec.core.sizing import pad_vocab, round_up, swiglu_hidden
 
 
 @pytest.mark.parametrize(

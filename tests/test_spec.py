@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from archspec import ModelSpec, SpecError, load_spec
-from archspec.blocks import AttentionShape
+from archspec.describe.blocks import AttentionShape
 
 BASE = dict(name="toy", vocab_size=100, d_model=64, decoder_layers=2, n_heads=4, max_positions=32)
 
@@ -138,10 +138,10 @@ def test_compare_describes_its_spec_once_and_describe_is_fresh_outside(monkeypat
     block the parts are described once and reused; outside a block every describe() is computed anew
     (a change to how parts are made is seen at once), and the figures equal those of separate calls."""
     import archspec
-    import archspec.blocks as blocks
-    from archspec.compare import compare
-    from archspec.flops import count_flops
+    import archspec.describe.blocks as blocks
+    from archspec.count.flops import count_flops
     from archspec.memory import kv_cache_bytes_per_token, weights_bytes
+    from archspec.plan.compare import compare
 
     calls = []  # the specs described (archspec.compiled, recording a program, describes a copy of its own)
     real = blocks._describe
@@ -171,7 +171,7 @@ def test_describing_blocks_may_interleave_and_close_in_any_order(monkeypatch):
     """Two generators that each hold a block open across a yield, closed in the order they were opened:
     each block reuses its own spec's parts while open (per mtp), and nothing is held once both close."""
     import archspec
-    import archspec.blocks as blocks
+    import archspec.describe.blocks as blocks
 
     calls = []
     real = blocks._describe

@@ -7,9 +7,9 @@ from fractions import Fraction
 import pytest
 
 import archspec
-from archspec.errors import SpecError
-from archspec.flops import count_flops
-from archspec.sweep import combinations, parse_vary, sweep
+from archspec.core.errors import SpecError
+from archspec.count.flops import count_flops
+from archspec.plan.sweep import combinations, parse_vary, sweep
 
 
 def test_sweep_row_equals_the_counts_of_the_replaced_spec():

@@ -6,10 +6,10 @@ import re
 import pytest
 
 import archspec
-from archspec.catalog import preset_names
-from archspec.claims import Claim, assess, status_of
-from archspec.params import count_params
-from archspec.tables import load_table, packaged
+from archspec.count.params import count_params
+from archspec.io.catalog import preset_names
+from archspec.io.tables import load_table, packaged
+from archspec.validate.claims import Claim, assess, status_of
 
 TABLE = """
 [table]
@@ -262,7 +262,7 @@ def test_an_off_figure_no_convention_explains_is_matched_to_a_term_of_the_formul
 def test_relative_position_terms_left_out_are_transformer_xls_projections_and_biases(per_layer):
     """Each layer's W_r is d_model x (n_heads * d_head) = d^2 for GPT-2's shapes; u and v are n_heads x d_head
     each (2d), in every layer or once for the stack."""
-    from archspec.conventions import counts_under
+    from archspec.validate.conventions import counts_under
 
     spec = archspec.preset("gpt2").replace(position={"kind": "transformer_xl", "per_layer": per_layer})
     L, d = 12, 768

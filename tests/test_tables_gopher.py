@@ -6,11 +6,11 @@ terms the printed figures pin down."""
 import pytest
 
 import archspec
-from archspec.catalog import get_preset
-from archspec.claims import assess
-from archspec.conventions import counts_under
-from archspec.params import count_params
-from archspec.tables import load_table
+from archspec.count.params import count_params
+from archspec.io.catalog import get_preset
+from archspec.io.tables import load_table
+from archspec.validate.claims import assess
+from archspec.validate.conventions import counts_under
 
 
 def by_hand(spec) -> int:

@@ -5,9 +5,9 @@ import re
 import pytest
 
 import archspec
-from archspec.catalog import get_preset
-from archspec.claims import assess, parse_printed
-from archspec.params import count_params
+from archspec.count.params import count_params
+from archspec.io.catalog import get_preset
+from archspec.validate.claims import assess, parse_printed
 
 ALL = archspec.presets()
 

@@ -1,5 +1,5 @@
 """Each vocabulary written once: the command line's choices, the planner's validators, the spec and
-the reference model read the same lists (archspec.vocab, the spec's Literals, archspec.memory.STORAGE);
+the reference model read the same lists (archspec.core.vocab, the spec's Literals, archspec.memory.STORAGE);
 a list typed a second time somewhere shows here as a difference."""
 
 import argparse
@@ -8,13 +8,13 @@ from typing import get_args
 import pytest
 
 import archspec
-from archspec import vocab
 from archspec.cli import build_parser
-from archspec.fit import TASKS
-from archspec.hardware import MATH_DTYPES
+from archspec.core import vocab
 from archspec.memory import DTYPE_BYTES, KV_DTYPES, OPTIMIZERS, STORAGE
-from archspec.spec import GATED_ACTIVATIONS, Activation
-from archspec.sweep import KEEP
+from archspec.plan.fit import TASKS
+from archspec.plan.hardware import MATH_DTYPES
+from archspec.plan.sweep import KEEP
+from archspec.spec.model import GATED_ACTIVATIONS, Activation
 
 
 def choices(command: str, option: str) -> list:
@@ -136,9 +136,9 @@ def test_the_planner_and_the_reference_fall_back_alike():
 
 
 def test_what_each_recompute_mode_keeps_is_named_from_the_vocabulary():
-    """The description's kept-sets (archspec.entries) are subsets of the recompute modes, every mode
+    """The description's kept-sets (archspec.describe.entries) are subsets of the recompute modes, every mode
     keeps a layer's input (LAYER or CHECKPOINT), and the published approximation answers every mode."""
-    from archspec import entries
+    from archspec.describe import entries
     from archspec.memory import korthikanti_bytes_per_layer
 
     for kept in (entries.LAYER, entries.SCORES, entries.SELECTIVE, entries.CHECKPOINT):
@@ -150,8 +150,8 @@ def test_what_each_recompute_mode_keeps_is_named_from_the_vocabulary():
 
 
 def test_every_part_of_every_preset_has_a_component_and_role_of_the_vocabulary():
-    from archspec.blocks import describe
-    from archspec.params import count_params
+    from archspec.count.params import count_params
+    from archspec.describe.blocks import describe
 
     for name in archspec.presets():
         spec = archspec.preset(name)
@@ -163,7 +163,7 @@ def test_every_part_of_every_preset_has_a_component_and_role_of_the_vocabulary()
 
 def test_the_reference_modules_are_tagged_from_the_vocabulary():
     """Every component and role tag on the reference model's modules (and their own parameters filed
-    elsewhere) is a name of archspec.vocab, for models with experts, shared experts and a router."""
+    elsewhere) is a name of archspec.core.vocab, for models with experts, shared experts and a router."""
     pytest.importorskip("torch")
     from archspec.reference import build
 
@@ -185,11 +185,11 @@ def test_the_reference_modules_are_tagged_from_the_vocabulary():
 
 def test_every_reader_of_the_activations_reads_the_one_table():
     """The spec's choices, which are gated, the hidden layer's element-wise work, the reference model's
-    functions and the Hugging Face names all come from archspec.vocab.ACTIVATIONS."""
-    from archspec.entries import NON_MATMUL_COST
+    functions and the Hugging Face names all come from archspec.core.vocab.ACTIVATIONS."""
+    from archspec.describe.entries import NON_MATMUL_COST
+    from archspec.describe.mlp import MLPShape
     from archspec.hf.engine import GATED_ACTIVATIONS as HF_GATED
     from archspec.hf.engine import PLAIN_ACTIVATIONS as HF_PLAIN
-    from archspec.mlp import MLPShape
 
     table = vocab.ACTIVATIONS
     assert get_args(Activation) == tuple(table)
@@ -217,7 +217,7 @@ def test_the_reference_models_activation_functions_are_the_tables():
 def test_clamped_swiglu_alone_is_silu_for_the_count_and_the_reference_alike():
     """gpt-oss's activation applied to one input (an MLM or discriminator head) runs SiLU in the reference
     model; the description's head counts SiLU's work and keeps SiLU's tensors, not the clamped MLP's."""
-    from archspec.blocks import describe
+    from archspec.describe.blocks import describe
 
     for head, tied in (("mlm", True), ("discriminator", False)):
         spec = archspec.preset("bert-base").replace(activation="clamped_swiglu", head=head, tie_embeddings=tied)

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from archspec.cli.output import EXIT_BAD_INPUT, EXIT_OK, PROGRESS, OutputError, progress_write, write_stdout
-from archspec.errors import NoAdapter, SpecError, one_line
+from archspec.core.errors import NoAdapter, SpecError, one_line
 
 # command -> its module in this package, in the order `archspec --help` lists them
 COMMANDS: dict[str, str] = {

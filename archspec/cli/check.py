@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from archspec.cli.models import read_specs
 from archspec.cli.output import EXIT_OK, render
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 HELP = "the stored tensors of a checkpoint against its config's spec, tensor by tensor (exit 1 when they differ)"
 EXAMPLES = "archspec check tests/data/checkpoints/tiny-llama\n  archspec check Qwen/Qwen3-8B --format json"
@@ -77,8 +77,8 @@ def _names(items, limit=SHOWN) -> list[str]:
 
 
 def run(args) -> int:
-    from archspec.params import count_params
-    from archspec.render import exact, human, human_bytes, table
+    from archspec.count.params import count_params
+    from archspec.render.text import exact, human, human_bytes, table
 
     specs = read_specs(args)
     reports = [report(spec) for spec in specs]

@@ -17,7 +17,7 @@ EXAMPLES = (
 
 
 def _measured_compare_dict(m) -> dict[str, Any]:
-    from archspec.flops import exact_number
+    from archspec.count.flops import exact_number
 
     out = m.params_dict()
     per_token = None if m.forward is None else exact_number(Fraction(m.forward, m.batch * m.seq_len))
@@ -26,7 +26,7 @@ def _measured_compare_dict(m) -> dict[str, Any]:
 
 
 def _measured_compare_table(measured: list, fmt: str) -> str:
-    from archspec.render import human, table
+    from archspec.render.text import human, table
 
     body = [[m.name, m.model_type, m.layers or "-", m.d_model or "-", f"{m.vocab_size:,}" if m.vocab_size else "-",
              human(m.total), human(m.active) if m.active is not None else "not known", human(m.non_embedding),
@@ -44,8 +44,8 @@ def _measured_compare_table(measured: list, fmt: str) -> str:
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.compare import DEFAULT_SEQ_LEN
     from archspec.memory import DTYPE_BYTES
+    from archspec.plan.compare import DEFAULT_SEQ_LEN
 
     p.add_argument(
         "--seq-len",
@@ -64,9 +64,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec.compare import compare
     from archspec.memory import default_kv_dtype
-    from archspec.render import human, human_bytes, table
+    from archspec.plan.compare import compare
+    from archspec.render.text import human, human_bytes, table
 
     models = read_models(args, 1, args.seq_len)
     measured = [m for m in models if is_measured(m)]

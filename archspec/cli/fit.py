@@ -39,8 +39,8 @@ UNUSED_UNLESS = [
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.compare import DEFAULT_SEQ_LEN
-    from archspec.fit import LORA_RANK, LORA_TARGETS, TASKS
+    from archspec.plan.compare import DEFAULT_SEQ_LEN
+    from archspec.plan.fit import LORA_RANK, LORA_TARGETS, TASKS
 
     p.add_argument("--task", default="inference", choices=TASKS,
                    help="inference (weights + KV cache; default), training (weights, gradients, AdamW states, "
@@ -63,8 +63,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
                    help=f"with --task lora: attention, mlp, all (default {LORA_TARGETS}) or projections "
                    "q,k,v,o,gate,up,down, comma-separated")  # fmt: skip
     from archspec.cli.options import engine_args, weights_name
+    from archspec.core.vocab import ATTENTION, OFFLOAD, RECOMPUTE
     from archspec.memory import OPTIMIZERS
-    from archspec.vocab import ATTENTION, OFFLOAD, RECOMPUTE
 
     p.add_argument("--weights", type=weights_name, metavar="FORMAT|MAP|LAYOUT",
                    help="with --task inference: only this weight storage (a format, a map by role such as "
@@ -94,10 +94,10 @@ def _engine_note(args) -> str:
 
 
 def run(args) -> int:
-    from archspec.compare import context_seq_len
-    from archspec.fit import DTYPES, MAX_DEVICES, fit, native
     from archspec.memory import STORAGE
-    from archspec.render import GREEN, RED, human_bytes, paint, table
+    from archspec.plan.compare import context_seq_len
+    from archspec.plan.fit import DTYPES, MAX_DEVICES, fit, native
+    from archspec.render.text import GREEN, RED, human_bytes, paint, table
 
     accs = accelerators(args.gpu)
     lora = dict(lora_rank=args.lora_rank, lora_targets=args.lora_targets) if args.task == "lora" else {}

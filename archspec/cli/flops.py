@@ -9,7 +9,7 @@ from fractions import Fraction
 from archspec.cli.models import MEASURED_LINE, is_measured, read_models
 from archspec.cli.options import dtype_name, mfu, one_gpu_option, positive_int, positive_number, workload_args
 from archspec.cli.output import EXIT_OK, by_kind, fraction, render
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 HELP = (
     "exact forward/backward/training FLOPs by component, the published approximations beside them, "
@@ -30,7 +30,7 @@ UNUSED_UNLESS = [
 
 
 def _measured_flops_block(m, fmt: str) -> str:
-    from archspec.render import human, sci, table
+    from archspec.render.text import human, sci, table
 
     if m.forward is None:
         rows = [["forward (FlopCounterMode)", "not measured", ""]]
@@ -49,7 +49,7 @@ def _measured_flops_block(m, fmt: str) -> str:
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.hardware import MATH_DTYPES
+    from archspec.plan.hardware import MATH_DTYPES
 
     workload_args(p)
     p.add_argument("--tokens", "-D", type=positive_int, help="training tokens D, e.g. 300e9: total compute and PF-days")
@@ -77,10 +77,10 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
 
-    from archspec.flops import count_flops, training_cost
-    from archspec.hardware import resolve_peak
-    from archspec.limits import float_or_int
-    from archspec.render import fixed, human, pct, sci, signed_pct, table
+    from archspec.core.limits import float_or_int
+    from archspec.count.flops import count_flops, training_cost
+    from archspec.plan.hardware import resolve_peak
+    from archspec.render.text import fixed, human, pct, sci, signed_pct, table
 
     if (args.gpu or args.peak_tflops or args.gpus) and not args.tokens:
         raise SpecError("a training-time estimate needs --tokens D (e.g. --tokens 300e9)")

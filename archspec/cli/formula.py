@@ -1,5 +1,5 @@
 """`archspec formula`: the exact parameter count and forward FLOPs per token of a model as polynomials in
-its fields, traced through the description the counts use and proven equal to them (archspec.formula)."""
+its fields, traced through the description the counts use and proven equal to them (archspec.count.formula)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ FORMATS = (["table", "markdown", "json"], "table (default), markdown or json: th
 
 
 def _people(f, fmt: str) -> str:
-    from archspec.render import exact, pct, table
+    from archspec.render.text import exact, pct, table
 
     where = ", ".join(f"{s} = {v['field']} = {v['value']:,}" for s, v in f.symbols.items())
     lines = [f"{f.name}", f"parameters = {f.params.polynomial}", f"           = {exact(f.params.value)}"]
@@ -34,8 +34,8 @@ def _people(f, fmt: str) -> str:
 
 def run(args) -> int:
     from archspec.cli.models import is_measured, read_models
-    from archspec.errors import SpecError
-    from archspec.formula import NotDerived, derive
+    from archspec.core.errors import SpecError
+    from archspec.count.formula import NotDerived, derive
 
     specs = read_models(args)
     formulas, failed = [], []

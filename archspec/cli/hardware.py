@@ -28,7 +28,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec.render import table
+    from archspec.render.text import table
 
     accs = accelerators(args.gpu)
     objects = [a.to_dict() for a in accs]

@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from archspec.cli.output import EXIT_OK, emit
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 HELP = (
     "the archspec spec file of a Hugging Face config.json (TOML on stdout, or -o FILE by its suffix): "
@@ -44,9 +44,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from pathlib import Path
 
-    from archspec import loading, specfile
-    from archspec.catalog import with_overrides
-    from archspec.loading import build_spec, parse_assignments
+    from archspec.io import loading, specfile
+    from archspec.io.catalog import with_overrides
+    from archspec.io.loading import build_spec, parse_assignments
 
     overrides = parse_assignments(args.overrides)
     if str(args.config).lower().endswith(".gguf"):  # a GGUF file's header (archspec.sources.gguf)

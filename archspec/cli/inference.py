@@ -19,7 +19,7 @@ from archspec.cli.options import (
     storage_args,
 )
 from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, render
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 HELP = (
     "roofline estimate of generation on one accelerator: prefill time (compute-bound), decode time per token "
@@ -45,7 +45,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
     one_gpu_option(p, "the accelerator (each device)", required=True)
     p.add_argument("--batch", "-b", type=positive_int, default=1, help="sequences generated together (default 1)")
-    from archspec.inference import GEN_LEN, PROMPT_LEN
+    from archspec.plan.inference import GEN_LEN, PROMPT_LEN
 
     p.add_argument("--prompt-len", "-p", type=positive_length, default=PROMPT_LEN,
                    help=f"prompt tokens per sequence (P; default {PROMPT_LEN}; 8K = 8,192)")  # fmt: skip
@@ -67,9 +67,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec.hardware import accelerator
-    from archspec.inference import estimate_inference
-    from archspec.render import human_bytes, table
+    from archspec.plan.hardware import accelerator
+    from archspec.plan.inference import estimate_inference
+    from archspec.render.text import human_bytes, table
 
     acc = accelerator(args.gpu)
     if args.weights and args.dtype and args.weights != args.dtype:

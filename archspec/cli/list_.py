@@ -10,9 +10,9 @@ MODELS = None
 
 
 def run(args) -> int:
-    from archspec.catalog import get_preset, preset_names
-    from archspec.params import count_params
-    from archspec.render import human, table
+    from archspec.count.params import count_params
+    from archspec.io.catalog import get_preset, preset_names
+    from archspec.render.text import human, table
 
     objects, rows = [], []
     for name in preset_names():

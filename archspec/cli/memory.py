@@ -8,7 +8,7 @@ import argparse
 from archspec.cli.models import read_specs
 from archspec.cli.options import dtype_name, one_gpu_option, positive_int, storage_args, workload_args
 from archspec.cli.output import EXIT_OK, by_kind, fraction, render
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 HELP = "memory for training (weights, gradients, optimizer states, activations) and inference (KV cache)"
 EXAMPLES = (
@@ -28,8 +28,8 @@ def _memory_batch(args) -> int:
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
+    from archspec.core.vocab import ATTENTION, OFFLOAD, RECOMPUTE, ZERO_STAGES
     from archspec.memory import DTYPE_BYTES, OPTIMIZERS
-    from archspec.vocab import ATTENTION, OFFLOAD, RECOMPUTE, ZERO_STAGES
 
     workload_args(p)
     p.add_argument(
@@ -93,9 +93,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec.hardware import accelerator
     from archspec.memory import estimate_memory, fits, max_micro_batch, parallel_layout
-    from archspec.render import exact, fixed, human_bytes, pct, table
+    from archspec.plan.hardware import accelerator
+    from archspec.render.text import exact, fixed, human_bytes, pct, table
 
     acc = accelerator(args.gpu) if args.gpu else None
     batch = _memory_batch(args)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from archspec.errors import NoAdapter, SpecError
+from archspec.core.errors import NoAdapter, SpecError
 
 
 def read_specs(args: argparse.Namespace, default_all: bool = False):
-    from archspec.catalog import preset_names, resolve_model
-    from archspec.loading import parse_assignments
+    from archspec.io.catalog import preset_names, resolve_model
+    from archspec.io.loading import parse_assignments
 
     overrides = parse_assignments(args.overrides)
     refs = list(args.models or [])
@@ -28,8 +28,8 @@ def read_models(args: argparse.Namespace, batch: int = 1, seq_len: int | None = 
 def read_models_and_notes(args: argparse.Namespace, batch: int = 1, seq_len: int | None = None) -> list[tuple]:
     """(model, notes) per MODEL argument: read_models' models, each with what reading it told the user
     (a Hugging Face config.json's notes; nothing for a preset, a spec file or a measured model)."""
-    from archspec.catalog import resolve
-    from archspec.loading import parse_assignments
+    from archspec.io.catalog import resolve
+    from archspec.io.loading import parse_assignments
 
     overrides = parse_assignments(args.overrides)
     out = []

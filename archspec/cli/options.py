@@ -8,8 +8,8 @@ import sys
 from typing import Any, NoReturn
 
 from archspec.cli.output import EXIT_BAD_INPUT, write_stdout
-from archspec.errors import SpecError, clip, one_line
-from archspec.render import FORMATS
+from archspec.core.errors import SpecError, clip, one_line
+from archspec.render.text import FORMATS
 
 
 class Parser(argparse.ArgumentParser):
@@ -52,11 +52,11 @@ class Parser(argparse.ArgumentParser):
 
 def number_type(kind: str, *, minimum: float | None = None, strict_min: bool = True, integer: bool = True,
                 length: bool = False):  # fmt: skip
-    """The type of a numeric option: archspec.loading.parse_number (300e9, 50_257, 300B, 1.5T; a token
+    """The type of a numeric option: archspec.io.loading.parse_number (300e9, 50_257, 300B, 1.5T; a token
     `length` takes 8K as 8,192), then the bound."""
 
     def parse(text: str):
-        from archspec.loading import parse_number
+        from archspec.io.loading import parse_number
 
         try:
             value = parse_number(text, kind, integer=integer, length=length)
@@ -93,7 +93,7 @@ DTYPE_HELP = "bytes per value (default bf16; torch names such as bfloat16 or flo
 
 def dtype_name(text: str) -> str:
     """'bfloat16' or 'torch.bfloat16' -> 'bf16'; other names pass through to the option's choices."""
-    from archspec.vocab import dtype_key
+    from archspec.core.vocab import dtype_key
 
     return dtype_key(text)
 
@@ -213,7 +213,7 @@ def one_gpu_option(p: argparse.ArgumentParser, what: str, required: bool = False
 def accelerators(names: list[str] | None):
     """The accelerators named by --gpu (table names or .toml files), or the whole table. One named twice
     counts once; two of one name from different places (two files) are refused by name."""
-    from archspec.hardware import ACCELERATORS, accelerator
+    from archspec.plan.hardware import ACCELERATORS, accelerator
 
     if not names:
         return list(ACCELERATORS.values())

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -39,7 +39,7 @@ def write_stdout(text: str | None) -> None:
 
 
 def render(args, objects: list[dict[str, Any]], people: Callable[[], str]) -> None:
-    from archspec.render import to_csv, to_json
+    from archspec.render.text import to_csv, to_json
 
     if args.format == "json":
         try:
@@ -59,7 +59,7 @@ PROGRESS = {"live": False}
 def progress_write(text: str | None) -> None:
     """Redraw the progress line on stderr (None clears it, and closes any progress bar)."""
     if text is None:
-        from archspec.progress import close_all
+        from archspec.core.progress import close_all
 
         close_all()
     sys.stderr.write("\r\033[K" + (text or ""))
@@ -69,7 +69,7 @@ def progress_write(text: str | None) -> None:
 
 def progress(items: list, label: str, describe: Callable[[Any], str] = str):
     """Yield `items`; when stderr is a terminal, a progress bar there says which item of how many runs."""
-    from archspec.progress import bar, done, on_terminal
+    from archspec.core.progress import bar, done, on_terminal
 
     if len(items) < 2 or not on_terminal():
         yield from items
@@ -88,7 +88,7 @@ def progress(items: list, label: str, describe: Callable[[Any], str] = str):
 
 def progress_callback(label: str) -> Callable[[int, int], None] | None:
     """A (done, total) callback for library loops, drawing a progress bar on a terminal; else None."""
-    from archspec.progress import bar, done, on_terminal
+    from archspec.core.progress import bar, done, on_terminal
 
     if not on_terminal():
         return None

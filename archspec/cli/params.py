@@ -15,7 +15,7 @@ EXAMPLES = (
 
 
 def _measured_params_block(m, fmt: str) -> str:
-    from archspec.render import exact, human, pct, table
+    from archspec.render.text import exact, human, pct, table
 
     rows = [[group, human(n), exact(n), pct(n / m.total)] for group, n in m.components.items()]
     rows.append(["total", human(m.total), exact(m.total), pct(1.0)])
@@ -46,8 +46,8 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec.params import COMPONENTS, count_params
-    from archspec.render import exact, human, pct, signed_pct, table
+    from archspec.count.params import COMPONENTS, count_params
+    from archspec.render.text import exact, human, pct, signed_pct, table
 
     read = read_models_and_notes(args)
     specs, notes = [m for m, _ in read], [said for _, said in read]

@@ -9,7 +9,7 @@ import argparse
 from archspec.cli.models import read_specs
 from archspec.cli.options import DTYPE_HELP, dtype_name, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 HELP = (
     "draw a PNG or SVG (by the suffix of -o): breakdown (parameters by component), memory (training and inference "
@@ -36,10 +36,10 @@ _PLOT_OPTIONS = {"vary": "scaling", "gpu": "memory", "batch": "memory", "recompu
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.hardware import ACCELERATORS
+    from archspec.core.vocab import RECOMPUTE
     from archspec.memory import DTYPE_BYTES
-    from archspec.plot import KINDS
-    from archspec.vocab import RECOMPUTE
+    from archspec.plan.hardware import ACCELERATORS
+    from archspec.render.plot import KINDS
 
     p.add_argument(
         "kind",
@@ -65,7 +65,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec import plot
+    from archspec.render import plot
 
     for option, kind in _PLOT_OPTIONS.items():
         if getattr(args, option) is not None and args.kind != kind:

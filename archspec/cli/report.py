@@ -9,7 +9,7 @@ import argparse
 from archspec.cli.models import read_specs
 from archspec.cli.options import accelerators, gpu_option, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 HELP = (
     "one self-contained HTML page (inline CSS and SVG, nothing loaded at view time): the comparison, the "
@@ -23,7 +23,7 @@ EXAMPLES = (
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.compare import DEFAULT_SEQ_LEN
+    from archspec.plan.compare import DEFAULT_SEQ_LEN
 
     p.add_argument("--output", "-o", required=True, metavar="FILE.html", help="the page to write (.html)")
     p.add_argument("--seq-len", "-s", type=positive_length, default=DEFAULT_SEQ_LEN,
@@ -37,7 +37,7 @@ def run(args) -> int:
     import os
     from pathlib import Path
 
-    from archspec.report import ReportInputs, build_report
+    from archspec.render.report import ReportInputs, build_report
 
     out = Path(args.output)
     if out.suffix.lower() not in (".html", ".htm"):

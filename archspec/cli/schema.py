@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from archspec.cli.output import EXIT_OK, emit, fmt_value
-from archspec.render import FORMATS as OUTPUT_FORMATS
+from archspec.render.text import FORMATS as OUTPUT_FORMATS
 
 HELP = "the JSON Schema of a spec file (--format table lists the fields)"
 EXAMPLES = "archspec schema > modelspec.schema.json\n  archspec schema --format table"
@@ -15,8 +15,8 @@ FORMATS = (list(OUTPUT_FORMATS), "json (default): the JSON Schema; table, markdo
 def run(args) -> int:
     import json
 
-    from archspec.render import table
-    from archspec.spec import SUBTABLES, TABLES, ModelSpec
+    from archspec.render.text import table
+    from archspec.spec.model import SUBTABLES, TABLES, ModelSpec
 
     schema = ModelSpec.model_json_schema()
     if args.format in ("json", None):
@@ -39,7 +39,7 @@ def run(args) -> int:
             default = "true" if name == "bias" else "-"
         rows.append([name, kind, default, info.get("description", "")])
     if args.format == "csv":
-        from archspec.render import to_csv
+        from archspec.render.text import to_csv
 
         emit(to_csv([dict(zip(["field", "type", "default", "meaning"], r)) for r in rows]))
     else:

@@ -11,7 +11,7 @@ EXAMPLES = "archspec show gpt2\n  archspec show my-model.toml --format json\n  a
 
 def _kind_counts(spec) -> dict[str, str]:
     """Each stack's layer kinds with their counts, from the per-layer view: {'decoder': '6 x local, 2 x global'}."""
-    from archspec.layers import layer_groups
+    from archspec.spec.layers import layer_groups
 
     stacks = {"encoder": spec.encoder_layers, "decoder": spec.decoder_layers}
     return {
@@ -22,7 +22,7 @@ def _kind_counts(spec) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from archspec.render import table
+    from archspec.render.text import table
 
     specs = read_specs(args)
     objects = [

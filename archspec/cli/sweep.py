@@ -13,7 +13,7 @@ from pathlib import Path
 from archspec.cli.models import read_specs
 from archspec.cli.options import DTYPE_HELP, dtype_name, positive_int
 from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, ROUNDING_NOTE, OutputError, emit, fmt_value, progress_callback
-from archspec.errors import SpecError, shown
+from archspec.core.errors import SpecError, shown
 
 HELP = (
     "one row per combination of --vary values: the varied fields, total and active parameters, forward FLOPs "
@@ -38,7 +38,7 @@ SUFFIX_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".json": "json", ".md": "mar
 
 def add_args(p: argparse.ArgumentParser) -> None:
     from archspec.memory import DTYPE_BYTES
-    from archspec.sweep import KEEP, LIMIT
+    from archspec.plan.sweep import KEEP, LIMIT
 
     p.add_argument(
         "--vary",
@@ -92,7 +92,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec.sweep import sweep
+    from archspec.plan.sweep import sweep
 
     specs = read_specs(args)
     fmt = output_format(args)
@@ -247,7 +247,7 @@ def _csv(v):
 
 def _tabulate(args, sweeps, fmt: str, out: _Output) -> None:
     """A table for people, of at most TABLE_ROWS rows: a sweep that gives more says how many it would print."""
-    from archspec.render import human, human_bytes, table
+    from archspec.render.text import human, human_bytes, table
 
     fields = sweeps[0].fields
     headers = ["model", *fields, "params", "active", "FLOPs/token", f"weights {args.dtype}", "KV/token"]

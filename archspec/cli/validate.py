@@ -1,7 +1,7 @@
 """`archspec validate`: published claims (parameters, training compute) against the exact computation:
 source, deviation, status and explanation; all presets when no MODEL is given; a MODEL file in the
 presets' format checks your own claims; a TABLE (a packaged table's name, or a file of
-archspec.tables' format) checks a paper's whole table, one line per row."""
+archspec.io.tables' format) checks a paper's whole table, one line per row."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ STATUSES = ("match", "truncated", "near", "off")
 
 
 def _fmt_quantity(quantity: str, value) -> str:
-    from archspec.claims import COUNTS
-    from archspec.render import human_sig, sci
+    from archspec.render.text import human_sig, sci
+    from archspec.validate.claims import COUNTS
 
     if quantity in COUNTS:
         return f"{human_sig(value)} ({value:,})"
@@ -34,7 +34,7 @@ def _fmt_quantity(quantity: str, value) -> str:
 def _like_printed(printed: str, value) -> str:
     """`value` written as `printed` is, with one digit more than it prints: '6.7B' -> '6.74B', '70 M' -> '70.4M',
     '70,426,624' -> '70,426,624'."""
-    from archspec.claims import SUFFIX, _last_printed_digit
+    from archspec.validate.claims import SUFFIX, _last_printed_digit
 
     text = printed.strip()
     suffix = text[-1:].upper()
@@ -46,14 +46,14 @@ def _like_printed(printed: str, value) -> str:
 
 def _tables(refs: list[str]) -> list[str]:
     """The refs that name a paper's table: a packaged table's name, or a file with [[rows]]."""
-    from archspec.catalog import _looks_like_path, preset_names
-    from archspec.loading import read_mapping
-    from archspec.tables import is_table, packaged
+    from archspec.io.catalog import _looks_like_path, preset_names
+    from archspec.io.loading import read_mapping
+    from archspec.io.tables import is_table, packaged
 
     names, presets = packaged(), set(preset_names())
     for r in refs:
         if r not in names and r not in presets and not _looks_like_path(r):
-            from archspec.errors import SpecError, did_you_mean, shown
+            from archspec.core.errors import SpecError, did_you_mean, shown
 
             raise SpecError(f"unknown preset or table {shown(r)}{did_you_mean(r, [*presets, *names])} "
                             f"(presets: `archspec list`; tables: {', '.join(names)})")  # fmt: skip
@@ -63,7 +63,7 @@ def _tables(refs: list[str]) -> list[str]:
 def notes_of(a, quantity_label=None) -> list[str]:
     """The lines that explain one assessment: its explanation, what-if, implied range, the source's own N,
     and, for a figure that stays off, the counting conventions that reproduce it."""
-    from archspec.render import signed_pct
+    from archspec.render.text import signed_pct
 
     c = a.claim
     show = quantity_label or (lambda value: _fmt_quantity(c.quantity, value))
@@ -132,7 +132,7 @@ def _table_report(args, table, assessed, objects) -> tuple[str, list[str]]:
     """One paper's table: one line per row, a column group per printed quantity, its notes and summary."""
     from tabulate import tabulate
 
-    from archspec.render import signed_pct
+    from archspec.render.text import signed_pct
 
     quantities = list(dict.fromkeys(a.claim.quantity for _, rows in assessed for a in rows))
     label = {"params": "params", "non_embedding_params": "non-embedding", "embedding_params": "embedding",
@@ -183,19 +183,19 @@ def _table_report(args, table, assessed, objects) -> tuple[str, list[str]]:
 
 
 def run(args) -> int:
-    from archspec.claims import assess
-    from archspec.render import signed_pct
+    from archspec.render.text import signed_pct
+    from archspec.validate.claims import assess
 
     objects, rows, notes = [], [], []
     unexplained, in_tables = [], []
-    from archspec.catalog import claim_sets, with_overrides
-    from archspec.loading import parse_assignments
+    from archspec.io.catalog import claim_sets, with_overrides
+    from archspec.io.loading import parse_assignments
 
     overrides = parse_assignments(args.overrides)
     tables = _tables(args.models or [])
     blocks = []
     for ref in tables:
-        from archspec.tables import load_table
+        from archspec.io.tables import load_table
 
         table = load_table(ref)
         assessed = []

@@ -9,7 +9,7 @@ import argparse
 from archspec.cli.models import read_specs
 from archspec.cli.options import positive_int
 from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, progress, render
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 
 HELP = (
     "build the reference model on the meta device and check analytic == instantiated for every tensor, the "
@@ -68,7 +68,7 @@ def _verify_all(reference, specs: list) -> list:
 
 def _verify_memory(args, reference) -> int:
     """verify --memory / --ranks: planned against measured bytes, one row per check."""
-    from archspec.render import exact, table
+    from archspec.render.text import exact, table
 
     specs = read_specs(args, default_all=True)
     reports = []
@@ -102,7 +102,7 @@ def _verify_memory(args, reference) -> int:
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
-    from archspec.vocab import RECOMPUTE, ZERO_STAGES
+    from archspec.core.vocab import RECOMPUTE, ZERO_STAGES
 
     p.add_argument(
         "--memory",
@@ -119,7 +119,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec.render import exact, table
+    from archspec.render.text import exact, table
 
     reference = _reference()
     if args.memory or args.ranks:

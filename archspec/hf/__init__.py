@@ -7,7 +7,7 @@ the modules of this package (``gpt``, ``llama``, ``qwen``, ``gemma``, ``openai``
 field each becomes, transformers' defaults for missing keys (transformers 5.24), the values every
 model of the family shares, the keys it refuses by name, small derivations, and the classes of
 ``architectures`` it counts. Adding a family is one entry in its lineage's module plus its test
-against transformers' own model (tests/test_hf.py). Reading files is archspec.loading's; this
+against transformers' own model (tests/test_hf.py). Reading files is archspec.io.loading's; this
 package maps a config's object onto spec data and never reads a file.
 """
 
@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from archspec.errors import NoAdapter, SpecError, clip, shown
+from archspec.core.errors import NoAdapter, SpecError, clip, shown
 from archspec.hf import (
     cohere,
     decoders,

@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from archspec.errors import SpecError, shown
-from archspec.vocab import hf_activations
+from archspec.core.errors import SpecError, shown
+from archspec.core.vocab import hf_activations
 
 Config = Mapping[str, Any]
 
@@ -36,7 +36,7 @@ Config = Mapping[str, Any]
 # ---------------------------------------------------------------- activations
 
 # transformers' ACT2FN names -> the spec's activation, for a plain MLP and for a gated one
-# (archspec.vocab.ACTIVATIONS)
+# (archspec.core.vocab.ACTIVATIONS)
 PLAIN_ACTIVATIONS = hf_activations(gated=False)
 GATED_ACTIVATIONS = hf_activations(gated=True)
 
@@ -245,7 +245,7 @@ def place(data: dict[str, Any], per_layer: list[tuple[str, dict[str, Any]]]) -> 
     """Spec fields for a stack whose layer i is of kind per_layer[i] = (name, overrides of the model's
     fields): the [kinds] and the compact [layers] pattern, or, when every layer is alike, the one
     kind's overrides folded into the model's fields (`data`: what the adapter has so far)."""
-    from archspec.layers import compact
+    from archspec.spec.layers import compact
 
     kinds = dict(per_layer)
     if len(kinds) == 1:

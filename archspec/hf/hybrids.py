@@ -1,7 +1,7 @@
 """Hybrids and linear-attention models: layers of recurrent mixers (Mamba, Mamba-2, Gated DeltaNet)
 among attention layers, each config's per-layer key (``layer_types``, ``hybrid_override_pattern``,
 ``attn_layer_period``...) resolved here into one per-layer list of kinds, then compacted into
-``kinds`` and ``[layers]`` (archspec.layers.compact).
+``kinds`` and ``[layers]`` (archspec.spec.layers.compact).
 
 - Jamba (``jamba``): Mamba (RMSNorms on dt, B, C) or attention, experts or a dense MLP, by periods.
 - Qwen3-Next (``qwen3_next``), Qwen3.5 (``qwen3_5_text``, ``qwen3_5_moe_text``): Gated DeltaNet layers
@@ -37,8 +37,8 @@ from archspec.hf.engine import (
     time_step_limit_ok,
 )
 from archspec.hf.llama import _LLAMA_FIELDS
-from archspec.layers import compact
-from archspec.spec import SUBTABLES
+from archspec.spec.layers import compact
+from archspec.spec.model import SUBTABLES
 
 # ---------------------------------------------------------------- shared: a per-layer list as kinds
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 from archspec.hf.engine import (
     Config,
     Family,

@@ -24,7 +24,7 @@ from archspec.hf.engine import (
     rope,
 )
 from archspec.hf.llama import _LLAMA_FIELDS
-from archspec.layers import compact
+from archspec.spec.layers import compact
 
 
 def _olmo(cfg: Config, where: str) -> dict[str, Any]:

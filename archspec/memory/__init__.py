@@ -1,6 +1,6 @@
 """Memory for training and inference: weights, gradients, optimizer states, activations, KV cache.
 
-One module per concept, each a sum over the model's description (archspec.blocks):
+One module per concept, each a sum over the model's description (archspec.describe.blocks):
 
 - ``storage``: the storage formats and computation dtypes, bits per value with block scales;
 - ``parallel``: where the weights sit — pipeline stages, tensor / expert splits, ZeRO shards,
@@ -15,6 +15,11 @@ Every public name is importable from ``archspec.memory``; docs/architecture.md s
 package sits in the flow.
 """
 
+from archspec.core.vocab import (  # the vocabulary's, re-exported for the planners' callers
+    ATTENTION,
+    RECOMPUTE,
+    ZERO_STAGES,
+)
 from archspec.memory.activations import (
     activation_bytes_per_layer,
     attention_mode,
@@ -66,7 +71,6 @@ from archspec.memory.training import (
     max_micro_batch,
     training_bytes_per_param,
 )
-from archspec.vocab import ATTENTION, RECOMPUTE, ZERO_STAGES  # the vocabulary's, re-exported for the planners' callers
 
 __all__ = [
     "ATTENTION",

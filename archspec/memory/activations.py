@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from archspec.blocks import Lengths, Part, describe
-from archspec.errors import SpecError, shown
+from archspec.core.errors import SpecError, shown
+from archspec.core.vocab import ATTENTION, attention_runs
+from archspec.describe.blocks import Lengths, Part, describe
 from archspec.memory.storage import dtype_bytes, nbytes
-from archspec.spec import ModelSpec
-from archspec.vocab import ATTENTION, attention_runs
+from archspec.spec.model import ModelSpec
 
 
 def attention_mode(spec: ModelSpec, attention: str) -> str:
     """The attention that actually runs: 'flash' (a fused kernel: scores never stored) or 'eager'
     (explicit products: the probabilities stored), by the rule the reference model runs
-    (archspec.vocab.attention_runs: soft-caps, sinks and d_head != d_value run eagerly)."""
+    (archspec.core.vocab.attention_runs: soft-caps, sinks and d_head != d_value run eagerly)."""
     if attention not in ATTENTION:
         raise SpecError(f"unknown attention {shown(attention)}; use flash (fused, the default) or eager")
-    from archspec.layers import layer_groups
+    from archspec.spec.layers import layer_groups
 
     for stack_layers in (spec.encoder_layers, spec.decoder_layers):
         for group in layer_groups(spec, stack_layers) if stack_layers else ():

@@ -11,12 +11,12 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from archspec.blocks import Cached, Lengths, describe
-from archspec.checks import check_args
-from archspec.errors import SpecError, shown
+from archspec.core.checks import check_args
+from archspec.core.errors import SpecError, shown
+from archspec.core.vocab import dtype_key
+from archspec.describe.blocks import Cached, Lengths, describe
 from archspec.memory.storage import DTYPE_BYTES, STORAGE, canonical_dtype, canonical_format, dtype_bytes, nbytes
-from archspec.spec import ModelSpec
-from archspec.vocab import dtype_key
+from archspec.spec.model import ModelSpec
 
 if TYPE_CHECKING:
     from archspec.memory.parallel import Slot

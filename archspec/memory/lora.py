@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from archspec.blocks import AttentionShape, Linear, describe
-from archspec.checks import check_args, check_int, check_text
-from archspec.errors import SpecError, shown
+from archspec.core.checks import check_args, check_int, check_text
+from archspec.core.errors import SpecError, shown
+from archspec.describe.blocks import AttentionShape, Linear, describe
 from archspec.memory.parallel import module_name
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 LORA_GROUPS = {"attention": ("q", "k", "v", "o"), "mlp": ("gate", "up", "down")}
 LORA_GROUPS["all"] = LORA_GROUPS["attention"] + LORA_GROUPS["mlp"]

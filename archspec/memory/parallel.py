@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
-from archspec.blocks import AttentionShape, Linear, Part, describe, stack_shapes
-from archspec.checks import check_args
-from archspec.errors import SpecError
+from archspec.core.checks import check_args
+from archspec.core.errors import SpecError
+from archspec.core.vocab import ZERO_STAGES
+from archspec.count.params import count_params
+from archspec.describe.blocks import AttentionShape, Linear, Part, describe, stack_shapes
 from archspec.memory.storage import STORAGE, canonical_format, dtype_bytes, nbytes, scale_bits
-from archspec.params import count_params
-from archspec.spec import ModelSpec
-from archspec.vocab import ZERO_STAGES
+from archspec.spec.model import ModelSpec
 
 # Tensor parallelism (Megatron-LM): column-parallel maps split their output rows, row-parallel maps
 # their input columns (their biases stay whole); vocabulary tables split their rows; norms, position
@@ -282,7 +282,7 @@ def check_split(spec: ModelSpec, tensor_parallel: int, pipeline_parallel: int) -
     """Tensor parallelism t splits query heads, key/value heads and d_ff t ways (Megatron-LM's column
     and row split); pipeline parallelism p needs at least p layers."""
     if tensor_parallel > 1:
-        from archspec.layers import kind_specs
+        from archspec.spec.layers import kind_specs
 
         for k in kind_specs(spec):  # every kind's widths (Gemma 4: other heads on its global layers)
             for what, n in (("n_heads", k.n_heads), ("n_kv_heads", k.n_kv_heads), ("d_ff", k.d_ff)):

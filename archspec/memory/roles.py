@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
-from archspec.errors import SpecError, shown
+from archspec.core.errors import SpecError, shown
+from archspec.core.vocab import dtype_key
 from archspec.memory.storage import STORAGE
-from archspec.vocab import dtype_key
 
 # role -> what it holds
 ROLES = {
@@ -132,7 +132,7 @@ def role_of(part, vector: bool = False) -> str:
 
 def model_roles(spec) -> set[str]:
     """The roles whose tensors `spec` holds (its MTP modules' too, where it has them)."""
-    from archspec.blocks import describe
+    from archspec.describe.blocks import describe
 
     out = set()
     for part in describe(spec, mtp=spec.mtp is not None):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archspec.errors import SpecError, shown
+from archspec.core.errors import SpecError, shown
 
 
 @dataclass(frozen=True)

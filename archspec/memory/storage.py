@@ -2,7 +2,7 @@
 
 Bytes per value: fp32 4, bf16 2, fp16 2, fp8 1, int8 1; int4 and the other quantised storage
 formats (nf4, mxfp4, GGUF kinds) with their block scales, on the tensors each holds. The names and
-their aliases (torch's, C's) are archspec.vocab's; this table gives each its bits.
+their aliases (torch's, C's) are archspec.core.vocab's; this table gives each its bits.
 """
 
 # Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
@@ -12,8 +12,8 @@ import math
 from fractions import Fraction
 from typing import NamedTuple
 
-from archspec.errors import SpecError, shown
-from archspec.vocab import dtype_key
+from archspec.core.errors import SpecError, shown
+from archspec.core.vocab import dtype_key
 
 
 class Storage(NamedTuple):
@@ -91,7 +91,7 @@ STORAGE = {
 }  # fmt: skip
 # the computation dtypes (--dtype, --kv-dtype): bytes per value
 DTYPE_BYTES = {name: s.bits / 8 for name, s in STORAGE.items() if s.dtype}
-# other names of the short ones (torch's): archspec.vocab.DTYPE_ALIASES
+# other names of the short ones (torch's): archspec.core.vocab.DTYPE_ALIASES
 
 
 def canonical_dtype(dtype: str) -> str:

@@ -16,22 +16,22 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from archspec.blocks import Lengths, describe, described
-from archspec.checks import check_args, check_int
 from archspec.compiled import per_structure
-from archspec.errors import SpecError, shown
-from archspec.flops import exact_number, workload_lengths
-from archspec.layers import moe_specs
+from archspec.core.checks import check_args, check_int
+from archspec.core.errors import SpecError, shown
+from archspec.core.records import Exact, record, rendered
+from archspec.core.vocab import RECOMPUTE, ZERO_STAGES
+from archspec.count.flops import exact_number, workload_lengths
+from archspec.count.params import count_params
+from archspec.describe.blocks import Lengths, describe, described
 from archspec.memory.activations import attention_mode, saved_bytes
 from archspec.memory.cache import cached_bytes, default_kv_dtype, kv_cache_bytes, kv_cache_dtype
 from archspec.memory.lora import lora_params
 from archspec.memory.parallel import check_split, rank_elements, stored_weights_bytes
 from archspec.memory.storage import canonical_dtype, canonical_format, dtype_bytes, nbytes
-from archspec.params import count_params
-from archspec.records import Exact, record, rendered
-from archspec.spec import ModelSpec
 from archspec.tracing import fraction
-from archspec.vocab import RECOMPUTE, ZERO_STAGES
+from archspec.spec.layers import moe_specs
+from archspec.spec.model import ModelSpec
 
 OPTIMIZERS = {  # states per parameter, each kept in fp32
     "adamw": 2,
@@ -115,7 +115,7 @@ class MemoryEstimate:
         return record(self, self.DERIVED)
 
     def _repr_html_(self) -> str:  # a table in Jupyter
-        from archspec.notebook import result_html
+        from archspec.render.notebook import result_html
 
         return result_html(self)
 

@@ -15,10 +15,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 from archspec.sources.stored import StoredTensor
 from archspec.sources.weightmap import WeightMap, expand, shapes_after
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 SCALES = ("weight_scale_inv", "weight_scale", "input_scale")  # FP8 block or tensor scales of `X.weight`
 # prefixes of multimodal wrappers' text models (transformers 5's and 4's), removed before a map's own
@@ -94,8 +94,8 @@ def _stripped(name: str, wmap: WeightMap) -> str:
 
 
 def match(spec: ModelSpec, stored: list[StoredTensor], wmap: WeightMap) -> Matching:
-    from archspec.blocks import describe
-    from archspec.parts import tensors
+    from archspec.describe.blocks import describe
+    from archspec.describe.parts import tensors
 
     spec_tensors = {t.path: t for t in tensors(describe(spec))}
     shapes = {p: t.shape for p, t in spec_tensors.items()}
@@ -231,8 +231,8 @@ def check(
     source: str,
     files: tuple[str, ...] = (),
 ) -> CheckReport:
+    from archspec.count.params import count_params
     from archspec.memory.parallel import stored_weights_bytes
-    from archspec.params import count_params
 
     m = choose(spec, stored, layouts)
     by_dtype: dict[str, Tally] = {}
@@ -254,7 +254,7 @@ def check(
             scales = scales.add(t)
         if t.name in buffer_names:
             buffers = buffers.add(t)
-    from archspec.params import COMPONENTS
+    from archspec.count.params import COMPONENTS
 
     order = {c: i for i, c in enumerate(COMPONENTS)}
     by_component = dict(sorted(by_component.items(), key=lambda kv: order.get(kv[0], len(order))))
@@ -287,8 +287,8 @@ def plausible(spec: ModelSpec, stored: list[StoredTensor], where: str) -> None:
     table (vocab_size x embedding width) stored under no name, or fewer layers stored than the config has."""
     if not stored:
         return
-    from archspec.blocks import describe
-    from archspec.parts import tensors
+    from archspec.describe.blocks import describe
+    from archspec.describe.parts import tensors
 
     table = next((t.shape for t in tensors(describe(spec)) if t.path == "embed.weight"), None)
     shapes = {t.shape for t in stored}

@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from archspec.errors import SpecError, clip, shown
+from archspec.core.errors import SpecError, clip, shown
 from archspec.sources.gguf_header import Header, TensorInfo, Truncated, parse_header
 from archspec.sources.stored import StoredTensor
 
@@ -419,7 +419,7 @@ def imported(header: Header, name: str, where: str = "GGUF file", stored: list[S
 
 def spec_of(header: Header, name: str, where: str = "GGUF file", stored: list[StoredTensor] | None = None):
     """The ModelSpec of a GGUF header (and, for a split model, every shard's tensors)."""
-    from archspec.loading import build_spec
+    from archspec.io.loading import build_spec
 
     return build_spec(imported(header, name, where, stored).data, where)
 
@@ -493,8 +493,8 @@ def expected_tensors(spec, arch: str, kv_b_split: bool = True) -> dict[str, tupl
     """llama.cpp's name -> (row-major shape, archspec component) of every parameter tensor of `spec`, as
     llama.cpp's converter writes a model of architecture `arch`. `kv_b_split`: DeepSeek's kv_b as k_b and
     v_b (the converter since 2025), else one attn_kv_b (older files)."""
-    from archspec.blocks import describe
-    from archspec.parts import tensors
+    from archspec.describe.blocks import describe
+    from archspec.describe.parts import tensors
 
     wanted = _arch_tensors(arch)
     gguf = _gguf()
@@ -606,8 +606,8 @@ def file_type(header: Header) -> str | None:
 
 def weights_format(file_type_name: str | None) -> str | None:
     """The --weights format that models a GGUF file type ('Q4_K_M' -> 'q4_k_m', 'F16' -> 'fp16'), or None."""
+    from archspec.core.vocab import dtype_key
     from archspec.memory.storage import STORAGE
-    from archspec.vocab import dtype_key
 
     if not file_type_name:
         return None
@@ -621,8 +621,8 @@ def check(spec, stored: list[StoredTensor], arch: str, ref: str, files: tuple[st
     """archspec check of a GGUF file: its tensors against the spec's under llama.cpp's names (a
     archspec.sources.check.CheckReport). Rotary tables and DeepSeek-V3's score correction are buffers;
     nextn (multi-token prediction) tensors a hidden component; anything else not the spec's is extra."""
+    from archspec.count.params import COMPONENTS, count_params
     from archspec.memory.parallel import stored_weights_bytes
-    from archspec.params import COMPONENTS, count_params
     from archspec.sources.check import CheckReport, Misshapen, Tally
 
     names = {t.name for t in stored}

@@ -21,7 +21,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from archspec.errors import SpecError, clip, shown
+from archspec.core.errors import SpecError, clip, shown
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)  # version 1 (before August 2023) wrote 32-bit counts and lengths

@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from archspec.errors import SpecError, clip, shown
+from archspec.core.errors import SpecError, clip, shown
 from archspec.sources.stored import StoredTensor
 
 # bits per value of each safetensors dtype (the format's own list)

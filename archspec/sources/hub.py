@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archspec.errors import SpecError, clip
+from archspec.core.errors import SpecError, clip
 from archspec.sources.headers import INDEX, header_length, parse_header
 from archspec.sources.stored import StoredTensor
 

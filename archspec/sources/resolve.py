@@ -2,7 +2,7 @@
 
 `resolve(ref)` gives the spec of a checkpoint folder (config.json beside *.safetensors or an index),
 a .safetensors file with a config.json beside it, or a Hub id (`org/name[@REV]`), or None where `ref`
-is none of these (archspec.catalog then reads it as before). The spec carries its source: `source_of(spec)`
+is none of these (archspec.io.catalog then reads it as before). The spec carries its source: `source_of(spec)`
 gives the stored tensors and their formats to later steps (`check`, and the weights of `memory`,
 `inference` and `fit`).
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from archspec.errors import SpecError
+from archspec.core.errors import SpecError
 from archspec.sources.stored import StoredTensor
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def _model_type(config: Path) -> str | None:
     """The model_type archspec reads a config as (whose weight map names its tensors): a multimodal
     wrapper's text model's, an alias's class's."""
     from archspec import hf
-    from archspec.loading import read_config
+    from archspec.io.loading import read_config
 
     raw, _ = read_config(config)
     mt = raw.get("model_type")
@@ -105,7 +105,7 @@ def _local(ref: str) -> ModelSpec | None:
     if path.is_dir():
         has_weights = (path / headers.INDEX).is_file() or any(path.glob("*.safetensors"))
         if not has_weights or not (path / "config.json").is_file():
-            return None  # a config-only folder, or none: archspec.loading says what it holds
+            return None  # a config-only folder, or none: archspec.io.loading says what it holds
         tensors, files = headers.read_folder(path)
         config = path / "config.json"
     elif path.suffix.lower() == ".gguf":
@@ -122,7 +122,7 @@ def _local(ref: str) -> ModelSpec | None:
             tensors, files = headers.read_file(path), [path.name]
     else:
         return None
-    from archspec.loading import load_config
+    from archspec.io.loading import load_config
 
     name = _name(path.parent if path.is_file() else path)
     spec = load_config(config, name=name)
@@ -154,7 +154,7 @@ def _name(folder: Path) -> str:
 
 def _hub(ref: str, hub_ref) -> ModelSpec:
     from archspec import hf
-    from archspec.loading import load_config
+    from archspec.io.loading import load_config
     from archspec.sources import hub
 
     fetched = hub.fetch(hub_ref)
@@ -216,7 +216,7 @@ class Stored:
         return {"format": self.format, "bytes": self.bytes, "by_dtype": self.by_dtype, "values": self.values}
 
     def line(self) -> str:
-        from archspec.render import human_bytes
+        from archspec.render.text import human_bytes
 
         total = sum(self.values.values()) or 1
         mix = ", ".join(f"{d} {n / total:.0%}" for d, n in sorted(self.values.items(), key=lambda kv: -kv[1]))

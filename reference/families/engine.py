@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from archspec.layers import layer_kinds
 from archspec.sources.weightmap import WeightMap
-from archspec.spec import SUBTABLES, Biases, ModelSpec
+from archspec.spec.layers import layer_kinds
+from archspec.spec.model import SUBTABLES, Biases, ModelSpec
 
 if TYPE_CHECKING:
     from archspec.hf import Family

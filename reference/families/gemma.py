@@ -19,7 +19,7 @@ from archspec.reference.families.engine import (
 )
 from archspec.reference.families.llama import LLAMA_CONFIG, LLAMA_MLP
 from archspec.sources.weightmap import WeightMap, each, row
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 
 def query_pre_attn_scalar(s: ModelSpec) -> int:

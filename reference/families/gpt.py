@@ -18,7 +18,7 @@ from archspec.reference.families.engine import (
     one_bias,
 )
 from archspec.sources.weightmap import WeightMap, each, row
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 
 def final_norm_with_pre(s: ModelSpec) -> str | None:

@@ -22,7 +22,7 @@ from archspec.reference.families.engine import (
 )
 from archspec.reference.families.llama import LLAMA_CONFIG, LLAMA_MLP
 from archspec.sources.weightmap import WeightMap, each, row
-from archspec.spec import ModelSpec, StandardAttention
+from archspec.spec.model import ModelSpec, StandardAttention
 
 
 def qwen3_next_layers(s: ModelSpec) -> str | None:

@@ -24,7 +24,7 @@ from archspec.reference.families.engine import (
     window,
 )
 from archspec.sources.weightmap import WeightMap, each, row
-from archspec.spec import ModelSpec, StandardAttention
+from archspec.spec.model import ModelSpec, StandardAttention
 
 NO_BIASES = {"bias.qkv": (False,), "bias.out": (False,), "bias.mlp": (False,)}
 

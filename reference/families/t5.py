@@ -15,7 +15,7 @@ from archspec.reference.families.engine import (
     scale,
 )
 from archspec.sources.weightmap import WeightMap, each, row
-from archspec.spec import ModelSpec
+from archspec.spec.model import ModelSpec
 
 
 def unscaled(s: ModelSpec) -> str | None:

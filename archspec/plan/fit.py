@@ -1,0 +1,236 @@
+"""Which accelerators, and how many, hold a model: the fewest devices for inference or training.
+
+For each accelerator and weight dtype, the smallest layout whose per-device memory fits, as
+archspec.memory plans it (``estimate_memory``, ``parallel_layout``, ``fits``); nothing here counts
+bytes itself.
+
+- inference: weights and the KV cache of `batch` sequences of `seq_len` tokens; tensor parallelism
+  over 1, 2, 4 or 8 devices (the degrees that divide the heads, key/value heads and d_ff), then
+  pipeline stages when even 8 do not hold it. The fewest devices win; among equals, the least
+  pipelining.
+- training: weights, gradients, AdamW states and activations of a micro-batch of `batch` sequences,
+  in mixed precision (bf16, 16 bytes per parameter) or fp32; ZeRO stage 0 to 3 over data-parallel
+  replicas, with tensor parallelism 1 to 8 when the activations or the unsharded states need it. The
+  fewest devices win; among equals, the lowest ZeRO stage, then the least tensor parallelism.
+- lora: a LoRA fine-tune (``estimate_memory(..., lora_rank=, lora_targets=)``): the frozen base stored
+  in `dtype` (bf16, int8, or nf4 for QLoRA), rank-`lora_rank` adapters on `lora_targets` in mixed
+  precision with gradients and AdamW states for the adapters alone, activations; laid out as training.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from archspec.core.errors import SpecError, shown
+from archspec.core.records import record
+from archspec.core.vocab import ZERO_STAGES
+from archspec.plan.hardware import Accelerator
+from archspec.spec.model import ModelSpec
+
+TASKS = ("inference", "training", "lora")
+# lora: the frozen base's storage format (archspec.memory.STORAGE); the adapters train in bf16
+DTYPES = {"inference": ("bf16", "fp8", "int8", "int4"), "training": ("bf16", "fp32"), "lora": ("bf16", "int8", "nf4")}
+LORA_RANK = 16  # the default rank of `archspec fit --task lora` (peft's examples and the QLoRA paper use 8 to 64)
+LORA_TARGETS = "all"  # as `archspec memory --lora` adapts by default
+TENSOR_PARALLEL = (1, 2, 4, 8)  # one node's NVLink domain, as serving engines and Megatron-LM use it
+MAX_DEVICES = 65_536  # beyond this many, a model is reported as not fitting
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The fewest devices of one accelerator that hold `name` for `task` with weights in `dtype`;
+    `devices` None when even MAX_DEVICES do not."""
+
+    name: str
+    accelerator: str
+    task: str
+    dtype: str
+    batch: int
+    seq_len: int
+    devices: int | None
+    tensor_parallel: int | None
+    pipeline_parallel: int | None
+    data_parallel: int | None
+    zero_stage: int | None
+    per_device_bytes: int | None
+    capacity_bytes: int
+    lora_rank: int | None = None
+    lora_targets: str | None = None
+    usable_bytes: int | None = None  # inference: what the engine lets weights and cache use of each device
+    engine: str | None = None
+
+    @property
+    def layout(self) -> str:
+        if self.devices is None:
+            return f"no layout up to {MAX_DEVICES:,} devices"
+        tp = f"TP {self.tensor_parallel}"
+        if self.task == "inference":
+            return tp + (f" x PP {self.pipeline_parallel}" if self.pipeline_parallel > 1 else "")
+        if self.devices == 1:
+            return "one device"
+        parts = [tp] if self.tensor_parallel > 1 else []
+        parts.append(f"ZeRO {self.zero_stage}")
+        if self.data_parallel > 1:
+            parts.append(f"DP {self.data_parallel}")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return record(self, derived=(("layout", "devices"),))
+
+
+def _valid_tp(spec: ModelSpec) -> list[int]:
+    from archspec.memory import check_split
+
+    out = []
+    for tp in TENSOR_PARALLEL:
+        try:
+            check_split(spec, tp, 1)
+        except SpecError:
+            continue
+        out.append(tp)
+    return out
+
+
+def _smallest(lo: int, hi: int, ok) -> int | None:
+    """The smallest n in [lo, hi] with ok(n), for ok monotone (false, then true); None if none."""
+    if hi < lo or not ok(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def native(acc: Accelerator, weights: str) -> bool:
+    """Whether `acc` computes with `weights` natively: an FP8 format (fp8, fp8_block, fp8_row, or a map
+    or layout holding one) needs an FP8 matrix path in the hardware table; engines run it elsewhere
+    as weight-only FP8 kernels (vLLM's FP8 Marlin), emulated."""
+    from archspec.memory.roles import weight_plan
+
+    plan = weight_plan(weights)
+    formats = {plan.single} if plan.single else set(plan.roles.values())
+    return acc.fp8_tflops is not None or not any(f.startswith("fp8") for f in formats)
+
+
+def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
+        seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
+        lora_targets: str | None = None, training: dict | None = None, engine: str | None = None,
+        memory_fraction: float | None = None) -> Fit:  # fmt: skip
+    """The fewest devices of `acc` that hold `spec` for `task` with weights in `dtype`. `memo` (a dict
+    kept by the caller for one spec, batch and sequence length) remembers the plans of each layout
+    across accelerators. `lora_rank` (default LORA_RANK) and `lora_targets` (default LORA_TARGETS)
+    are the adapters of task 'lora', and refused for the other tasks. `training`: estimate_memory's
+    training options (recompute, attention, optimizer, fp32_grads, dropout, offload) for training and
+    lora; a LoRA fine-tune recomputes its activations (gradient checkpointing) unless told otherwise.
+    Inference takes any --weights value (a format, a map by role, a layout), and fits weights and cache
+    in the share of each device the serving `engine` (default vLLM: 0.9) or `memory_fraction` leaves
+    them (archspec.memory.runtime)."""
+    from archspec.core.checks import check_args, check_text
+    from archspec.memory import canonical_dtype, canonical_format, estimate_memory, fits, lora_params, parallel_layout
+    from archspec.memory.storage import DTYPE_BYTES
+    from archspec.plan.hardware import accelerator
+
+    check_args("fit", spec=spec, batch=batch, seq_len=seq_len)
+    check_text("task", task, "fit")
+    if isinstance(acc, str):  # a name of the table or an accelerator file, as estimate_inference takes
+        acc = accelerator(acc)
+    elif not isinstance(acc, Accelerator):
+        raise TypeError(f"fit: acc must be an Accelerator or an accelerator's name, got {type(acc).__name__} "
+                        f"{shown(acc, 60)}")  # fmt: skip
+    if memo is not None and not isinstance(memo, dict):
+        raise TypeError(f"fit: memo must be a dict or None, got {type(memo).__name__}")
+    memo = {} if memo is None else memo
+    if task not in TASKS:
+        raise SpecError(f"unknown task {shown(task)}; use one of {', '.join(TASKS)}")
+    from archspec.memory.roles import canonical_weights
+
+    # inference of a format that is no computation dtype (fp8_block, a checkpoint's q4_k_m, a map by role):
+    # weights stored so, computed in bf16
+    if task == "inference":
+        key = canonical_weights(dtype)
+        stored = key not in DTYPE_BYTES
+    else:
+        stored = False
+        key = canonical_format(dtype, "weight") if task == "lora" else canonical_dtype(dtype)
+        if key not in DTYPES[task]:
+            raise SpecError(f"{task} plans weights in {', '.join(DTYPES[task])}, not {key}")
+    lora: dict[str, Any] = {}
+    if task == "lora":
+        lora = dict(lora_rank=LORA_RANK if lora_rank is None else lora_rank,
+                    lora_targets=LORA_TARGETS if lora_targets is None else lora_targets)  # fmt: skip
+        lora_params(spec, lora["lora_rank"], lora["lora_targets"])  # a bad rank or target: refused before any plan
+    elif lora_rank is not None or lora_targets is not None:
+        raise SpecError(f"lora_rank and lora_targets are the adapters of task lora, not {task}")
+    if training and task == "inference":
+        raise SpecError(f"{', '.join(training)}: training options, not inference's")
+    train = {"recompute": "full"} if task == "lora" else {}
+    train |= training or {}
+    from archspec.memory.runtime import DEFAULT_ENGINE, usable_bytes
+
+    if task != "inference" and (engine is not None or memory_fraction is not None):
+        raise SpecError("engine and memory_fraction are inference's (the serving engine's share of memory)")
+    eng = (engine or DEFAULT_ENGINE) if task == "inference" else None
+    cap = usable_bytes(acc.memory_bytes, eng, memory_fraction) if eng else acc.memory_bytes
+    # the plan of one layout: training's, or LoRA's over a frozen base stored in `key` (computed in bf16)
+    # (a stored format's inference is computed in bf16)
+    plan = dict(dtype="bf16", weights=key, **lora) if lora or stored else dict(dtype=key)
+    plan |= train
+    tag = (task, key, *lora.values(), *sorted(train.items()))
+    best: tuple | None = None  # (devices, tie-breakers..., tp, pp, dp, zero, bytes)
+
+    # no device holds less than its share of the whole: a plan that MAX_DEVICES cannot hold between them is
+    # refused from one estimate, before any layout is searched
+    if (*tag, "whole") not in memo:
+        memo[(*tag, "whole")] = estimate_memory(spec, batch, seq_len, **plan)
+    whole = memo[(*tag, "whole")]
+    if (whole.inference_total_bytes if task == "inference" else whole.training_total_bytes) > cap * MAX_DEVICES:
+        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
+                   acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
+
+    if task == "inference":
+
+        def per_device(tp: int, pp: int):
+            if (key, tp, pp) not in memo:
+                lay = parallel_layout(spec, tp * pp, tp, pp)
+                memo[key, tp, pp] = estimate_memory(spec, batch, seq_len, tensor_parallel=lay.tensor_parallel,
+                                                    pipeline_parallel=lay.pipeline_parallel, **plan)  # fmt: skip
+            return memo[key, tp, pp]
+
+        for tp in _valid_tp(spec):
+            top = min(spec.n_layers, MAX_DEVICES // tp)
+            pp = _smallest(1, top, lambda p, tp=tp: fits(per_device(tp, p), cap)["inference"])
+            if pp is None:
+                continue
+            m = per_device(tp, pp)
+            cand = (tp * pp, pp, tp, pp, 1, None, m.inference_total_bytes, m.seq_len)
+            best = cand if best is None or cand[:3] < best[:3] else best
+    else:
+
+        def per_device(tp: int, dp: int, zero: int):
+            if (*tag, tp, dp, zero) not in memo:
+                lay = parallel_layout(spec, tp * dp, tp, 1, zero)
+                memo[(*tag, tp, dp, zero)] = estimate_memory(spec, batch, seq_len, zero_stage=lay.zero_stage,
+                                                           data_parallel=lay.data_parallel,
+                                                           tensor_parallel=lay.tensor_parallel, **plan)  # fmt: skip
+            return memo[(*tag, tp, dp, zero)]
+
+        for tp in _valid_tp(spec):
+            for zero in ZERO_STAGES:
+                hi = 1 if zero == 0 else MAX_DEVICES // tp
+                dp = _smallest(1, hi, lambda d, tp=tp, z=zero: fits(per_device(tp, d, z), cap)["training"])
+                if dp is None:
+                    continue
+                m = per_device(tp, dp, zero)
+                z = 0 if tp * dp == 1 else zero  # one device: nothing to shard
+                cand = (tp * dp, z, tp, 1, dp, z, m.training_total_bytes, m.seq_len)
+                best = cand if best is None or cand[:3] < best[:3] else best
+    if best is None:
+        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
+                   acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
+    devices, _, tp, pp, dp, zero, used, T = best
+    return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, acc.memory_bytes, **lora,
+               usable_bytes=cap if eng else None, engine=eng)  # fmt: skip

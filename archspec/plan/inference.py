@@ -1,0 +1,510 @@
+"""Inference cost: a roofline estimate of generation by a decoder-only model, on one accelerator or
+spread over tensor x expert x pipeline parallel devices.
+
+A request is B sequences of P prompt tokens that each generate G tokens.
+
+- Prefill is taken as compute-bound: the exact forward matmul FLOPs of B sequences of P tokens
+  (``count_flops``: a mixture of experts counts its top-k experts, the active FLOPs), spread evenly
+  over the tensor x expert parallel devices of a stage, / (peak FLOP/s x ``mfu``), stages one after
+  another. The estimate reports whether that holds: prefill's FLOPs per byte of weights read against
+  the accelerator's ridge point.
+- Decode is taken as memory-bound: each of the G steps reads the weights a step touches and the KV
+  cache of the tokens before it, (weights read + KV cache read) / (bandwidth x ``mbu``) on each
+  stage, stages one after another (one batch in flight). The cache grows by one token per step, so
+  its bytes are averaged over the G steps (P to P + G - 1 cached tokens).
+- A mixture of experts: a step reads the routed experts its B tokens touch. With routing assumed
+  uniform and independent, each of a layer's E experts is touched by at least one of B tokens (top-k
+  each) with probability 1 - (1 - k/E)^B, so a layer reads E·(1 - (1 - k/E)^B) experts on average;
+  shared experts, routers, dense layers, attention, embeddings and the head are read every step.
+- Parallel layouts: ``tensor_parallel`` t splits every matrix as Megatron-LM does (the training
+  planner's column and row splits, archspec.memory); ``expert_parallel`` e spreads each layer's routed
+  experts over e devices, which hold the rest of the model tensor-split and serve B/e sequences each
+  (data-parallel attention, as expert-parallel serving runs); ``pipeline_parallel`` p cuts the layers
+  into p stages. Devices = t x e x p. Communication per step, over the accelerator's interconnect
+  bandwidth (``Accelerator.interconnect_gbs``) and added to the time (not overlapped): a ring
+  all-reduce of the d_model-wide output of every sublayer (2 (t - 1)/t of its bytes sent per device),
+  the all-to-all dispatch and combine of each MoE layer's routed tokens ((e - 1)/e of them leave the
+  device), and a hand-over between consecutive stages; activations in bf16.
+- ``tokens_per_second`` = B x G generated tokens / (prefill + G decode steps).
+- ``max_batch`` = the most sequences of P + G tokens whose KV cache fits on every device beside its
+  weights (activations and framework overhead not counted).
+- A layout whose weights and cache do not fit has no timings (``fits`` False, timings None).
+
+Every figure is an estimate from the accelerator table (``archspec.plan.hardware``) and the exact
+counts; the assumptions travel with it (``InferenceEstimate.assumptions``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import ClassVar
+
+from archspec.core.errors import SpecError
+from archspec.core.records import Exact, record, rendered
+from archspec.plan.hardware import MATH_DTYPES, Accelerator, accelerator
+from archspec.spec.layers import moe_specs
+from archspec.spec.model import ModelSpec
+
+ACTIVATION_BYTES = 2  # bf16 activations cross the interconnect
+
+
+def expected_experts(experts: int, top_k: int, tokens: int) -> float:
+    """Distinct experts of one layer that `tokens` tokens, each routed to `top_k` of `experts` uniformly
+    and independently, touch on average: E·(1 - (1 - k/E)^B)."""
+    return experts * (1 - (1 - top_k / experts) ** tokens)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the model is spread: tensor x expert x pipeline parallel devices."""
+
+    tensor_parallel: int = 1
+    expert_parallel: int = 1
+    pipeline_parallel: int = 1
+
+    @property
+    def devices(self) -> int:
+        return self.tensor_parallel * self.expert_parallel * self.pipeline_parallel
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceEstimate:
+    """A roofline estimate for one request; times in seconds (floats, None when it does not fit), bytes
+    and FLOPs exact ints (per device: the fullest one). Its JSON record is its fields, in this order,
+    with the figures to_dict derives."""
+
+    name: str
+    accelerator: str
+    batch: int
+    prompt_len: int
+    gen_len: int
+    dtype: str  # the weights' storage format
+    experts_dtype: str | None = field(metadata=rendered("experts"))
+    kv_dtype: str
+    layout: Layout = field(metadata=rendered(expand=("tensor_parallel", "expert_parallel", "pipeline_parallel",
+                                                     "devices")))  # fmt: skip
+    suggestions: tuple[str, ...] = field(default=())
+    communication_seconds_per_token: float = field(metadata=rendered(none_unless="fits"))
+    max_batch: int
+    prefill_flops: int
+    weights_bytes: int  # on the fullest device
+    kv_cache_bytes: int  # on the fullest device: the batch's cache at P + G tokens
+    # weights one decode step reads, summed over the stages
+    decode_weights_bytes: Fraction = field(metadata=rendered("decode_weights_bytes_per_token", convert=float))
+    # mean cache one decode step reads, summed over the stages
+    decode_kv_bytes_per_token: Fraction = field(metadata=rendered(hidden=True))
+    # routed experts a decode step reads per MoE layer (the whole layer)
+    expected_experts: float | None = field(metadata=rendered("expected_experts_per_layer"))
+    peak_flops: float
+    mfu: float
+    bandwidth: float = field(metadata=rendered("bandwidth_bytes_per_second"))  # bytes per second
+    # bytes per second per direction
+    interconnect: float | None = field(metadata=rendered("interconnect_bytes_per_second"))
+    mbu: float
+    capacity_bytes: int
+    assumptions: tuple[str, ...] = field(default=())
+    prefill_communication_seconds: float = field(metadata=rendered(hidden=True))
+
+    estimate: ClassVar[str] = "roofline: prefill bound by compute, decode bound by memory bandwidth"
+
+    @property
+    def weights(self) -> str:
+        """The weights' storage format (dtype), under the name of the option that sets it."""
+        return self.dtype
+
+    @property
+    def fits(self) -> bool:
+        """Weights and the batch's KV cache at P + G tokens fit on every device."""
+        return self.weights_bytes + self.kv_cache_bytes <= self.capacity_bytes
+
+    @property
+    def shortfall_bytes(self) -> int:
+        return max(0, self.weights_bytes + self.kv_cache_bytes - self.capacity_bytes)
+
+    @property
+    def decode_bytes_per_token(self) -> Fraction:
+        """Bytes one decode step reads on one device of each stage: the weights it touches and the mean KV cache."""
+        return Exact(self.decode_weights_bytes + self.decode_kv_bytes_per_token)
+
+    @property
+    def prefill_seconds(self) -> float | None:
+        if not self.fits:
+            return None
+        tp, ep = self.layout.tensor_parallel, self.layout.expert_parallel
+        return self.prefill_flops / (tp * ep * self.peak_flops * self.mfu) + self.prefill_communication_seconds
+
+    @property
+    def decode_seconds_per_token(self) -> float | None:
+        if not self.fits:
+            return None
+        return float(self.decode_bytes_per_token) / (self.bandwidth * self.mbu) + self.communication_seconds_per_token
+
+    @property
+    def total_seconds(self) -> float | None:
+        if not self.fits:
+            return None
+        return self.prefill_seconds + self.gen_len * self.decode_seconds_per_token
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Generated tokens (B x G) per second of the whole request, prefill included."""
+        if not self.fits:
+            return None
+        return self.batch * self.gen_len / self.total_seconds
+
+    @property
+    def prefill_intensity(self) -> float:
+        """Prefill FLOPs per byte of weights read (each weight read once), per device."""
+        tp, ep, pp = self.layout.tensor_parallel, self.layout.expert_parallel, self.layout.pipeline_parallel
+        return self.prefill_flops / (tp * ep * pp) / self.weights_bytes
+
+    @property
+    def ridge_intensity(self) -> float:
+        """FLOPs per byte above which the accelerator is compute-bound: (peak x mfu) / (bandwidth x mbu)."""
+        return (self.peak_flops * self.mfu) / (self.bandwidth * self.mbu)
+
+    @property
+    def prefill_compute_bound(self) -> bool:
+        return self.prefill_intensity >= self.ridge_intensity
+
+    def to_dict(self) -> dict:
+        return record(self, derived=(
+            ("estimate", "name"), ("weights", "dtype"), ("fits", "layout"), ("shortfall_bytes", "layout"),
+            ("prefill_seconds", "suggestions"), ("decode_seconds_per_token", "suggestions"),
+            ("tokens_per_second", "suggestions"), ("total_seconds", "suggestions"),
+            ("decode_bytes_per_token", "kv_cache_bytes", float), ("prefill_compute_bound", "capacity_bytes"),
+        ))  # fmt: skip
+
+
+def check_layout(spec: ModelSpec, layout: Layout) -> None:
+    """Refuse, by name, a layout the model cannot be split into: tensor parallelism splits query heads,
+    key/value heads (latent attention: heads only) and the MLP widths; expert parallelism splits the
+    routed experts; pipeline parallelism needs a layer per stage."""
+    from archspec.memory import check_split
+
+    for what, n in (("tensor_parallel", layout.tensor_parallel), ("expert_parallel", layout.expert_parallel),
+                    ("pipeline_parallel", layout.pipeline_parallel)):  # fmt: skip
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise SpecError(f"{what} must be a positive whole number, got {n!r}")
+    check_split(spec, layout.tensor_parallel, layout.pipeline_parallel)
+    t, e = layout.tensor_parallel, layout.expert_parallel
+    moes = [k.mlp for k in moe_specs(spec)]
+    for m in moes if t > 1 else ():
+        for what, n in (("mlp.d_expert", m.d_expert), ("mlp.d_shared", m.d_shared)):
+            if n and n % t:
+                raise SpecError(f"tensor_parallel={t} does not divide {what}={n} of {spec.name}")
+    if e > 1:
+        if not moes:
+            raise SpecError(f"expert_parallel={e}: {spec.name} has no routed experts to spread")
+        for m in moes:
+            if m.experts % e:
+                raise SpecError(
+                    f"expert_parallel={e} does not divide mlp.experts={m.experts} of {spec.name}; "
+                    "expert parallelism puts the same number of experts on every device"
+                )
+
+
+def touched(moe, batch: int) -> Fraction:
+    """The expected share of a layer's routed experts that `batch` tokens touch, each choosing top_k of
+    the experts uniformly and independently: 1 - (1 - k/E)^B. An expectation, not a count: computed in
+    floating point (-expm1(B log1p(-k/E)), accurate for small k/E), as exact powers would hold numbers of
+    B digits (batch 10^12), and held as the Fraction of that float; exact up to EXACT_TOUCHED_UP_TO."""
+    if moe.top_k >= moe.experts:
+        return Fraction(1)
+    if batch <= EXACT_TOUCHED_UP_TO:  # exact while the power stays small (numbers of about 8 x batch bits)
+        return 1 - (1 - Fraction(moe.top_k, moe.experts)) ** batch
+    return Fraction(-math.expm1(batch * math.log1p(-moe.top_k / moe.experts)))
+
+
+EXACT_TOUCHED_UP_TO = 1024
+
+
+def _stage_weights(spec, slots, fmt, experts, layout, batch: int) -> tuple[Fraction, Fraction, Fraction]:
+    """(weights every decode step reads, routed-expert weights, the routed-expert weights a decode step
+    of `batch` tokens reads) of one device of a stage, in bytes; each MoE kind with its own top_k of E."""
+    from archspec.memory import slot_bytes
+
+    tied = spec.head.kind != "none" and spec.tie_embeddings
+    always = routed = read = Fraction(0)
+    for s in slots:
+        b = slot_bytes(s, fmt, experts, layout.tensor_parallel, layout.expert_parallel, tied)
+        if s.part.role == "expert":
+            routed += b
+            read += b * touched(s.part.group.spec.mlp, batch)
+        else:
+            always += b
+    return always, routed, read
+
+
+def _mean_kv(spec, slots, batch_local, prompt_len: int, gen_len: int, kv_key, tp) -> Fraction:
+    """The mean cache the G decode steps read (P, P + 1, ..., P + G - 1 cached tokens). The cache is
+    linear in its length between the lengths where a window or chunk fills (w - 1 tokens): summed
+    exactly segment by segment, each segment the mean of its ends times its steps."""
+    first, last = prompt_len, prompt_len + gen_len - 1
+    kinks = sorted({c.limit - 1 for s in slots for c in s.part.cached if c.limit and first < c.limit - 1 < last})
+    total, lo = Fraction(0), first
+    for hi in (*kinks, last):
+        if hi < lo:
+            continue
+        ends = sum(_kv_device(spec, slots, batch_local, t, kv_key, tp) for t in (lo, hi))
+        total += Fraction(ends * (hi - lo + 1), 2)
+        lo = hi + 1
+    return total / gen_len
+
+
+def _kv_device(spec, slots, batch_local, tokens, kv_key, tp) -> int:
+    from archspec.memory import kv_stage_bytes, nbytes
+
+    split = 1 if spec.attention.kind == "latent" else tp  # a latent cache is whole on every tensor-parallel rank
+    return nbytes(kv_stage_bytes(spec, slots, batch_local, tokens, kv_key), Fraction(1, split))
+
+
+PROMPT_LEN, GEN_LEN = 512, 128  # the defaults of estimate_inference and `archspec inference`
+
+
+def estimate_inference(
+    spec: ModelSpec,
+    gpu: str | Accelerator,
+    batch: int = 1,
+    prompt_len: int = PROMPT_LEN,
+    gen_len: int = GEN_LEN,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    mfu: float = 0.4,
+    mbu: float = 1.0,
+    experts: str | None = None,
+    tensor_parallel: int = 1,
+    expert_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    engine: str | None = None,
+    memory_fraction: float | None = None,
+) -> InferenceEstimate:
+    """Roofline estimate of generating `gen_len` tokens after a `prompt_len`-token prompt, for `batch`
+    sequences on `gpu` (a name from archspec.plan.hardware.ACCELERATORS, or an Accelerator), one device or
+    tensor x expert x pipeline parallel ones.
+
+    Weights stored in `dtype` (any format of archspec.memory.STORAGE: fp32 ... nf4, mxfp4, q4_k_m), the
+    routed experts in `experts` when given; the KV cache in `kv_dtype` (default: default_kv_dtype of
+    `dtype`: bf16 beside fp8, int8 or a weight-only format). `mfu` scales the peak FLOP/s for prefill, `mbu` the peak
+    bandwidth for decode; both in (0, 1]. When it does not fit, `suggestions` names the smallest
+    tensor-parallel degree and the widest weight format with which it would. Weights and cache fit in
+    the share of each device the serving `engine` (default vLLM's gpu_memory_utilization 0.9) or
+    `memory_fraction` leaves them (archspec.memory.runtime; `capacity_bytes`).
+    """
+    import dataclasses
+
+    from archspec.core.checks import check_args
+
+    check_args("estimate_inference", spec=spec)
+    if not isinstance(gpu, str | Accelerator):
+        raise TypeError(f"estimate_inference: gpu must be an Accelerator or an accelerator's name, got "
+                        f"{type(gpu).__name__}")  # fmt: skip
+    e = _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
+                  expert_parallel, pipeline_parallel, engine, memory_fraction)  # fmt: skip
+    if e.fits:
+        return e
+    acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
+    return dataclasses.replace(e, suggestions=_suggestions(spec, acc, e, kv_dtype, engine, memory_fraction))
+
+
+def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
+              expert_parallel, pipeline_parallel, engine=None, memory_fraction=None) -> InferenceEstimate:  # fmt: skip
+    from archspec.count.flops import count_flops
+    from archspec.memory import STORAGE, canonical_format, default_kv_dtype, stage_slots
+
+    acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
+    if spec.kind != "decoder-only":
+        raise SpecError(f"{spec.name} is {spec.kind}; the inference estimate models generation by a decoder-only model")
+    for what, n in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise SpecError(f"{what} must be a positive whole number, got {n!r}")
+    for what, x in (("mfu", mfu), ("mbu", mbu)):
+        if not 0 < x <= 1:
+            raise SpecError(f"{what} must be in (0, 1], got {x}")
+    layout = Layout(tensor_parallel, expert_parallel, pipeline_parallel)
+    check_layout(spec, layout)
+    from archspec.memory.roles import canonical_weights
+
+    key = canonical_weights(dtype, "dtype")
+    x_key = canonical_format(experts, "--experts") if experts else None
+    if x_key and not moe_specs(spec):
+        raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
+    kv_key = default_kv_dtype(key, kv_dtype)
+    context = prompt_len + gen_len
+    if spec.position.kind == "learned" and context > spec.max_positions:
+        raise SpecError(
+            f"prompt_len + gen_len = {context} is longer than {spec.name}'s learned position table "
+            f"(max_positions={spec.max_positions})"
+        )
+    tp, ep, pp = tensor_parallel, expert_parallel, pipeline_parallel
+    if layout.devices > 1 and acc.interconnect_gbs is None:
+        raise SpecError(
+            f"{acc.name} has no interconnect bandwidth in the accelerator table ({acc.interconnect_source}); "
+            "a parallel layout needs one for its communication time"
+        )
+    interconnect = acc.interconnect_gbs * 1e9 if acc.interconnect_gbs else None
+    b_local = -(-batch // ep)  # sequences one expert-parallel rank serves
+
+    peak = acc.peak(key if key in STORAGE and STORAGE[key].dtype else "bf16")
+    prefill_flops = count_flops(spec, batch, prompt_len).forward
+    stages = stage_slots(spec, pp)
+
+    weights = kv_full = 0
+    decode_w = decode_kv = Fraction(0)
+    per_stage = []
+    for slots in stages:
+        always, routed, read = _stage_weights(spec, slots, key, x_key, layout, batch)
+        w = math.ceil(always + routed)
+        kv = _kv_device(spec, slots, b_local, context, kv_key, tp)
+        per_stage.append((w, slots))
+        if w + kv > weights + kv_full:
+            weights, kv_full = w, kv
+        decode_w += always + read
+        # step i of G reads the cache of the P + i tokens before it (a window or a state caps it): the mean
+        # over the G steps, summed exactly
+        decode_kv += _mean_kv(spec, slots, b_local, prompt_len, gen_len, kv_key, tp)
+
+    # communication per decode step (rows = the sequences of one expert-parallel rank) and for prefill
+    from archspec.describe.blocks import Pointwise
+
+    sublayers = sum(s.layers * sum(isinstance(e, Pointwise) and e.cost == "residual" for e in s.part.entries)
+                    for st in stages for s in st if s.part.layered)  # fmt: skip
+    # routed rows per token over all MoE layers: each MoE kind's layers times its top_k
+    moe_routes = sum(s.layers * s.part.group.spec.mlp.top_k for st in stages for s in st if s.part.role == "expert")
+    d = spec.d_model
+
+    def comm(rows: int) -> float:
+        if interconnect is None:
+            return 0.0
+        sent = 0.0
+        if tp > 1:
+            sent += sublayers * 2 * (tp - 1) / tp * rows * d * ACTIVATION_BYTES
+        if ep > 1:
+            sent += moe_routes * 2 * rows * d * ACTIVATION_BYTES * (ep - 1) / ep
+        if pp > 1:
+            sent += (pp - 1) * rows * d * ACTIVATION_BYTES
+        return sent / interconnect
+
+    from archspec.memory.runtime import DEFAULT_ENGINE, usable_bytes
+    from archspec.memory.runtime import engine as engine_of
+
+    eng = engine or DEFAULT_ENGINE
+    capacity = usable_bytes(acc.memory_bytes, eng, memory_fraction)
+    share = memory_fraction if memory_fraction is not None else capacity / acc.memory_bytes
+    mb = _max_batch(spec, per_stage, ep, tp, context, kv_key, capacity)
+    per_device = "" if layout.devices == 1 else " per device"
+    assumptions = [
+        "prefill compute-bound: exact forward matmul FLOPs (full attention score matrix; a mixture of experts "
+        f"its top-k experts: the active FLOPs) / ({acc.title} dense peak {peak / 1e12:g} TFLOP/s x mfu {mfu:g}"
+        + (f" x {tp * ep} devices of a stage" if tp * ep > 1 else "") + ")"
+        + ("; quantised and 8-bit weights computed at the 16-bit peak" if key not in MATH_DTYPES
+           else ""),
+        f"decode memory-bound: (weights read + mean KV cache read) / (bandwidth {acc.bandwidth_gbs:g} GB/s x mbu "
+        f"{mbu:g}) per step{', stages one after another' if pp > 1 else ''}; kernel launches and compute not "
+        "modelled",
+        f"weights in {key}" + (f", routed experts in {x_key}" if x_key else "") + f", KV cache in {kv_key}",
+    ]  # fmt: skip
+    moes = [k.mlp for k in moe_specs(spec)]
+    moe = moes[0] if moes else None
+    for m in moes:
+        assumptions.append(
+            f"routing uniform and independent: a decode step of {batch} token{'s' if batch > 1 else ''} reads "
+            "E(1 - (1 - k/E)^B) = "
+            f"{float(m.experts * touched(m, batch)):.3g} of {m.experts} routed experts per MoE layer (top-{m.top_k}); "
+            "shared experts, routers, dense layers, attention, embeddings and head read every step"
+        )
+    if layout.devices > 1:
+        assumptions.append(
+            f"layout tp {tp} x ep {ep} x pp {pp} = {layout.devices} devices: Megatron-LM column/row splits"
+            + (f"; experts spread over {ep} devices that serve {b_local} sequences each (data-parallel attention)"
+               if ep > 1 else "")
+            + (f"; {pp} stages of {-(-spec.n_layers // pp)} layers, one batch in flight" if pp > 1 else "")
+            + f"; communication over {acc.interconnect_gbs:g} GB/s per direction ({acc.interconnect_source}): "
+            "ring all-reduce after every sublayer, MoE all-to-all dispatch and combine, stage hand-overs, bf16 "
+            "activations, not overlapped with compute"
+        )  # fmt: skip
+    assumptions += [
+        f"max_batch: sequences of {context:,} tokens whose KV cache fits beside the weights in {share:.3g} x "
+        f"{acc.memory_gib:g} GiB{per_device} ("
+        + (
+            f"--gpu-memory-utilization {memory_fraction:g}"
+            if memory_fraction is not None
+            else f"engine {eng}: {engine_of(eng).source}"
+        )
+        + "); the engine's activations, workspace and fragmentation beyond that share not counted",
+        "tokens_per_second: batch x gen_len generated tokens over prefill + gen_len decode steps",
+    ]
+    return InferenceEstimate(
+        name=spec.name,
+        accelerator=acc.name,
+        batch=batch,
+        prompt_len=prompt_len,
+        gen_len=gen_len,
+        dtype=key,
+        experts_dtype=x_key,
+        kv_dtype=kv_key,
+        layout=layout,
+        mfu=mfu,
+        mbu=mbu,
+        peak_flops=peak,
+        bandwidth=acc.bandwidth,
+        interconnect=interconnect,
+        capacity_bytes=capacity,
+        prefill_flops=prefill_flops,
+        weights_bytes=weights,
+        kv_cache_bytes=kv_full,
+        decode_weights_bytes=Exact(decode_w),
+        decode_kv_bytes_per_token=Exact(decode_kv),
+        communication_seconds_per_token=comm(b_local),
+        prefill_communication_seconds=comm(b_local * prompt_len),
+        expected_experts=float(moe.experts * touched(moe, batch)) if moe else None,
+        max_batch=mb,
+        assumptions=tuple(assumptions),
+    )
+
+
+def _max_batch(spec, per_stage, ep, tp, tokens, kv_key, capacity) -> int:
+    """The most sequences whose cache fits on every device beside its stage's weights: each of the ep
+    ranks serves ceil(B / ep) of them."""
+    room = min(capacity - w for w, _ in per_stage)
+    if room < 0:
+        return 0
+
+    def fits(b_local: int) -> bool:
+        return all(w + _kv_device(spec, slots, b_local, tokens, kv_key, tp) <= capacity for w, slots in per_stage)
+
+    per_seq = max(_kv_device(spec, slots, 1, tokens, kv_key, tp) for _, slots in per_stage)
+    b = room // per_seq if per_seq else 0
+    while b > 0 and not fits(b):  # the cache rounds up per call (sub-byte formats): settle against it
+        b -= 1
+    while fits(b + 1):
+        b += 1
+    return b * ep
+
+
+def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype, engine=None, memory_fraction=None) -> tuple[str, ...]:
+    """The smallest --tp, and the widest --weights, with which the same request would fit."""
+    from archspec.memory import STORAGE
+
+    lay = e.layout
+
+    def trial(weights: str, tp: int) -> bool:
+        try:
+            return _estimate(spec, acc, e.batch, e.prompt_len, e.gen_len, weights, kv_dtype, e.mfu, e.mbu,
+                             e.experts_dtype, tp, lay.expert_parallel, lay.pipeline_parallel, engine,
+                             memory_fraction).fits  # fmt: skip
+        except SpecError:  # a degree the model cannot be split into
+            return False
+
+    out = []
+    tp = next((t for t in range(lay.tensor_parallel + 1, spec.n_heads + 1) if trial(e.dtype, t)), None)
+    if tp:
+        out.append(f"--tp {tp}")
+    width = STORAGE[e.dtype].bits if e.dtype in STORAGE else Fraction(16)  # a map by role: below 16 bits
+    narrower = sorted((n for n, s in STORAGE.items() if s.bits < width), key=lambda n: -STORAGE[n].bits)
+    weights = next((n for n in narrower if trial(n, lay.tensor_parallel)), None)
+    if weights:
+        out.append(f"--weights {weights}")
+    return tuple(out)

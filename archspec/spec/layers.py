@@ -1,0 +1,288 @@
+"""The per-layer view: which kind each layer of a stack has, resolved once from the spec.
+
+A spec places its layer kinds with ``[layers]`` (a prefix, then a repeating pattern); the older
+fields are cases of the same view: ``attention.sliding_layers`` (even or odd layers windowed) gives
+the kinds ``sliding`` and ``full``, ``mlp.dense_layers`` the kinds ``dense`` (a prefix) and ``moe``;
+a spec with neither has one kind, ``layer``. Everything that depends on a layer's kind — the
+description (archspec.describe.blocks), hence parameters, FLOPs, memory, and the reference model — reads
+this view, never the fields above.
+
+A ``LayerGroup`` is one kind with the spec its layers see and where they are. Its ``count`` and
+``first`` cost as much for 10^6 layers as for 10 (they are counted over the pattern, not the
+stack); only ``indices`` walks the layers.
+"""
+
+# Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
+# compiles a ForwardRef for every string field when the class is made, at every start-up.
+import math
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from archspec.spec.model import DenseMLP, ModelSpec
+
+SINGLE = "layer"  # the one kind of a stack of identical layers
+
+
+class Placement(NamedTuple):
+    """Layer i of a `depth`-layer stack has kind runs[...] for the first layers (a run-length list
+    of (kind, layers)), then pattern[(i - len(prefix)) % len(pattern)]."""
+
+    runs: tuple[tuple[str, int], ...]
+    pattern: tuple[str, ...]
+    depth: int
+
+    @property
+    def prefix_len(self) -> int:
+        return min(sum(n for _, n in self.runs), self.depth)
+
+    def kind_at(self, i: int) -> str:
+        at = 0
+        for kind, n in self.runs:
+            if i < at + n:
+                return kind
+            at += n
+        return self.pattern[(i - at) % len(self.pattern)]
+
+    def count(self, kind: str) -> int:
+        """Layers of `kind`, counted over the runs and the pattern (not layer by layer)."""
+        left, out = self.depth, 0
+        for k, n in self.runs:
+            out += min(n, left) * (k == kind)
+            left -= min(n, left)
+        full, rest = divmod(left, len(self.pattern))
+        out += full * self.pattern.count(kind) + self.pattern[: at_most(rest, len(self.pattern))].count(kind)
+        return out
+
+    def count_in(self, kind: str, lo: int, hi: int, mod: int = 1, res: int = 0) -> int:
+        """Layers i of `kind` with lo <= i < hi (and i % mod == res), counted over the runs and the
+        pattern's arithmetic progressions, not layer by layer."""
+        hi = min(hi, self.depth)
+        out, at = 0, 0
+        for k, n in self.runs:
+            if k == kind:
+                out += _progression(at, 1, min(at + n, self.depth), lo, hi, mod, res)
+            at += n
+        period = len(self.pattern)
+        for j, k in enumerate(self.pattern):
+            if k == kind:
+                out += _progression(at + j, period, self.depth, lo, hi, mod, res)
+        return out
+
+    def first(self, kind: str) -> int:
+        at = 0
+        for k, n in self.runs:
+            if k == kind:
+                return at
+            at += n
+        return at + self.pattern.index(kind)
+
+    def kinds(self) -> list[str]:
+        """Distinct kinds present in the stack, in order of their first layer."""
+        seen = dict.fromkeys(k for k, _ in self.runs)
+        seen.update(dict.fromkeys(self.pattern[: at_most(self.depth - self.prefix_len, len(self.pattern))]))
+        present = [k for k in seen if self.count(k)]
+        return sorted(present, key=self.first)
+
+    def indices(self, kind: str) -> Iterator[int]:
+        """Every layer of `kind`, in order (walks the layers of that kind only)."""
+        at = 0
+        for k, n in self.runs:
+            if k == kind:
+                yield from range(at, min(at + n, self.depth))
+            at += n
+        period = len(self.pattern)
+        offsets = [j for j, k in enumerate(self.pattern) if k == kind]
+        base = at
+        while offsets and base < self.depth:
+            for j in offsets:
+                if base + j >= self.depth:
+                    return
+                yield base + j
+            base += period
+
+
+def at_most(n: int, limit: int) -> int:
+    """max(0, min(n, limit)) as a plain int, found by comparing n with 0 .. limit: a depth recorded by
+    archspec.tracing slices a pattern through comparisons it guards (a slice would read its value)."""
+    for i in range(limit):
+        if not n > i:
+            return i
+    return limit
+
+
+def _progression(start: int, step: int, end: int, lo: int, hi: int, mod: int, res: int) -> int:
+    """How many of start, start + step, ... (below `end`) lie in [lo, hi) and are res modulo mod."""
+    hi = min(hi, end)
+    if hi <= lo or start >= hi:
+        return 0
+    q_lo = max(0, -(-(lo - start) // step))
+    q_hi = -(-(hi - start) // step)  # terms start + step q < hi
+    if q_hi <= q_lo:
+        return 0
+    cycle = mod // math.gcd(step, mod)
+    out = 0
+    for q0 in range(cycle):
+        if (start + step * q0) % mod == res % mod:
+            out += (q_hi - 1 - q0) // cycle - (q_lo - 1 - q0) // cycle
+    return out
+
+
+class LayerGroup(NamedTuple):
+    """The layers of one kind in one stack: the kind's name, the spec they see, where they are."""
+
+    kind: str
+    spec: ModelSpec
+    placement: Placement
+
+    @property
+    def count(self) -> int:
+        return self.placement.count(self.kind)
+
+    @property
+    def first(self) -> int:
+        return self.placement.first(self.kind)
+
+    def indices(self) -> Iterator[int]:
+        return self.placement.indices(self.kind)
+
+
+def _runs(names: list[str] | tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    out: list[tuple[str, int]] = []
+    for k in names:
+        if out and out[-1][0] == k:
+            out[-1] = (k, out[-1][1] + 1)
+        else:
+            out.append((k, 1))
+    return tuple(out)
+
+
+def _legacy(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec]]:
+    """The older fields as kinds: even/odd sliding windows ('sliding', 'full'), leading dense layers
+    before the experts ('dense', 'moe'); both at once give kinds such as 'dense-sliding'."""
+    att, mlp = spec.attention, spec.mlp
+    windows = att.kind == "standard" and bool(att.sliding_window) and att.sliding_layers != "all"
+    dense = mlp.dense_layers if mlp.kind == "moe" else 0
+    if not windows and not dense:
+        return Placement((), (SINGLE,), depth), {SINGLE: spec}
+
+    def name(i: int) -> str:
+        labels = []
+        if dense:
+            labels.append("dense" if i < dense else "moe")
+        if windows:
+            labels.append("sliding" if (i % 2 == 0) == (att.sliding_layers == "even") else "full")
+        return "-".join(labels)
+
+    def spec_of(kind: str) -> ModelSpec:
+        update = {}
+        if windows:
+            update["attention"] = att.model_copy(update={"sliding_layers": "all"} if kind.endswith("sliding") else
+                                                 {"sliding_window": None, "sliding_layers": "all"})  # fmt: skip
+        if dense:
+            update["mlp"] = DenseMLP.model_construct() if kind.startswith("dense") else mlp.model_copy(
+                update={"dense_layers": 0})  # fmt: skip
+        return spec.model_copy(update=update)
+
+    prefix = _runs([name(i) for i in range(min(dense, depth))])
+    unit = tuple(name(dense + j) for j in range(2 if windows else 1))
+    where = Placement(prefix, unit, depth)
+    return where, {k: spec_of(k) for k in {*(k for k, _ in prefix), *unit}}
+
+
+def placement(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec]]:
+    """Where each kind sits in a stack of `depth` layers, and the spec of each kind."""
+    if spec.layers is None:
+        return _legacy(spec, depth)
+    specs = {name: spec.kind_spec(name) for name in spec.kinds}
+    return Placement(_runs(spec.layers.prefix), tuple(spec.layers.pattern), depth), specs
+
+
+def layer_groups(spec: ModelSpec, depth: int) -> list[LayerGroup]:
+    """The distinct kinds of a `depth`-layer stack, each once, in order of their first layer."""
+    where, specs = placement(spec, depth)
+    return [LayerGroup(k, specs[k], where) for k in where.kinds()]
+
+
+def kind_specs(spec: ModelSpec) -> list[ModelSpec]:
+    """The spec of every distinct kind in any stack (the model's own when every layer is alike)."""
+    out: list[ModelSpec] = []
+    for depth in (spec.encoder_layers, spec.decoder_layers):
+        for group in layer_groups(spec, depth) if depth else ():
+            if all(group.spec is not s for s in out):
+                out.append(group.spec)
+    return out
+
+
+def moe_specs(spec: ModelSpec) -> list[ModelSpec]:
+    """The specs of the kinds whose MLP is a mixture of experts."""
+    return [s for s in kind_specs(spec) if s.mlp.kind == "moe"]
+
+
+def layer_kinds(spec: ModelSpec, depth: int) -> list[tuple[str, ModelSpec]]:
+    """Layer by layer: (kind, the spec that layer sees). Walks the stack: for building, not counting."""
+    where, specs = placement(spec, depth)
+    return [(k, specs[k]) for k in map(where.kind_at, range(depth))]
+
+
+def compact(kinds: list[str]) -> tuple[list[str], list[str]]:
+    """A per-layer list of kinds written as a prefix and the shortest unit that repeats over the rest
+    (cut short at the end), the prefix as short as it can be: Gemma 3's 62 layers are
+    ([], [local x 5, global]); DeepSeek-V3's are ([dense x 3], [moe]). A prefix and unit of up to
+    SHORT layers together are found by whole-stack comparisons (a million layers in milliseconds);
+    longer ones by one pass of Knuth-Morris-Pratt over the layers."""
+    found = _short_unit(kinds, SHORT)
+    start, unit = found if found is not None else _by_periods(kinds)
+    return list(kinds[:start]), list(kinds[start : start + unit])
+
+
+SHORT = 32
+
+
+def _short_unit(kinds: list[str], limit: int) -> tuple[int, int] | None:
+    """(prefix length, unit length) of the compact form when they add up to at most `limit`; else None.
+
+    With one byte per kind, the rest from `start` repeats with unit p exactly when text[i] == text[i + p]
+    for every i >= start: the first differing byte from the end of text[:-p] ^ text[p:] gives the least
+    such start for every p at once."""
+    codes = {k: i for i, k in enumerate(dict.fromkeys(kinds))}
+    if len(codes) > 256 or not kinds:
+        return None if kinds else (0, 0)
+    text = bytes(map(codes.__getitem__, kinds))
+    n, best = len(text), None
+    for p in range(1, min(limit, n) + 1):
+        if best is not None and p > sum(best):  # every later unit is longer than the best whole form
+            break
+        diff = int.from_bytes(text[: n - p], "big") ^ int.from_bytes(text[p:], "big")
+        same = n - p if not diff else ((diff & -diff).bit_length() - 1) // 8  # equal bytes at the end
+        form = (n - p - same, p)
+        if best is None or sum(form) <= sum(best):  # a tie goes to the longer unit, the shorter prefix
+            best = form
+    return best if best is not None and sum(best) <= limit else None
+
+
+def _by_periods(kinds: list[str]) -> tuple[int, int]:
+    """(prefix length, unit length) of the compact form, exactly, in one pass: the last m layers repeat
+    with period p exactly when the reversed list's first m do, and Knuth-Morris-Pratt's failure function
+    gives that period for every m at once; the answer is the least (n - m) + p, the longest m among equals."""
+    n = len(kinds)
+    best = (n, 0)
+    for m, period in enumerate(_periods(kinds[::-1]), start=1):
+        if n - m + period <= sum(best):
+            best = (n - m, period)
+    return best
+
+
+def _periods(seq: list[str]) -> list[int]:
+    """The smallest period of each prefix seq[:m], m = 1..len(seq): m less the longest proper prefix that is
+    also a suffix of seq[:m] (the failure function), in one pass."""
+    n = len(seq)
+    border = [0] * n
+    k = 0
+    for i in range(1, n):
+        item = seq[i]
+        while k and item != seq[k]:
+            k = border[k - 1]
+        if item == seq[k]:
+            k += 1
+        border[i] = k
+    return [m - b for m, b in zip(range(1, n + 1), border)]
