@@ -1666,8 +1666,8 @@ def test_a_file_that_names_no_class_is_counted_as_its_familys_first_and_says_so(
 
 def test_files_verified_by_hash_are_the_bytes_the_hub_record_names():
     """tests/data/hf/SOURCES.md's "verified by the hub file's hash" rows: each file's sha256 is the one the
-    record gives for the hub file at its commit, or for ModelScope's mirror of it (an edit to a file, even of its layout,
-    fails here)."""
+    record gives for the hub file at its commit, or for ModelScope's mirror of it (an edit to a file,
+    even of its layout, fails here)."""
     import hashlib
 
     text = (DATA / "SOURCES.md").read_text(encoding="utf-8")

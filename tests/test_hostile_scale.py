@@ -17,7 +17,7 @@ from test_hostile import cli, refused
 
 import archspec
 from archspec.hf import from_mapping
-from archspec.loading import build_spec
+from archspec.io.loading import build_spec
 
 HF = Path(__file__).parent / "data" / "hf"
 
@@ -78,7 +78,7 @@ def test_compact_by_periods_is_the_shortest_prefix_and_unit_by_search():
     import itertools
     import random
 
-    from archspec.layers import SHORT, _by_periods, compact
+    from archspec.spec.layers import SHORT, _by_periods, compact
 
     def searched(kinds):
         for size in range(1, len(kinds) + 1):

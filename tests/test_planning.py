@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import archspec
 import archspec.describe.blocks as blocks
 from archspec.cli import main
-from archspec.compiled import full_way
+from archspec.core.compiled import full_way
 from archspec.core.errors import SpecError
 from archspec.count.flops import count_flops
 from archspec.memory import estimate_memory
@@ -38,7 +38,7 @@ def validated_afresh(spec, changes):
 
 def figures(spec):
     """Parameters, FLOPs and memory of `spec`, each described afresh (the kind cache emptied first), the
-    full way (no program of archspec.compiled answers)."""
+    full way (no program of archspec.core.compiled answers)."""
     with full_way():
         blocks._BLOCKS.clear()
         p = archspec.count_params(spec)

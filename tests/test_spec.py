@@ -143,7 +143,7 @@ def test_compare_describes_its_spec_once_and_describe_is_fresh_outside(monkeypat
     from archspec.memory import kv_cache_bytes_per_token, weights_bytes
     from archspec.plan.compare import compare
 
-    calls = []  # the specs described (archspec.compiled, recording a program, describes a copy of its own)
+    calls = []  # the specs described (archspec.core.compiled, recording a program, describes a copy of its own)
     real = blocks._describe
     monkeypatch.setattr(blocks, "_describe", lambda spec, mtp: calls.append(spec) or real(spec, mtp))
     spec = archspec.preset("gpt2")

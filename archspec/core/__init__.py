@@ -6,7 +6,10 @@
 - ``checks``: the public functions' argument checks;
 - ``sizing``: the rounding rules families use to pick sizes (``pad_vocab``, ``swiglu_hidden``);
 - ``records``: result types as frozen dataclasses rendered from their fields;
-- ``progress``: progress bars of long runs.
+- ``progress``: progress bars of long runs;
+- ``tracing``, ``plancode``, ``compiled``: counters recorded once per structure and run as plain
+  arithmetic on the numbers of every later shape;
+- ``lazy``: a folder's modules as its attributes, on first use.
 """
 
 from archspec.core.lazy import submodules

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import ClassVar
 
-from archspec.compiled import per_structure
-from archspec.tracing import as_float, fraction
 from archspec.core.checks import check_args
+from archspec.core.compiled import per_structure
 from archspec.core.errors import SpecError
 from archspec.core.limits import float_or_int
 from archspec.core.records import Exact, record, rendered
+from archspec.core.tracing import as_float, fraction
 from archspec.count.params import ParamCount, count_params
 from archspec.describe.blocks import AttentionShape, describe, described
 from archspec.describe.entries import NON_MATMUL_CATEGORIES, Lengths, Work

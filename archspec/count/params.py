@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from archspec.compiled import evaluate
 from archspec.core.checks import check_args
+from archspec.core.compiled import evaluate
 from archspec.core.records import record
 from archspec.core.vocab import COMPONENTS, ROLES
 from archspec.describe.blocks import Linear, Part, describe, held, stack_shapes

@@ -204,7 +204,7 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
         try:
             if key not in memo:
                 memo[key] = slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
-        except TypeError:  # a number recorded by archspec.tracing (unhashable): computed each time
+        except TypeError:  # a number recorded by archspec.core.tracing (unhashable): computed each time
             return slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
         return memo[key]
 

@@ -16,10 +16,11 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from archspec.compiled import per_structure
 from archspec.core.checks import check_args, check_int
+from archspec.core.compiled import per_structure
 from archspec.core.errors import SpecError, shown
 from archspec.core.records import Exact, record, rendered
+from archspec.core.tracing import fraction
 from archspec.core.vocab import RECOMPUTE, ZERO_STAGES
 from archspec.count.flops import exact_number, workload_lengths
 from archspec.count.params import count_params
@@ -29,7 +30,6 @@ from archspec.memory.cache import cached_bytes, default_kv_dtype, kv_cache_bytes
 from archspec.memory.lora import lora_params
 from archspec.memory.parallel import check_split, rank_elements, stored_weights_bytes
 from archspec.memory.storage import canonical_dtype, canonical_format, dtype_bytes, nbytes
-from archspec.tracing import fraction
 from archspec.spec.layers import moe_specs
 from archspec.spec.model import ModelSpec
 

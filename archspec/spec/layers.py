@@ -103,7 +103,7 @@ class Placement(NamedTuple):
 
 def at_most(n: int, limit: int) -> int:
     """max(0, min(n, limit)) as a plain int, found by comparing n with 0 .. limit: a depth recorded by
-    archspec.tracing slices a pattern through comparisons it guards (a slice would read its value)."""
+    archspec.core.tracing slices a pattern through comparisons it guards (a slice would read its value)."""
     for i in range(limit):
         if not n > i:
             return i

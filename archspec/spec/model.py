@@ -464,7 +464,7 @@ def _replaced(spec: BaseModel, changes: dict[str, Any]) -> Any:
             return None
     given = spec.__pydantic_fields_set__ | new.keys()
     values = spec.__dict__.copy()
-    values.pop("_archspec_structure", None)  # archspec.compiled's number of the structure: kept below if it is
+    values.pop("_archspec_structure", None)  # archspec.core.compiled's number of the structure: kept below if it is
     if len(values) != len(_derived(cls)[0]):  # views cached on `spec` (cached_property) are not its copy's
         values = {k: values[k] for k in _derived(cls)[0]}
     values.update(new)
@@ -476,7 +476,7 @@ def _replaced(spec: BaseModel, changes: dict[str, Any]) -> Any:
     object.__setattr__(out, "__pydantic_fields_set__", set(given))
     object.__setattr__(out, "__pydantic_extra__", None)
     object.__setattr__(out, "__pydantic_private__", None)
-    from archspec.compiled import evaluate, keep_structure
+    from archspec.core.compiled import evaluate, keep_structure
 
     keep_structure(spec, out, new.keys())
     try:
@@ -487,7 +487,7 @@ def _replaced(spec: BaseModel, changes: dict[str, Any]) -> Any:
 
 
 def _rules_hold(spec: "ModelSpec") -> bool:
-    """The rules across tables (archspec.rules), as a question archspec.compiled answers per structure."""
+    """The rules across tables (archspec.spec.rules), as a question archspec.core.compiled answers per structure."""
     check_spec(spec)
     return True
 

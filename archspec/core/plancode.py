@@ -1,4 +1,4 @@
-"""A recorded program (archspec.tracing) as Python source, its fractions kept as pairs of integers.
+"""A recorded program (archspec.core.tracing) as Python source, its fractions kept as pairs of integers.
 
 The counters of bytes multiply element counts by Fractions (2 bytes a bf16 value, 4 + 20/128 bits an
 int4 one) and round up at the end. Python's Fraction reduces by a gcd at every step and costs
@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
-import archspec.tracing as tracing
-from archspec.tracing import NAMES, Escape, Line, Sym, Tape
+import archspec.core.tracing as tracing
+from archspec.core.tracing import NAMES, Escape, Line, Sym, Tape
 
 _ARITHMETIC = {"({} + {})": "+", "({} - {})": "-", "({} * {})": "*", "({} / {})": "/", "Fraction({}, {})": "/"}
 _COMPARE = {f"({{}} {op} {{}})": op for op in ("<", "<=", ">", ">=", "==", "!=")}

@@ -3,7 +3,7 @@
 A planning script counts thousands of shapes that differ only in their widths and depths. What a count
 does with a spec is decided by everything but those numbers (the kinds of its tables, its flags, which
 fields were given); the numbers only flow through arithmetic. So the numbers are recorded once per
-structure (archspec.tracing: the counter runs on numbers that write down what is done with them, and
+structure (archspec.core.tracing: the counter runs on numbers that write down what is done with them, and
 every comparison it makes becomes a guard) and the count of every later shape of that structure is
 the recorded program run on its numbers: the same operations in the same order, so the same exact
 numbers.
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from functools import cache, partial, wraps
 from typing import Any, TypeVar
 
-from archspec.plancode import compile_plan
-from archspec.tracing import Sym, Tape, recording, result_source
+from archspec.core.plancode import compile_plan
+from archspec.core.tracing import Sym, Tape, recording, result_source
 
 T = TypeVar("T")
 BRANCHES = 8  # programs recorded for one structure and question (one per branch its guards take)
