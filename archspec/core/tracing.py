@@ -11,8 +11,8 @@ the value — ``int()``, an index, ``range()``, a hash, text — could steer the
 so it stops the recording (``Escape``; a hash is a TypeError, as of any unhashable value).
 
 ``archspec.core.plancode.compile_plan(fn, inputs)`` runs ``fn`` on Syms and returns the program as a
-function of the input numbers, or raises ``Escape``. The program computes every number with the same operations in the same
-order as ``fn``, so its results are the same numbers, exactly. This module knows nothing of specs;
+function of the input numbers, or raises ``Escape``. The program computes every number with the
+same operations in the same order as ``fn``, so its results are the same numbers, exactly. This module knows nothing of specs;
 archspec.core.compiled uses it.
 """
 
