@@ -12,8 +12,8 @@ so it stops the recording (``Escape``; a hash is a TypeError, as of any unhashab
 
 ``archspec.core.plancode.compile_plan(fn, inputs)`` runs ``fn`` on Syms and returns the program as a
 function of the input numbers, or raises ``Escape``. The program computes every number with the
-same operations in the same order as ``fn``, so its results are the same numbers, exactly. This module knows nothing of specs;
-archspec.core.compiled uses it.
+same operations in the same order as ``fn``, so its results are the same numbers, exactly. This
+module knows nothing of specs; archspec.core.compiled uses it.
 """
 
 from __future__ import annotations
