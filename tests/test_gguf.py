@@ -29,6 +29,7 @@ from archspec.count.params import count_params  # noqa: E402
 from archspec.io.loading import load_spec  # noqa: E402
 from archspec.memory.cache import kv_cache_bytes_per_token  # noqa: E402
 from archspec.sources import gguf as ggufsrc  # noqa: E402
+from archspec.sources import gguf_names  # noqa: E402
 from archspec.sources.gguf_header import Truncated, parse_header  # noqa: E402
 
 HF = Path(__file__).parent / "data" / "hf"
@@ -284,11 +285,11 @@ def test_gguf_names_of_the_spec_are_the_converters(model, gguf_dir):
     path, types = _written(model, gguf_dir)
     header = ggufsrc.read_header(path)
     spec = ggufsrc.load_gguf(path)
-    expected = {name: shape for name, (shape, _) in ggufsrc.expected_tensors(spec, MODELS[model]).items()}
+    expected = {name: shape for name, (shape, _) in gguf_names.expected_tensors(spec, MODELS[model]).items()}
     written = {name: shape for name, (shape, _) in types.items()}
-    buffers = {name for name in written if ggufsrc.component_of(name) == "buffers"}
+    buffers = {name for name in written if gguf_names.component_of(name) == "buffers"}
     assert expected == {k: v for k, v in written.items() if k not in buffers}
-    report = ggufsrc.check(spec, ggufsrc.stored_tensors(header), MODELS[model], str(path))
+    report = gguf_names.check(spec, ggufsrc.stored_tensors(header), MODELS[model], str(path))
     assert report.ok and not (report.missing or report.misshapen or report.extra or report.hidden)
     assert report.buffers.tensors == len(buffers) and report.stored.params == count_params(spec).total + sum(
         math.prod(written[b]) for b in buffers
@@ -531,7 +532,7 @@ def test_the_documents_toy_file_is_what_its_script_writes(tmp_path):
     script["write"](tmp_path / "toy.gguf")
     assert (tmp_path / "toy.gguf").read_bytes() == toy.read_bytes()
     header, stored, _ = ggufsrc.read_model(toy)
-    report = ggufsrc.check(ggufsrc.spec_of(header, "toy"), stored, "qwen3", str(toy), (), ggufsrc.file_type(header))
+    report = gguf_names.check(ggufsrc.spec_of(header, "toy"), stored, "qwen3", str(toy), (), ggufsrc.file_type(header))
     assert report.ok and report.weights_format == "q4_k_m" and report.predicted_bytes == report.stored.bytes
 
 

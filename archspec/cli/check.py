@@ -56,10 +56,10 @@ def report(spec):
             f"{spec.name}: nothing to check ({what}); give a checkpoint folder (config.json beside "
             "*.safetensors), a .safetensors file or a Hub id of a repository with weights"
         )
-    if source.format == "gguf":  # llama.cpp's names for the spec's tensors (archspec.sources.gguf)
-        from archspec.sources import gguf
+    if source.format == "gguf":  # llama.cpp's names for the spec's tensors (archspec.sources.gguf_names)
+        from archspec.sources import gguf_names
 
-        return gguf.check(spec, list(source.tensors), source.model_type, source.ref, source.files, source.file_type)
+        return gguf_names.check(spec, list(source.tensors), source.model_type, source.ref, source.files, source.file_type)
     maps = layouts(source.model_type)
     if not maps:
         raise SpecError(
