@@ -133,6 +133,7 @@ TYPED_FROM_A_RELEASED_CONFIG = {
     "mistral-7b": "mistral-7b-v0.1", "mistral-nemo-12b": "mistral-nemo-instruct-2407",
     "mixtral-8x7b": "mixtral-8x7b-instruct", "mixtral-8x22b": "mixtral-8x22b-instruct",
     "gemma-2-2b": "gemma-2-2b", "gemma-2-9b": "gemma-2-9b", "gemma-3-1b": "gemma-3-1b-it",
+    "gemma-3-27b": "gemma-3-27b-it",
 }  # fmt: skip
 
 
@@ -155,6 +156,68 @@ def test_params_of_a_preset_and_of_its_released_config_agree_on_the_command_line
     preset, config = run_json("params", "minimax-m2", str(HF_DATA / "minimax-m2.5.json"), "--mtp")
     assert preset["name"] == "minimax-m2" and config["name"] == "minimax-m2.5"
     assert {k: v for k, v in preset.items() if k != "name"} == {k: v for k, v in config.items() if k != "name"}
+
+
+# ---------------------------------------------------------------- presets typed from a released file's keys
+
+_GEMMA3 = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+    "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+    "model_type": "gemma3", "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                      "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                      "patch_size": 14, "vision_use_head": False},
+}  # fmt: skip
+# preset -> (the released config.json's keys as public copies print them, no copy of the file itself found; the
+# parameters the hub stores for that checkpoint, llmfit 1.1.17's record of the hub repository). The family files
+# name the copies; the stored total pins every shape the keys give, the towers' included.
+TYPED_FROM_CONFIG_KEYS = {
+    "gemma-3-4b": ({**_GEMMA3, "text_config": {
+        "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}}, 4_300_079_472),
+    "gemma-3-12b": ({**_GEMMA3, "text_config": {
+        "hidden_size": 3840, "intermediate_size": 15360, "model_type": "gemma3_text", "num_attention_heads": 16,
+        "num_hidden_layers": 48, "num_key_value_heads": 8, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+        "sliding_window": 1024}}, 12_187_325_040),
+    "mistral-small-3.1-24b": ({
+        "architectures": ["Mistral3ForConditionalGeneration"], "image_token_index": 10, "model_type": "mistral3",
+        "multimodal_projector_bias": False, "projector_hidden_act": "gelu", "spatial_merge_size": 2,
+        "text_config": {
+            "attention_dropout": 0.0, "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
+            "initializer_range": 0.02, "intermediate_size": 32768, "max_position_embeddings": 131072,
+            "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8,
+            "rms_norm_eps": 1e-05, "rope_theta": 1000000000.0, "sliding_window": None, "use_cache": True,
+            "vocab_size": 131072},
+        "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+        "vision_config": {
+            "attention_dropout": 0.0, "head_dim": 64, "hidden_act": "silu", "hidden_size": 1024, "image_size": 1540,
+            "initializer_range": 0.02, "intermediate_size": 4096, "model_type": "pixtral", "num_attention_heads": 16,
+            "num_channels": 3, "num_hidden_layers": 24, "patch_size": 14, "rope_theta": 10000.0},
+        "vision_feature_layer": -1}, 24_011_361_280),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(TYPED_FROM_CONFIG_KEYS))
+def test_preset_is_the_text_model_of_its_config_keys_whose_whole_model_holds_the_hub_total(name):
+    """transformers builds the checkpoint's model from the keys on the meta device: its text model (the causal LM of
+    the text config, with the output head the text config gives it) has the preset's count, and the text model with
+    the towers the keys describe has the total the hub stores."""
+    import copy
+
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from archspec.count.params import count_params
+
+    raw, stored = TYPED_FROM_CONFIG_KEYS[name]
+    config = transformers.CONFIG_MAPPING[raw["model_type"]].from_dict(copy.deepcopy(raw))
+    text_config = config.get_text_config()
+    with torch.device("meta"):
+        whole = getattr(transformers, raw["architectures"][0])(config)
+        text = transformers.MODEL_FOR_CAUSAL_LM_MAPPING[type(text_config)](text_config)
+    text_total = sum(p.numel() for p in text.parameters())
+    towers = sum(p.numel() for n, p in whole.named_parameters() if "language_model" not in n and "lm_head" not in n)
+    assert count_params(archspec.preset(name)).total == text_total
+    assert text_total + towers == stored
 
 
 # ---------------------------------------------------------------- presets typed from published figures
