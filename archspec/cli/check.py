@@ -57,9 +57,9 @@ def report(spec):
             "*.safetensors), a .safetensors file or a Hub id of a repository with weights"
         )
     if source.format == "gguf":  # llama.cpp's names for the spec's tensors (archspec.sources.gguf_names)
-        from archspec.sources import gguf_names
+        from archspec.sources.gguf_names import check as check_gguf
 
-        return gguf_names.check(spec, list(source.tensors), source.model_type, source.ref, source.files, source.file_type)
+        return check_gguf(spec, list(source.tensors), source.model_type, source.ref, source.files, source.file_type)
     maps = layouts(source.model_type)
     if not maps:
         raise SpecError(
