@@ -3,8 +3,8 @@
 One declarative adapter per ``model_type`` (a ``Family``, archspec.hf.engine), grouped by lineage in
 the modules of this package (``gpt``, ``llama``, ``qwen``, ``gemma``, ``openai``, ``glm``, ``olmo``,
 ``minimax``, ``deepseek``, ``t5``, ``seq2seq``, ``encoders``, ``decoders``, ``granite``, ``cohere``,
-``hybrids``, ``ernie``); ``FAMILIES`` gathers them. An adapter says which config keys it reads and the spec
-field each becomes, transformers' defaults for missing keys (transformers 5.24), the values every
+``qwen_hybrids``, ``hybrids``, ``ernie``); ``FAMILIES`` gathers them. An adapter says which config keys
+it reads and the spec field each becomes, transformers' defaults for missing keys (transformers 5.24), the values every
 model of the family shares, the keys it refuses by name, small derivations, and the classes of
 ``architectures`` it counts. Adding a family is one entry in its lineage's module plus its test
 against transformers' own model (tests/test_hf.py). Reading files is archspec.io.loading's; this
@@ -35,6 +35,7 @@ from archspec.hf import (
     olmo,
     openai,
     qwen,
+    qwen_hybrids,
     seq2seq,
     t5,
 )
@@ -43,7 +44,7 @@ from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported, Wrapper
 __all__ = ["CLASSES", "FAMILIES", "WRAPPERS", "Family", "Imported", "Wrapper", "from_mapping", "spec_name"]
 
 LINEAGES = (gpt, llama, qwen, gemma, openai, glm, olmo, minimax, deepseek, t5, seq2seq, encoders, decoders, granite,
-            cohere, hybrids, ernie)  # fmt: skip
+            cohere, qwen_hybrids, hybrids, ernie)  # fmt: skip
 
 FAMILIES: dict[str, Family] = {}
 for _f in (f for lineage in LINEAGES for f in lineage.FAMILIES):

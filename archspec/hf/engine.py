@@ -259,6 +259,38 @@ def place(data: dict[str, Any], per_layer: list[tuple[str, dict[str, Any]]]) -> 
     return {"kinds": kinds, "layers": {"prefix": prefix, "pattern": pattern}}
 
 
+def _table(value: Any) -> dict[str, Any]:
+    return {"kind": value} if isinstance(value, str) else dict(value)
+
+
+def _override(base: Any, value: Any) -> Any:
+    """A kind's change of one field as the spec applies it: a sub-table naming another kind replaces the
+    model's, one naming none (or the same kind) changes the fields it names."""
+    if base is None or not isinstance(base, (str, dict)) or not isinstance(value, (str, dict)):
+        return value
+    new, old = _table(value), _table(base)
+    return new if new.get("kind", old.get("kind")) != old.get("kind") else {**old, **new}
+
+
+def layered(per_layer: list[str], kinds: dict[str, dict[str, Any]], base: dict[str, Any]) -> dict[str, Any]:
+    """Spec data for a stack whose layer i has kind per_layer[i]: `kinds` maps each name to the fields it
+    changes in `base` (the model's defaults). One kind only: its changes are the model's fields."""
+    from archspec.spec.layers import compact
+    from archspec.spec.model import SUBTABLES
+
+    used = list(dict.fromkeys(per_layer))
+    if len(used) == 1:
+        out = dict(base)
+        for f, value in kinds[used[0]].items():
+            out[f] = _override(base.get(f), value) if f in SUBTABLES else value
+        return out
+    prefix, pattern = compact(per_layer)
+    layers: dict[str, Any] = {"pattern": pattern}
+    if prefix:
+        layers["prefix"] = prefix
+    return {**base, "kinds": {k: kinds[k] for k in used}, "layers": layers}
+
+
 def layer_types(cfg: Config, default: list[str]) -> list[str]:
     """A config's `layer_types` (one attention type per layer), or the list its config class derives."""
     types = cfg.get("layer_types")

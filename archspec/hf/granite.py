@@ -27,6 +27,7 @@ from archspec.hf.engine import (
     combine,
     gated_mlp,
     kv_heads,
+    layered,
     mamba2_of_prefixed_keys,
     must_be,
     rope,
@@ -92,8 +93,6 @@ def _mamba_head_dim(cfg: Config) -> int:
 
 def _granitemoehybrid(cfg: Config, where: str) -> dict[str, Any]:
     """Granite 4.0: per-layer Mamba-2 or attention kinds; experts beside the shared MLP, or the shared MLP alone."""
-    from archspec.hf.hybrids import layered
-
     out = _multipliers(cfg, where)
     if cfg.get("position_embedding_type") != "rope":
         out["position"] = "none"

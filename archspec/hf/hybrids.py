@@ -1,13 +1,8 @@
-"""Hybrids and linear-attention models: layers of recurrent mixers (Mamba, Mamba-2, Gated DeltaNet)
-among attention layers, each config's per-layer key (``layer_types``, ``hybrid_override_pattern``,
-``attn_layer_period``...) resolved here into one per-layer list of kinds, then compacted into
-``kinds`` and ``[layers]`` (archspec.spec.layers.compact).
+"""Mamba's lineage and its hybrids: layers of Mamba or Mamba-2 mixers, alone or among attention layers,
+each config's per-layer key (``hybrid_override_pattern``, ``attn_layer_period``...) resolved here into
+one per-layer list of kinds, then compacted into ``kinds`` and ``[layers]`` (archspec.hf.engine.layered).
 
 - Jamba (``jamba``): Mamba (RMSNorms on dt, B, C) or attention, experts or a dense MLP, by periods.
-- Qwen3-Next (``qwen3_next``), Qwen3.5 (``qwen3_5_text``, ``qwen3_5_moe_text``): Gated DeltaNet layers
-  and gated full attention (its query projection also emits a sigmoid output gate; per-head QK-norm)
-  every ``full_attention_interval``-th layer. Their RMSNorms are zero-centred (``1 + w``): the same
-  parameters as a plain RMSNorm.
 - Nemotron-H (``nemotron_h``): every layer is one sub-layer, named by ``hybrid_override_pattern``:
   ``M`` a Mamba-2 mixer, ``*`` attention (no positions), ``-`` a squared-ReLU MLP, ``E`` a mixture
   of squared-ReLU experts (Nemotron 3).
@@ -15,11 +10,12 @@ among attention layers, each config's per-layer key (``layer_types``, ``hybrid_o
   RMSNorm (norm_f), no positions.
 - Falcon-H1 (``falcon_h1``): in every layer attention (rotary) and a Mamba-2 mixer run side by side on
   the same normalised input and their outputs add (``attention.ssm``), then a SwiGLU MLP.
+
+The Gated DeltaNet hybrids of the Qwen lineage (Qwen3-Next, Qwen3.5) are archspec.hf.qwen_hybrids.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -30,6 +26,7 @@ from archspec.hf.engine import (
     activation,
     biases,
     dt_clamp,
+    layered,
     mamba2_of_prefixed_keys,
     must_be,
     must_be_falsy,
@@ -37,142 +34,6 @@ from archspec.hf.engine import (
     time_step_limit_ok,
 )
 from archspec.hf.llama import _LLAMA_FIELDS
-from archspec.spec.layers import compact
-from archspec.spec.model import SUBTABLES
-
-# ---------------------------------------------------------------- shared: a per-layer list as kinds
-
-
-def _table(value: Any) -> dict[str, Any]:
-    return {"kind": value} if isinstance(value, str) else dict(value)
-
-
-def _override(base: Any, value: Any) -> Any:
-    """A kind's change of one field as the spec applies it: a sub-table naming another kind replaces the
-    model's, one naming none (or the same kind) changes the fields it names."""
-    if base is None or not isinstance(base, (str, dict)) or not isinstance(value, (str, dict)):
-        return value
-    new, old = _table(value), _table(base)
-    return new if new.get("kind", old.get("kind")) != old.get("kind") else {**old, **new}
-
-
-def layered(per_layer: list[str], kinds: dict[str, dict[str, Any]], base: dict[str, Any]) -> dict[str, Any]:
-    """Spec data for a stack whose layer i has kind per_layer[i]: `kinds` maps each name to the fields it
-    changes in `base` (the model's defaults). One kind only: its changes are the model's fields."""
-    used = list(dict.fromkeys(per_layer))
-    if len(used) == 1:
-        out = dict(base)
-        for f, value in kinds[used[0]].items():
-            out[f] = _override(base.get(f), value) if f in SUBTABLES else value
-        return out
-    prefix, pattern = compact(per_layer)
-    layers: dict[str, Any] = {"pattern": pattern}
-    if prefix:
-        layers["prefix"] = prefix
-    return {**base, "kinds": {k: kinds[k] for k in used}, "layers": layers}
-
-
-# ---------------------------------------------------------------- Qwen3-Next and Qwen3.5
-
-
-def _qwen_layer_types(cfg: Config) -> list[str]:
-    """layer_types, or (absent) linear attention with full attention on every full_attention_interval-th layer."""
-    types = cfg.get("layer_types")
-    if types is None:
-        every = cfg.get("full_attention_interval", 4)
-        n = cfg["num_hidden_layers"]
-        unit = ["linear_attention"] * (every - 1) + ["full_attention"]  # (i + 1) % every == 0: full attention
-        types = (unit * (n // every + 1))[:n]
-    return list(types)
-
-
-def _qwen_types_ok(cfg: Config) -> bool:
-    types = cfg.get("layer_types")
-    return types is None or (
-        isinstance(types, list)
-        and len(types) == cfg["num_hidden_layers"]
-        and set(types) <= {"linear_attention", "full_attention"}
-    )
-
-
-def _qwen_moe_layers(cfg: Config) -> list[bool]:
-    """Qwen3-Next: a mixture of experts on layer i unless i is in mlp_only_layers, there are no experts,
-    or (i + 1) is not a multiple of decoder_sparse_step."""
-    dense = set(cfg.get("mlp_only_layers") or [])
-    step, n = cfg.get("decoder_sparse_step", 1), cfg["num_hidden_layers"]
-    if not cfg["num_experts"] > 0:
-        return [False] * n
-    moe = ([False] * (step - 1) + [True]) * (n // step + 1)  # (i + 1) % step == 0: experts
-    for i in dense:
-        if i in range(n):
-            moe[int(i)] = False
-    return moe[:n]
-
-
-def _qwen_hybrid(moe_layers: Any, projections: str):
-    """Qwen3-Next / Qwen3.5: `moe_layers(cfg)` says which layers hold experts (None: a dense model);
-    the Gated DeltaNet's projections are fused (Qwen3-Next) or split (Qwen3.5)."""
-
-    def derive(cfg: Config, where: str) -> dict[str, Any]:
-        deltanet: dict[str, Any] = {
-            "kind": "gated_deltanet",
-            "key_heads": cfg["linear_num_key_heads"],
-            "value_heads": cfg["linear_num_value_heads"],
-            "d_key": cfg["linear_key_head_dim"],
-            "d_value_head": cfg["linear_value_head_dim"],
-            "d_conv": cfg["linear_conv_kernel_dim"],
-        }
-        if projections != "fused":
-            deltanet["projections"] = projections
-        base: dict[str, Any] = {
-            "activation": activation(cfg, "hidden_act", True, where),
-            "d_head": cfg["head_dim"],
-            "n_kv_heads": cfg["num_key_value_heads"],
-            "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
-            "position": rope(cfg, default_theta=10000.0, default_fraction=0.25),
-            "attention": {"kind": "standard", "qk_norm": "head", "gate": True},
-        }
-        moe = moe_layers(cfg) if moe_layers else [False] * cfg["num_hidden_layers"]
-        has_moe = any(moe)  # once: asked again per layer, a 10^6-layer config took minutes
-        if has_moe:
-            base["mlp"] = {
-                "kind": "moe",
-                "experts": cfg["num_experts"],
-                "top_k": cfg["num_experts_per_tok"],
-                "d_expert": cfg["moe_intermediate_size"],
-                "normalize": bool(cfg.get("norm_topk_prob", True)),
-                "d_shared": cfg["shared_expert_intermediate_size"],
-                "shared_gate": True,
-            }
-        kinds: dict[str, dict[str, Any]] = {}
-        name_of = {}  # (layer type, experts?) -> the kind's name, each kind made once
-        for mixer, expert in itertools.product(("linear_attention", "full_attention"), (True, False)):
-            dense = has_moe and not expert
-            name = ("deltanet" if mixer == "linear_attention" else "attention") + ("-dense" if dense else "")
-            kinds[name] = {"attention": deltanet} if mixer == "linear_attention" else {}
-            if dense:
-                kinds[name]["mlp"] = "dense"
-            name_of[mixer, expert] = name
-        names = list(map(name_of.__getitem__, zip(_qwen_layer_types(cfg), moe, strict=True)))
-        return layered(names, kinds, base)
-
-    return derive
-
-
-def _all_moe(cfg: Config) -> list[bool]:
-    return [True] * cfg["num_hidden_layers"]
-
-
-_QWEN_TYPES = Refusal("layer_types", _qwen_types_ok, "a list of linear_attention / full_attention, one per layer")
-_QWEN_DEFAULTS = {
-    "vocab_size": 151936, "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 16,
-    "num_key_value_heads": 2, "hidden_act": "silu", "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
-    "tie_word_embeddings": False, "attention_bias": False, "head_dim": 256, "linear_conv_kernel_dim": 4,
-    "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
-    "linear_num_value_heads": 32, "layer_types": None,
-}  # fmt: skip
-_QWEN35_DEFAULTS = {**_QWEN_DEFAULTS, "vocab_size": 248320, "num_attention_heads": 16}
-
 
 # ---------------------------------------------------------------- Nemotron-H
 
@@ -363,52 +224,6 @@ def _nemotron_pattern_ok(cfg: Config) -> bool:
 
 # fmt: off
 FAMILIES = [
-    Family(
-        "qwen3_next",
-        "Qwen3Next",
-        ("ForCausalLM", "Model"),
-        _LLAMA_FIELDS,
-        {**_QWEN_DEFAULTS, "intermediate_size": 5632, "decoder_sparse_step": 1, "moe_intermediate_size": 512,
-         "shared_expert_intermediate_size": 512, "num_experts_per_tok": 10, "num_experts": 512,
-         "norm_topk_prob": True, "mlp_only_layers": None},
-        fixed={"norm": "rmsnorm", "norm_position": "pre"},
-        refuse=(
-            _QWEN_TYPES,
-            Refusal("shared_expert_intermediate_size", lambda c: bool(c["shared_expert_intermediate_size"]),
-                    "transformers keeps the shared expert's gate without a shared expert"),
-            Refusal("decoder_sparse_step", lambda c: isinstance(c["decoder_sparse_step"], int)
-                    and c["decoder_sparse_step"] >= 1, "a positive integer"),
-        ),
-        derive=_qwen_hybrid(_qwen_moe_layers, "fused"),
-    ),
-    Family(
-        "qwen3_5_text",
-        "Qwen3_5",
-        ("ForCausalLM",),
-        _LLAMA_FIELDS,
-        {**_QWEN35_DEFAULTS, "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 32,
-         "num_key_value_heads": 4},
-        fixed={"norm": "rmsnorm", "norm_position": "pre"},
-        refuse=(_QWEN_TYPES,),
-        derive=_qwen_hybrid(None, "split"),
-    ),
-    Family(
-        "qwen3_5_moe_text",
-        "Qwen3_5Moe",
-        ("ForCausalLM",),
-        {k: v for k, v in _LLAMA_FIELDS.items() if k != "d_ff"},
-        {**_QWEN35_DEFAULTS, "hidden_size": 2048, "num_hidden_layers": 40, "num_key_value_heads": 2,
-         "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "num_experts_per_tok": 8,
-         "num_experts": 256},
-        fixed={"norm": "rmsnorm", "norm_position": "pre"},
-        refuse=(
-            _QWEN_TYPES,
-            Refusal("shared_expert_intermediate_size", lambda c: bool(c["shared_expert_intermediate_size"]),
-                    "transformers keeps the shared expert's gate without a shared expert"),
-            Refusal("num_experts", lambda c: bool(c["num_experts"]), "every layer of Qwen3.5-MoE has experts"),
-        ),
-        derive=_qwen_hybrid(_all_moe, "split"),
-    ),
     Family(
         "nemotron_h",
         "NemotronH",

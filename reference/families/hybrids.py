@@ -1,5 +1,5 @@
 """The hybrids' checkpoints: recurrent mixers among attention layers, Qwen3-Next, Nemotron-H and Jamba (their
-adapters: archspec.hf.hybrids)."""
+adapters: archspec.hf.qwen_hybrids and archspec.hf.hybrids)."""
 
 from __future__ import annotations
 
