@@ -39,7 +39,7 @@ def check_int(name: str, value: Any, fn: str, minimum: int | None = None, option
     """An int (not a bool, not a float, not a numpy integer whose arithmetic wraps around), at least `minimum`."""
     if value is None and optional:
         return
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not (isinstance(value, int) or getattr(value, "archspec_whole", False)) or isinstance(value, bool):
         kind = "an int or None" if optional else "an int"
         hint = " (convert it with int())" if hasattr(value, "__index__") and not isinstance(value, bool) else ""
         raise TypeError(f"{fn}: {name} must be {kind}, got {_what(value)}{hint}")

@@ -30,17 +30,18 @@ from functools import cache, partial, wraps
 from typing import Any, TypeVar
 
 from archspec.core.plancode import compile_plan
-from archspec.core.tracing import Sym, Tape, recording, result_source
+from archspec.core.tracing import RECORDING, Sym, Tape, result_source
 
 T = TypeVar("T")
 BRANCHES = 8  # programs recorded for one structure and question (one per branch its guards take)
 CHECKED = 2  # shapes besides the recorded one at which a program is compared with the full way
-MAX_STRUCTURES = 4096  # structures remembered; the tables are emptied when full, so memory stays bounded
-_STRUCTURE = "_archspec_structure"  # where a spec keeps its structure's number (beside cached views)
+MAXSTRUCTURES = 4096  # structures remembered; the tables are emptied when full, so memory stays bounded
+STRUCTURE = "_archspec_structure"  # where a spec keeps its structure's number (beside cached views)
 
 _lock = threading.Lock()
 _structures: dict[tuple, int] = {}  # structure -> its number
 _inputs: dict[int, tuple[str, ...]] = {}  # structure's number -> the fields that are the programs' inputs
+_input_set: dict[int, frozenset[str]] = {}
 _count = [0]  # structure numbers given (never one twice: a spec keeps its number when the tables are emptied)
 
 
@@ -51,6 +52,7 @@ class _Programs:
     plans: list[Callable[..., Any]] = field(default_factory=list)
     unchecked: list[int] = field(default_factory=list)  # per plan: shapes still to compare with the full way
     retired: bool = False  # a counter that cannot be recorded, or a program that differed
+    answered: int = 0  # counts a program answered without the full way
 
 
 _programs: dict[tuple, _Programs] = {}
@@ -64,7 +66,7 @@ def whole_fields(cls: type) -> tuple[str, ...]:
 
 def structure(spec: Any) -> int | None:
     """The number of the spec's structure (kept on the spec), or None when it cannot be keyed."""
-    sid = spec.__dict__.get(_STRUCTURE)
+    sid = spec.__dict__.get(STRUCTURE)
     if sid is not None and sid in _inputs:
         return sid
     values = spec.__dict__
@@ -76,32 +78,36 @@ def structure(spec: Any) -> int | None:
         with _lock:
             sid = _structures.get(key)
             if sid is None:
-                if len(_structures) >= MAX_STRUCTURES:
+                if len(_structures) >= MAXSTRUCTURES:
                     _structures.clear()
                     _inputs.clear()
+                    _input_set.clear()
                     _programs.clear()
                 _count[0] += 1
                 sid = _structures[key] = _count[0]
                 _inputs[sid] = inputs
+                _input_set[sid] = frozenset(inputs)
     except TypeError:  # a value that cannot be hashed
         return None
-    values[_STRUCTURE] = sid
+    values[STRUCTURE] = sid
     return sid
 
 
 def keep_structure(old: Any, new: Any, changed: set[str]) -> None:
-    """`new` is `old` with whole-number fields `changed` (and the defaults that follow them): it has
-    old's structure when it was given the same fields and every changed value is still a whole number."""
-    if new.model_fields_set != old.model_fields_set:
+    """`new` is `old` with the fields `changed`: it has old's structure when it was given the same fields
+    and each changed field is a whole number (an input of the programs) or has its old value."""
+    if new.__pydantic_fields_set__ != old.__pydantic_fields_set__:
         return
     sid = structure(old)
-    if sid is None:
+    inputs = _input_set.get(sid)
+    if inputs is None:
         return
-    inputs = _inputs.get(sid)
-    values = new.__dict__
-    if inputs is None or not all(f in inputs and type(values[f]) is int for f in changed):
-        return
-    values[_STRUCTURE] = sid
+    now, before = new.__dict__, old.__dict__
+    for f in changed:
+        v = now[f]
+        if not (type(v) is int if f in inputs else type(v) is type(before[f]) and v == before[f]):
+            return
+    now[STRUCTURE] = sid
 
 
 def traced(spec: Any, syms: list[Sym]) -> Any:
@@ -129,7 +135,7 @@ def evaluate(question: tuple, full: Callable[..., Any], spec: Any, *args: Any) -
     """full(spec, *args), from the program of the spec's structure for `question` (a hashable key naming
     the counter and its arguments) where there is one that holds, else the full way (recorded for the
     next spec of the structure)."""
-    if recording() or _full_way[0]:
+    if RECORDING[0] or _full_way[0]:
         return full(spec, *args)
     try:
         sid = structure(spec)
@@ -150,6 +156,7 @@ def evaluate(question: tuple, full: Callable[..., Any], spec: Any, *args: Any) -
             continue
         if programs.unchecked[i]:
             return _checked(programs, i, out, full(spec, *args))
+        programs.answered += 1
         return out
     out = full(spec, *args)
     if len(programs.plans) < BRANCHES:
@@ -203,9 +210,15 @@ def full_way() -> Iterator[None]:
         _full_way[0] -= 1
 
 
+def answered() -> int:
+    """How many counts programs answered (without the full way) since the tables were last emptied."""
+    return sum(p.answered for p in _programs.values())
+
+
 def forget() -> None:
     """Empty the tables (for tests and benchmarks that measure the full way)."""
     with _lock:
         _structures.clear()
         _inputs.clear()
+        _input_set.clear()
         _programs.clear()

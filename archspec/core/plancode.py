@@ -161,12 +161,14 @@ def compile_plan(fn: Callable[[list[Sym]], Any], values: Sequence[Any], build: C
     `obj`), or None where a guard does not hold."""
     tape = Tape(len(values))
     inputs = [Sym(tape, v, f"x{i}") for i, v in enumerate(values)]
-    if tracing.recording():
+    if getattr(tracing._local, "tape", None) is not None:
         raise Escape("a recording inside a recording")
     tracing._local.tape = tape
+    tracing.RECORDING[0] += 1
     try:
         result = fn(inputs)
         out = build(result, tape)
     finally:
         tracing._local.tape = None
+        tracing.RECORDING[0] -= 1
     return assemble(tape, out, name, keys)

@@ -34,9 +34,12 @@ class Escape(Exception):
 _local = threading.local()  # the tape being recorded in this thread, if any
 
 
+RECORDING = [0]  # tapes being recorded, in any thread: the counters take their full path meanwhile
+
+
 def recording() -> bool:
-    """Whether a tape is being recorded in this thread (the counters then take their full path)."""
-    return getattr(_local, "tape", None) is not None
+    """Whether a tape is being recorded (the counters then take their full path)."""
+    return RECORDING[0] > 0
 
 
 class Line(NamedTuple):
@@ -155,7 +158,14 @@ class Sym:
     """A number being recorded: its value, and its name in the tape's program."""
 
     __slots__ = ("tape", "value", "code")
-    archspec_whole = True  # read by the spec's derived defaults, which take whole numbers only
+
+    @property
+    def archspec_whole(self) -> bool:
+        """A whole number (read by the checks of arguments and the spec's derived defaults, which take ints)."""
+        return type(self.value) is int
+
+    def bit_length(self) -> Sym:
+        return self.tape.op("{}.bit_length()", self.value.bit_length(), self)
 
     def __init__(self, tape: Tape, value: Any, code: str) -> None:
         self.tape, self.value, self.code = tape, value, code

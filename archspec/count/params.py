@@ -84,7 +84,8 @@ def matmul_params(parts: list[Part]) -> int:
 def count_params(spec: ModelSpec, mtp: bool = False) -> ParamCount:
     """Exact parameter count of `spec`, by component, role and layer kind; with `mtp`, the
     multi-token-prediction modules too (component 'mtp'; transformers does not build them)."""
-    check_args("count_params", spec=spec, mtp=mtp)
+    if type(mtp) is not bool or type(spec) is not ModelSpec:
+        check_args("count_params", spec=spec, mtp=mtp)
     key = ("count_params", bool(mtp))
     return held(spec, key, lambda: evaluate(key, _count_params, spec, bool(mtp)))
 

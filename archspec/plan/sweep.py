@@ -368,8 +368,29 @@ def apply(spec: ModelSpec, changes: dict[str, Any]) -> ModelSpec:
 def sweep_row(spec: ModelSpec, seq_len: int | None = None, dtype: str = "bf16") -> dict[str, Any]:
     """The planning numbers of one spec: exact ints, except FLOPs per token when it is not whole.
 
-    FLOPs per token are for one sequence of `seq_len` tokens (default: the spec's max_positions)."""
-    from archspec.count.flops import count_flops, exact_number
+    FLOPs per token are for one sequence of `seq_len` tokens (default: the spec's max_positions). The
+    numbers come from the program archspec.compiled records for the spec's structure, where it holds."""
+    from fractions import Fraction
+
+    from archspec.core.compiled import evaluate
+    from archspec.count.flops import exact_number
+
+    question = ("sweep_row", seq_len, type(seq_len), dtype, type(dtype))
+    total, active, forward, tokens, T, weights, kv = evaluate(question, _row_numbers, spec, seq_len, dtype)
+    return {
+        "total": total,
+        "active": active,
+        "forward_per_token": exact_number(Fraction(forward, tokens)),
+        "seq_len": T,
+        "weights_bytes": weights,
+        "kv_cache_bytes_per_token": kv,
+        "dtype": dtype,
+    }
+
+
+def _row_numbers(spec: ModelSpec, seq_len: int | None, dtype: str) -> tuple:
+    """(total, active, forward FLOPs, tokens, seq_len, weights' bytes, KV cache per token) from the counters."""
+    from archspec.count.flops import count_flops
     from archspec.count.params import count_params
     from archspec.describe.blocks import describing
     from archspec.memory import kv_cache_bytes_per_token, weights_bytes
@@ -377,15 +398,9 @@ def sweep_row(spec: ModelSpec, seq_len: int | None = None, dtype: str = "bf16") 
     with describing(spec):  # one description feeds the four figures
         count = count_params(spec)
         flops = count_flops(spec, 1, seq_len)
-        return {
-            "total": count.total,
-            "active": count.active,
-            "forward_per_token": exact_number(flops.forward_per_token),
-            "seq_len": flops.seq_len,
-            "weights_bytes": weights_bytes(spec, dtype),
-            "kv_cache_bytes_per_token": kv_cache_bytes_per_token(spec, dtype, flops.seq_len),
-            "dtype": dtype,
-        }
+        weights = weights_bytes(spec, dtype)
+        kv = kv_cache_bytes_per_token(spec, dtype, flops.seq_len)
+        return count.total, count.active, flops.forward, flops.tokens, flops.seq_len, weights, kv
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from archspec.core.compiled import STRUCTURE, evaluate, keep_structure
 from archspec.core.errors import SpecError, describe_validation_error
 from archspec.core.vocab import GATED_ACTIVATIONS, ActivationName
 from archspec.spec.rules import check_spec
@@ -101,10 +102,15 @@ def _merged(base: Any, override: str | dict[str, Any]) -> dict[str, Any]:
     return {**fields, **table}
 
 
+def _whole(x: Any) -> bool:
+    """An int, or a whole number archspec.tracing records (a kind's derived defaults are recorded too)."""
+    return isinstance(x, int) or getattr(x, "archspec_whole", False)
+
+
 def _quotient(data: dict[str, Any], num: str, den: str) -> int:
     """d_model // n_heads for a default; the divisibility check lives in the validator."""
     n, d = data.get(num), data.get(den)
-    if isinstance(n, int) and isinstance(d, int) and d > 0:
+    if _whole(n) and _whole(d) and d > 0:
         return max(n // d, 1)
     return 1
 
@@ -143,7 +149,7 @@ class ModelSpec(BaseModel):
         description="key/value heads (grouped-query attention); default n_heads",
     )
     d_ff: int = Field(
-        default_factory=lambda data: 4 * data["d_model"] if isinstance(data.get("d_model"), int) else 1,
+        default_factory=lambda data: 4 * data["d_model"] if _whole(data.get("d_model")) else 1,
         ge=1,
         description="MLP hidden width (for gated activations, each input projection's width); default 4 * d_model",
     )
@@ -422,39 +428,37 @@ def _field_validator(cls: type[BaseModel], name: str) -> Any:
 
 
 @cache
-def _whole_bound(cls: type[BaseModel], name: str) -> int | None:
-    """The least value of a whole-number field bounded only below (ge / gt), else None: such a value is
-    checked by one comparison, as strict validation would check it."""
+def _fast_replace(cls: type[BaseModel]) -> tuple[tuple[str, ...], dict[str, int], tuple[tuple[str, Any, Any], ...]]:
+    """What `_replaced` needs of a class: its fields; the least value of each whole-number field bounded only
+    below (ge / gt: one comparison checks a plain int, as strict validation would); and, in field order,
+    each default that reads other fields with its factory and the fields it reads (the field names among
+    the factory's constants: `data.get("d_model")`; None, read as "all", when it names none)."""
     import annotated_types as at
 
-    info = cls.model_fields[name]
-    if info.annotation is not int or not info.metadata:
-        return None
-    least = None
-    for m in info.metadata:
-        if isinstance(m, at.Ge):
-            least = m.ge
-        elif isinstance(m, at.Gt):
-            least = m.gt + 1
-        else:
-            return None
-    return least
-
-
-@cache
-def _derived(cls: type[BaseModel]) -> tuple[tuple[str, ...], tuple[tuple[str, Any], ...]]:
-    """The class's fields, and (field, its default factory) of the defaults that read other fields, in
-    field order."""
-    factories = tuple((name, info.default_factory) for name, info, how in _defaults(cls) if how == "data")
-    return tuple(cls.model_fields), factories
+    names = tuple(cls.model_fields)
+    bounds = {}
+    for name, info in cls.model_fields.items():
+        if info.annotation is int and info.metadata:
+            least = [m.ge if isinstance(m, at.Ge) else m.gt + 1 if isinstance(m, at.Gt) else None
+                     for m in info.metadata]  # fmt: skip
+            if None not in least:
+                bounds[name] = max(least)
+    derived = []
+    for name, info, how in _defaults(cls):
+        if how == "data":
+            code = info.default_factory.__code__
+            consts = {c for c in code.co_consts if isinstance(c, str)} & set(names)
+            derived.append((name, info.default_factory, frozenset(consts) or None))
+    return names, bounds, tuple(derived)
 
 
 def _replaced(spec: BaseModel, changes: dict[str, Any]) -> Any:
     """`spec` with plain `changes`, validated as full validation would; None where it refuses them."""
     cls = type(spec)
+    names, bounds, derived = _fast_replace(cls)
     new = {}
     for k, v in changes.items():
-        least = _whole_bound(cls, k)
+        least = bounds.get(k)
         if least is not None and type(v) is int and v >= least:
             new[k] = v
             continue
@@ -464,21 +468,21 @@ def _replaced(spec: BaseModel, changes: dict[str, Any]) -> Any:
             return None
     given = spec.__pydantic_fields_set__ | new.keys()
     values = spec.__dict__.copy()
-    values.pop("_archspec_structure", None)  # archspec.core.compiled's number of the structure: kept below if it is
-    if len(values) != len(_derived(cls)[0]):  # views cached on `spec` (cached_property) are not its copy's
-        values = {k: values[k] for k in _derived(cls)[0]}
+    values.pop(STRUCTURE, None)  # kept below where the structure is the same
+    if len(values) != len(names):  # views cached on `spec` (cached_property) are not its copy's
+        values = {k: values[k] for k in names}
     values.update(new)
-    for name, factory in _derived(cls)[1]:  # in field order: a derived default reads the fields before it
-        if name not in given:
+    changed = set(new)
+    for name, factory, reads in derived:  # in field order: a derived default reads the fields before it
+        if name not in given and (reads is None or not changed.isdisjoint(reads)):
             values[name] = factory(values)
+            changed.add(name)
     out = cls.__new__(cls)  # the new values are given; the rest is shared, as validation shares it
     object.__setattr__(out, "__dict__", values)
-    object.__setattr__(out, "__pydantic_fields_set__", set(given))
+    object.__setattr__(out, "__pydantic_fields_set__", given)
     object.__setattr__(out, "__pydantic_extra__", None)
     object.__setattr__(out, "__pydantic_private__", None)
-    from archspec.core.compiled import evaluate, keep_structure
-
-    keep_structure(spec, out, new.keys())
+    keep_structure(spec, out, changed)
     try:
         evaluate(("rules",), _rules_hold, out)
     except ValueError:
