@@ -87,23 +87,24 @@ def scaling_field(specs: list[ModelSpec]) -> str | None:
 
 
 def build_report(inputs: ReportInputs) -> str:
-    """The page, as one string of HTML."""
-    from archspec import __version__
-    from archspec.count.params import COMPONENTS, count_params
-    from archspec.io.catalog import get_preset, preset_names
-    from archspec.memory import estimate_memory
-    from archspec.plan.compare import compare, context_seq_len
-    from archspec.plan.fit import DTYPES, fit
+    """The page, as one string of HTML: its head, then one section per question."""
     from archspec.render import plot
-    from archspec.render.text import exact, human, human_bytes, pct, signed_pct
-    from archspec.validate.claims import assess
 
-    specs, T, B = inputs.specs, inputs.seq_len, inputs.batch
-    if not specs:
+    if not inputs.specs:
         raise SpecError("a report needs at least one MODEL")
     plot.require_matplotlib()
-    names = ", ".join(s.name for s in specs)
-    out = [
+    out = _head(inputs)
+    for section in (_comparison, _breakdowns, _pictures, _memory, _fits, _claims):
+        out += section(inputs)
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _head(inputs: ReportInputs) -> list[str]:
+    from archspec import __version__
+
+    names = ", ".join(s.name for s in inputs.specs)
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -111,12 +112,17 @@ def build_report(inputs: ReportInputs) -> str:
         f"<style>{CSS}</style></head><body>",
         f"<h1>archspec report: {_e(names)}</h1>",
         f'<p class="note">Exact counts by archspec {_e(__version__)}; every figure below is computed from the '
-        f"spec (FLOPs: 2 per multiply-accumulate; bytes: GiB = 2<sup>30</sup>). Sequences of {T:,} tokens "
-        f"(a model with a shorter context at its context, marked *), batch {B}.</p>",
+        f"spec (FLOPs: 2 per multiply-accumulate; bytes: GiB = 2<sup>30</sup>). Sequences of {inputs.seq_len:,} "
+        f"tokens (a model with a shorter context at its context, marked *), batch {inputs.batch}.</p>",
     ]
 
-    # ---- comparison
-    rows = [compare(s, T) for s in specs]
+
+def _comparison(inputs: ReportInputs) -> list[str]:
+    from archspec.plan.compare import compare
+    from archspec.render.text import human, human_bytes
+
+    T = inputs.seq_len
+    rows = [compare(s, T) for s in inputs.specs]
     moe = any(r.count.active != r.count.total for r in rows)
     headers = ["model", "layers", "d_model", "heads", "d_ff", "vocab", "context", "params",
                *(["active"] if moe else []), "non-embedding", f"FLOPs/token at {T:,}", "weights bf16",
@@ -126,11 +132,15 @@ def build_report(inputs: ReportInputs) -> str:
              *([human(r.count.active)] if moe else []), human(r.count.non_embedding),
              human(r.forward_per_token) + (f" (at {r.seq_len:,}*)" if r.seq_len_clamped else ""),
              human_bytes(r.weights_bytes), human_bytes(r.kv_cache_bytes_per_token)] for r in rows]  # fmt: skip
-    out += ['<h2 id="comparison">Comparison</h2>', _table(headers, body)]
+    return ['<h2 id="comparison">Comparison</h2>', _table(headers, body)]
 
-    # ---- breakdowns
-    out.append('<h2 id="breakdowns">Parameters by component</h2>')
-    for s in specs:
+
+def _breakdowns(inputs: ReportInputs) -> list[str]:
+    from archspec.count.params import COMPONENTS, count_params
+    from archspec.render.text import exact, human, pct, signed_pct
+
+    out = ['<h2 id="breakdowns">Parameters by component</h2>']
+    for s in inputs.specs:
         c = count_params(s)
         b = [[n, human(v), exact(v), pct(c.share(n))] for n in COMPONENTS if (v := c.components[n])]
         b.append(["total", human(c.total), exact(c.total), pct(1.0)])
@@ -140,10 +150,14 @@ def build_report(inputs: ReportInputs) -> str:
                 f'<p class="note">non-embedding (Kaplan\'s N) {human(c.non_embedding)} ({exact(c.non_embedding)}); '
                 f"seed estimate 12·L·d² + V·d {human(c.estimate)}, "
                 f"{signed_pct((c.estimate - c.total) / c.total)} vs exact</p>"]  # fmt: skip
+    return out
 
-    # ---- pictures
-    out.append('<h2 id="plots">Pictures</h2>')
-    out.append(_svg("breakdown", plot.breakdown_data(specs)))
+
+def _pictures(inputs: ReportInputs) -> list[str]:
+    from archspec.render import plot
+
+    specs, T, B = inputs.specs, inputs.seq_len, inputs.batch
+    out = ['<h2 id="plots">Pictures</h2>', _svg("breakdown", plot.breakdown_data(specs))]
     shortest = min(T, *(s.max_positions for s in specs))  # the scaling plot's one length: the shortest context
     out.append(_svg("memory", plot.memory_data(specs, B, "bf16")))  # each model over its own context
     field = scaling_field(specs)
@@ -156,55 +170,80 @@ def build_report(inputs: ReportInputs) -> str:
             out.append(f'<p class="note" id="plot-scaling">scaling not drawn: {_e(exc)}</p>')
     else:
         out.append('<p class="note" id="plot-scaling">scaling not drawn: the models share no layer-count field</p>')
+    return out
 
-    # ---- memory
-    out.append('<h2 id="memory">Memory for training and inference</h2>')
+
+def _memory(inputs: ReportInputs) -> list[str]:
+    from archspec.memory import estimate_memory
+    from archspec.plan.compare import context_seq_len
+    from archspec.render.text import human_bytes
+
     mem_rows = []
-    for s in specs:
-        t, _ = context_seq_len(s, T)
-        m = estimate_memory(s, B, t, "bf16")
+    for s in inputs.specs:
+        t, _ = context_seq_len(s, inputs.seq_len)
+        m = estimate_memory(s, inputs.batch, t, "bf16")
         mem_rows.append([s.name, f"{t:,}", human_bytes(m.weights_bytes), human_bytes(m.gradients_bytes),
                          human_bytes(m.optimizer_bytes), human_bytes(m.activations_bytes),
                          human_bytes(m.training_total_bytes), human_bytes(m.kv_cache_bytes),
                          human_bytes(m.inference_total_bytes)])  # fmt: skip
-    out += [_table(["model", "tokens", "weights", "gradients", "AdamW states", "activations", "training total",
+    return ['<h2 id="memory">Memory for training and inference</h2>',
+            _table(["model", "tokens", "weights", "gradients", "AdamW states", "activations", "training total",
                     "KV cache", "inference total"], mem_rows),
             '<p class="note">One device, bf16 weights and activations (flash attention, no recomputation), AdamW '
             "in mixed precision (16 bytes per parameter); inference: weights + KV cache of the batch.</p>"]  # fmt: skip
 
-    # ---- fit
-    out.append('<h2 id="fit">Where each model fits</h2>')
+
+def _fits(inputs: ReportInputs) -> list[str]:
+    from archspec.plan.fit import DTYPES
+
     columns = [(task, d) for task in ("inference", "training") for d in DTYPES[task]]
-    for s in specs:
-        t, clamped = context_seq_len(s, T)
-        memo: dict = {"inference": {}, "training": {}}
-        rows_, classes, single = [], [], []
-        for acc in inputs.accelerators:
-            row, cls = [acc.name], [""]
-            fits_ = [fit(s, acc, d, task, B, t, memo[task]) for task, d in columns]
-            if all(f.devices == 1 for f in fits_):  # one device for every task and dtype: said in one line
-                single.append(acc.name)
-                continue
-            for f in fits_:
-                row.append(f"{f.devices:,} ({f.layout})" if f.devices else "does not fit")
-                cls.append("yes" if f.devices == 1 else ("no" if not f.devices else ""))
-            rows_.append(row)
-            classes.append(cls)
-        out.append(f"<h3>{_e(s.name)}: batch {B} x {t:,} tokens{'*' if clamped else ''}</h3>")
-        if single:
-            out.append(f'<p class="fit-one">One device of each of these holds it for every task and dtype below: '
-                       f"{_e(', '.join(single))}.</p>")  # fmt: skip
-        if rows_:
-            out.append(_table(["accelerator", *(f"{task} {d}" for task, d in columns)], rows_, classes=classes))
+    out = ['<h2 id="fit">Where each model fits</h2>']
+    for s in inputs.specs:
+        out += _fit(inputs, s, columns)
     out.append('<p class="note">The fewest devices that hold the model, and the layout: TP tensor parallel, PP '
                "pipeline stages, ZeRO stage over DP data-parallel devices, as <code>archspec fit</code> plans them. "
                "Workspace and fragmentation not counted.</p>")  # fmt: skip
+    return out
 
-    # ---- claims
-    out.append('<h2 id="claims">Published claims</h2>')
+
+def _fit(inputs: ReportInputs, s: ModelSpec, columns: list[tuple[str, str]]) -> list[str]:
+    """One model on every accelerator: a table of the ones it needs more than one device of, a line for the rest."""
+    from archspec.plan.compare import context_seq_len
+    from archspec.plan.fit import fit
+
+    B = inputs.batch
+    t, clamped = context_seq_len(s, inputs.seq_len)
+    memo: dict = {"inference": {}, "training": {}}
+    rows, classes, single = [], [], []
+    for acc in inputs.accelerators:
+        row, cls = [acc.name], [""]
+        plans = [fit(s, acc, d, task, B, t, memo[task]) for task, d in columns]
+        if all(f.devices == 1 for f in plans):  # one device for every task and dtype: said in one line
+            single.append(acc.name)
+            continue
+        for f in plans:
+            row.append(f"{f.devices:,} ({f.layout})" if f.devices else "does not fit")
+            cls.append("yes" if f.devices == 1 else ("no" if not f.devices else ""))
+        rows.append(row)
+        classes.append(cls)
+    out = [f"<h3>{_e(s.name)}: batch {B} x {t:,} tokens{'*' if clamped else ''}</h3>"]
+    if single:
+        out.append(f'<p class="fit-one">One device of each of these holds it for every task and dtype below: '
+                   f"{_e(', '.join(single))}.</p>")  # fmt: skip
+    if rows:
+        out.append(_table(["accelerator", *(f"{task} {d}" for task, d in columns)], rows, classes=classes))
+    return out
+
+
+def _claims(inputs: ReportInputs) -> list[str]:
+    from archspec.io.catalog import get_preset, preset_names
+    from archspec.render.text import human, signed_pct
+    from archspec.validate.claims import assess
+
+    out = ['<h2 id="claims">Published claims</h2>']
     known = set(preset_names())
     claim_rows = []
-    for ref, s in zip(inputs.refs, specs):
+    for ref, s in zip(inputs.refs, inputs.specs):
         if ref not in known:
             continue
         for c in get_preset(ref).claims:
@@ -221,5 +260,4 @@ def build_report(inputs: ReportInputs) -> str:
     else:
         out.append('<p class="note">No published claims are recorded for these models (claims live with the '
                    "presets).</p>")  # fmt: skip
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    return out
