@@ -93,110 +93,125 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from archspec.memory import estimate_memory, fits, max_micro_batch, parallel_layout
     from archspec.plan.hardware import accelerator
-    from archspec.render.text import exact, fixed, human_bytes, pct, table
 
     acc = accelerator(args.gpu) if args.gpu else None
     batch = _memory_batch(args)
     objects, blocks = [], []
-    from archspec.sources.resolve import stored, weights_of
-
     for spec in read_specs(args):
-        weights, stored_note = weights_of(spec, args.weights)
-        lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
-        options = dict(seq_len=args.seq_len, dtype=args.dtype, optimizer=args.optimizer, recompute=args.recompute,
-                       src_len=args.src_len, fp32_grads=args.fp32_grads, dropout=args.dropout,
-                       zero_stage=lay.zero_stage, data_parallel=lay.data_parallel,
-                       tensor_parallel=lay.tensor_parallel, pipeline_parallel=lay.pipeline_parallel,
-                       attention=args.attention, weights=weights, experts=args.experts, kv_dtype=args.kv_dtype,
-                       lora_rank=args.lora, lora_targets=args.lora_targets or "all", offload=args.offload)  # fmt: skip
-        m = estimate_memory(spec, batch, global_batch=args.global_batch, **options)
-        obj = m.to_dict()
-        if stored_note:
-            obj.update(weights_source="option" if args.weights else "stored", stored=stored(spec).to_dict())
-        if acc:
-            verdict = fits(m, acc.memory_bytes)
-            obj.update(accelerator=acc.name, accelerator_memory_bytes=acc.memory_bytes,
-                       fits_training=verdict["training"], fits_inference=verdict["inference"])  # fmt: skip
-            if args.max_micro_batch:
-                obj["max_micro_batch"] = max_micro_batch(spec, acc.memory_bytes, **options)
+        m, obj, stored_note = _estimate(spec, args, batch, acc)
         objects.append(obj)
-        per_token = m.kv_cache_bytes_per_token
-        weights_label = f"frozen base ({m.weights_format}) + adapters" if m.lora else "weights"
-        optim_label = "optimizer states (offloaded to host)" if m.offload else "optimizer states"
-        rows = [
-            [weights_label, human_bytes(m.weights_bytes), exact(m.weights_bytes)],
-            ["gradients", human_bytes(m.gradients_bytes), exact(m.gradients_bytes)],
-            [optim_label, human_bytes(m.optimizer_bytes), exact(m.optimizer_bytes)],
-            [
-                f"activations ({m.attention} attention, recompute {m.recompute})",
-                human_bytes(m.activations_bytes),
-                exact(m.activations_bytes),
-            ],
-            [
-                "training total" + (" on the device" if m.offload else ""),
-                human_bytes(m.training_total_bytes),
-                exact(m.training_total_bytes),
-            ],
-            *(
-                [["host memory (optimizer states)", human_bytes(m.host_bytes), exact(m.host_bytes)]]
-                if m.offload
-                else []
-            ),
-            [
-                f"inference weights ({m.weights_format}"
-                + (f", experts {m.experts_format}" if m.experts_format else "")
-                + ")",
-                human_bytes(m.inference_weights_bytes),
-                exact(m.inference_weights_bytes),
-            ],
-            [f"KV cache ({m.kv_cache_dtype})", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
-            [
-                "KV cache per token",
-                human_bytes(per_token),
-                exact(int(per_token)) if per_token.denominator == 1 else fixed(per_token, 2),
-            ],  # fmt: skip
-            [
-                "inference total (weights + KV cache)",
-                human_bytes(m.inference_total_bytes),
-                exact(m.inference_total_bytes),
-            ],
-        ]
-        shape = f"batch {m.batch} x {m.seq_len} tokens" + (f" (source {m.src_len})" if m.src_len else "")
-        par = m.parallel
-        scope = (
-            "whole model"
-            if args.gpus == 1
-            else f"per GPU: {args.gpus} GPUs = dp {par['data_parallel']} x tp {par['tensor_parallel']} x pp "
-            f"{par['pipeline_parallel']}, ZeRO stage {par['zero_stage']}"
-        )
-        lines = [
-            f"{spec.name}: {shape}, {m.dtype}, {m.optimizer}; {scope}",
-            table(rows, ["", "memory", "bytes"], args.format, colalign=("left", "right", "right")),
-            f"training bytes per parameter: {m.per_param_note}",
-            *by_kind(m.kinds, "activations_bytes_per_layer", human_bytes, "activations per layer by kind"),
-            *by_kind(m.kinds, "kv_cache_bytes_per_layer", human_bytes, "KV cache or state per layer by kind"),
-        ]
-        if stored_note:
-            lines.append(f"note: {stored_note}")
-        if m.lora:
-            lines.append(f"LoRA rank {m.lora['rank']} on {m.lora['targets']}: {m.trainable_params:,} trainable "
-                         f"parameters ({m.trainable_params / m.params:.3%} of {m.params:,})")  # fmt: skip
-        if m.global_batch:
-            lines.append(f"global batch {m.global_batch:,} = micro-batch {m.batch:,} x data parallel "
-                         f"{par['data_parallel']} x {m.accumulation_steps:,} accumulation steps")  # fmt: skip
-        if acc and args.max_micro_batch:
-            lines.append(f"largest micro-batch that fits on {acc.title} ({acc.memory_gib:g} GiB): "
-                         f"{obj['max_micro_batch']:,}")  # fmt: skip
-        if acc:
-            cap = acc.memory_gib * 2**30
-            verdict = {True: "fits", False: "does not fit"}
-            lines.append(
-                f"{acc.title} ({acc.memory_gib:g} GiB): training {verdict[obj['fits_training']]} "
-                f"({pct(fraction(m.training_total_bytes) / fraction(cap), 0)}), inference "
-                f"{verdict[obj['fits_inference']]} ({pct(fraction(m.inference_total_bytes) / fraction(cap), 0)})"
-            )
-        blocks.append("\n".join(lines))
+        blocks.append(_text(spec, args, m, obj, acc, stored_note))
     render(args, objects, lambda: "\n\n".join(blocks) + "\nGiB = 2^30 bytes; --format json gives exact bytes.")
     return EXIT_OK
+
+
+def _estimate(spec, args, batch: int, acc):
+    """One model's estimate under the options, its JSON object (with what the accelerator holds), and the
+    note on where its weights' format came from (None: from --dtype)."""
+    from archspec.memory import estimate_memory, fits, max_micro_batch, parallel_layout
+    from archspec.sources.resolve import stored, weights_of
+
+    weights, stored_note = weights_of(spec, args.weights)
+    lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
+    options = dict(seq_len=args.seq_len, dtype=args.dtype, optimizer=args.optimizer, recompute=args.recompute,
+                   src_len=args.src_len, fp32_grads=args.fp32_grads, dropout=args.dropout,
+                   zero_stage=lay.zero_stage, data_parallel=lay.data_parallel,
+                   tensor_parallel=lay.tensor_parallel, pipeline_parallel=lay.pipeline_parallel,
+                   attention=args.attention, weights=weights, experts=args.experts, kv_dtype=args.kv_dtype,
+                   lora_rank=args.lora, lora_targets=args.lora_targets or "all", offload=args.offload)  # fmt: skip
+    m = estimate_memory(spec, batch, global_batch=args.global_batch, **options)
+    obj = m.to_dict()
+    if stored_note:
+        obj.update(weights_source="option" if args.weights else "stored", stored=stored(spec).to_dict())
+    if acc:
+        verdict = fits(m, acc.memory_bytes)
+        obj.update(accelerator=acc.name, accelerator_memory_bytes=acc.memory_bytes,
+                   fits_training=verdict["training"], fits_inference=verdict["inference"])  # fmt: skip
+        if args.max_micro_batch:
+            obj["max_micro_batch"] = max_micro_batch(spec, acc.memory_bytes, **options)
+    return m, obj, stored_note
+
+
+def _rows(m) -> list[list[str]]:
+    """The table: training's memory by kind and its total, then inference's."""
+    from archspec.render.text import exact, fixed, human_bytes
+
+    per_token = m.kv_cache_bytes_per_token
+    weights_label = f"frozen base ({m.weights_format}) + adapters" if m.lora else "weights"
+    optim_label = "optimizer states (offloaded to host)" if m.offload else "optimizer states"
+    return [
+        [weights_label, human_bytes(m.weights_bytes), exact(m.weights_bytes)],
+        ["gradients", human_bytes(m.gradients_bytes), exact(m.gradients_bytes)],
+        [optim_label, human_bytes(m.optimizer_bytes), exact(m.optimizer_bytes)],
+        [
+            f"activations ({m.attention} attention, recompute {m.recompute})",
+            human_bytes(m.activations_bytes),
+            exact(m.activations_bytes),
+        ],
+        [
+            "training total" + (" on the device" if m.offload else ""),
+            human_bytes(m.training_total_bytes),
+            exact(m.training_total_bytes),
+        ],
+        *([["host memory (optimizer states)", human_bytes(m.host_bytes), exact(m.host_bytes)]] if m.offload else []),
+        [
+            f"inference weights ({m.weights_format}"
+            + (f", experts {m.experts_format}" if m.experts_format else "")
+            + ")",
+            human_bytes(m.inference_weights_bytes),
+            exact(m.inference_weights_bytes),
+        ],
+        [f"KV cache ({m.kv_cache_dtype})", human_bytes(m.kv_cache_bytes), exact(m.kv_cache_bytes)],
+        [
+            "KV cache per token",
+            human_bytes(per_token),
+            exact(int(per_token)) if per_token.denominator == 1 else fixed(per_token, 2),
+        ],  # fmt: skip
+        [
+            "inference total (weights + KV cache)",
+            human_bytes(m.inference_total_bytes),
+            exact(m.inference_total_bytes),
+        ],
+    ]
+
+
+def _text(spec, args, m, obj, acc, stored_note: str | None) -> str:
+    """One model's block: its shape and layout, the table, and the notes its options ask for."""
+    from archspec.render.text import human_bytes, pct, table
+
+    shape = f"batch {m.batch} x {m.seq_len} tokens" + (f" (source {m.src_len})" if m.src_len else "")
+    par = m.parallel
+    scope = (
+        "whole model"
+        if args.gpus == 1
+        else f"per GPU: {args.gpus} GPUs = dp {par['data_parallel']} x tp {par['tensor_parallel']} x pp "
+        f"{par['pipeline_parallel']}, ZeRO stage {par['zero_stage']}"
+    )
+    lines = [
+        f"{spec.name}: {shape}, {m.dtype}, {m.optimizer}; {scope}",
+        table(_rows(m), ["", "memory", "bytes"], args.format, colalign=("left", "right", "right")),
+        f"training bytes per parameter: {m.per_param_note}",
+        *by_kind(m.kinds, "activations_bytes_per_layer", human_bytes, "activations per layer by kind"),
+        *by_kind(m.kinds, "kv_cache_bytes_per_layer", human_bytes, "KV cache or state per layer by kind"),
+    ]
+    if stored_note:
+        lines.append(f"note: {stored_note}")
+    if m.lora:
+        lines.append(f"LoRA rank {m.lora['rank']} on {m.lora['targets']}: {m.trainable_params:,} trainable "
+                     f"parameters ({m.trainable_params / m.params:.3%} of {m.params:,})")  # fmt: skip
+    if m.global_batch:
+        lines.append(f"global batch {m.global_batch:,} = micro-batch {m.batch:,} x data parallel "
+                     f"{par['data_parallel']} x {m.accumulation_steps:,} accumulation steps")  # fmt: skip
+    if acc and args.max_micro_batch:
+        lines.append(f"largest micro-batch that fits on {acc.title} ({acc.memory_gib:g} GiB): "
+                     f"{obj['max_micro_batch']:,}")  # fmt: skip
+    if acc:
+        cap = acc.memory_gib * 2**30
+        verdict = {True: "fits", False: "does not fit"}
+        lines.append(
+            f"{acc.title} ({acc.memory_gib:g} GiB): training {verdict[obj['fits_training']]} "
+            f"({pct(fraction(m.training_total_bytes) / fraction(cap), 0)}), inference "
+            f"{verdict[obj['fits_inference']]} ({pct(fraction(m.inference_total_bytes) / fraction(cap), 0)})"
+        )
+    return "\n".join(lines)
