@@ -97,3 +97,30 @@ def test_compact_by_periods_is_the_shortest_prefix_and_unit_by_search():
         kinds = [rng.choice("abc") for _ in range(rng.randint(0, 5))] + unit * 3 + unit[: rng.randint(0, len(unit))]
         start, size = searched(kinds)
         assert compact(kinds) == (kinds[:start], kinds[start : start + size]), kinds
+
+
+# ---------------------------------------------------------------- exact sums of huge specs
+
+
+@pytest.mark.parametrize("pipeline_parallel", [1, 3, 7, 96])
+def test_training_bytes_of_a_huge_spec_are_exact(pipeline_parallel):
+    """Beyond 2^53 parameters a float quotient is no longer whole bytes: each figure is ceil(N * bytes / p),
+    computed here with Fractions from the parameter count (one dense stack: every rank holds N / p)."""
+    import math
+    from fractions import Fraction
+
+    huge = archspec.preset("gpt3-175b").replace(decoder_layers=2**19, d_model=2**16, n_heads=512, d_ff=2**18)
+    n = archspec.count_params(huge).total
+    assert n > 2**53
+    m = archspec.estimate_memory(huge, 1, 2048, pipeline_parallel=pipeline_parallel)
+    # mixed precision with AdamW: 2 bytes of bf16 weights, 2 of gradients, 12 of fp32 master copy and states
+    expected = [math.ceil(Fraction(n * b, pipeline_parallel)) for b in (2, 2, 12)]
+    assert [m.weights_bytes, m.gradients_bytes, m.optimizer_bytes] == expected
+    assert all(type(x) is int for x in expected)
+
+
+def test_swiglu_width_of_a_huge_model_is_exact():
+    from archspec.core.sizing import swiglu_hidden
+
+    d = 3 * 2**60 + 3
+    assert swiglu_hidden(d, 1) == 8 * d // 3 == 2**63 + 8

@@ -17,7 +17,7 @@ def round_up(n: int, multiple: int) -> int:
 def swiglu_hidden(d_model: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
     """LLaMA's SwiGLU width: 2/3 of 4·d_model (same parameters as a 4·d_model GELU MLP), times an
     optional multiplier, rounded up to `multiple_of` (meta-llama/llama, model.py, FeedForward)."""
-    hidden = int(2 * (4 * d_model) / 3)
+    hidden = 2 * (4 * d_model) // 3  # exact: a float quotient drifts beyond 2^53
     if ffn_dim_multiplier is not None:
         hidden = int(ffn_dim_multiplier * hidden)
     return round_up(hidden, multiple_of)

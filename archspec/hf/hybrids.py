@@ -114,7 +114,7 @@ def _jamba(cfg: Config, where: str) -> dict[str, Any]:
         "d_inner": cfg["mamba_expand"] * d,
         "d_state": cfg["mamba_d_state"],
         "d_conv": cfg["mamba_d_conv"],
-        "dt_rank": math.ceil(d / 16) if rank == "auto" else rank,
+        "dt_rank": -(-d // 16) if rank == "auto" else rank,  # ceil(d / 16), exactly
         "conv_bias": bool(cfg["mamba_conv_bias"]),
         "bias": bool(cfg["mamba_proj_bias"]),
         "dt_norms": True,

@@ -163,7 +163,7 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
                     v = AttentionShape.of(part.group.spec).v
                     v = -(-v // t) if t > 1 else v
                     out += picked * v * shape[-1] * more
-    return out / 8
+    return out / Fraction(8)  # exact: an int sum over 8 would be a float
 
 
 def _tensor_bits(fmt: str, values: int, stack: int, body: list[int]) -> Fraction:

@@ -205,9 +205,9 @@ def estimate_memory(
         "optimizer": data_parallel if zero_stage >= 1 else 1,
     }
     local = {k: rank_elements(spec, div, tensor_parallel) for k, div in zero_div.items()}
-    weights = nbytes(local["weights"] / pipeline_parallel, weights_pp)
-    grads = nbytes(local["gradients"] / pipeline_parallel, grads_pp)
-    optim = nbytes(local["optimizer"] / pipeline_parallel, optim_pp)
+    weights = nbytes(fraction(local["weights"], pipeline_parallel), weights_pp)
+    grads = nbytes(fraction(local["gradients"], pipeline_parallel), grads_pp)
+    optim = nbytes(fraction(local["optimizer"], pipeline_parallel), optim_pp)
 
     # activations: one micro-batch of `batch` sequences, in the dtype of the computation (fp32 keeps
     # fp32 activations; mixed precision computes in 16 bits)
