@@ -9,6 +9,7 @@ import argparse
 from archspec.cli.models import read_specs
 from archspec.cli.options import accelerators, gpu_option, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
+from archspec.core.errors import SpecError
 
 HELP = (
     "which accelerators, and how many of each, hold each MODEL: one row per accelerator and weight dtype, "
@@ -31,6 +32,9 @@ UNUSED_UNLESS = [
     *((dest, lambda a: a.task != "inference",
        f"--{dest.replace('_', '-')} changes nothing with --task inference (it is a training option)")
       for dest in ("recompute", "attention", "optimizer", "fp32_grads", "dropout", "offload")),
+    ("price_per_hour", lambda a: a.task == "inference",
+     "--price-per-hour changes nothing without --task inference (it prices serving; `archspec flops --tokens` "
+     "prices a training run)"),
     ("lora_rank", lambda a: a.task == "lora",
      "--lora-rank changes nothing without --task lora (it is the rank of the adapters a LoRA fine-tune trains)"),
     ("lora_targets", lambda a: a.task == "lora",
@@ -80,7 +84,45 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dropout", action="store_true", help="count dropout masks in the activations")
     p.add_argument("--offload", choices=list(OFFLOAD), help="optimizer: the optimizer states in host memory")
     engine_args(p)
+    from archspec.cli.options import price_option
+
+    price_option(p, "with one --gpu and --task inference, adds the cost per million tokens generated and "
+                 "prefilled of each row")  # fmt: skip
     gpu_option(p, "only these accelerators")
+
+
+COST_HEADERS = ["per M generated", "per M prefilled"]
+COST_NOTE = (
+    " Cost per million tokens at {price} a device-hour: the layout's devices, paid for the request that fills the "
+    "context (a prompt of the sequence's tokens but one, then the decode step of the last) as `archspec inference` "
+    "times it; - where it does not fit or the model generates nothing."
+)
+
+
+def _costs(f) -> list[str]:
+    """The row's cost cells, when it has a price."""
+    from archspec.plan.cost import money
+
+    if f.price_per_hour is None:
+        return []
+    return ["-" if c is None else money(c) for c in (f.cost_per_million_generated, f.cost_per_million_prefilled)]
+
+
+def _accelerators(args):
+    """The accelerators of --gpu (or all of them); --price-per-hour is the price of one."""
+    accs = accelerators(args.gpu)
+    if args.price_per_hour is not None and len(accs) != 1:
+        raise SpecError("--price-per-hour is what one accelerator costs an hour: give exactly one --gpu (or give "
+                        "each accelerator file its own price_per_hour)")  # fmt: skip
+    return accs
+
+
+def _price(args) -> str:
+    from archspec.plan.cost import money
+
+    if args.price_per_hour is not None:
+        return f"{money(args.price_per_hour)} (--price-per-hour)"
+    return "the price_per_hour of its accelerator file"
 
 
 def _engine_note(args) -> str:
@@ -99,7 +141,7 @@ def run(args) -> int:
     from archspec.plan.fit import DTYPES, MAX_DEVICES, fit, native
     from archspec.render.text import GREEN, RED, human_bytes, paint, table
 
-    accs = accelerators(args.gpu)
+    accs = _accelerators(args)
     lora = dict(lora_rank=args.lora_rank, lora_targets=args.lora_targets) if args.task == "lora" else {}
     training = {k: getattr(args, k) for k in ("recompute", "attention", "optimizer", "offload")
                 if getattr(args, k) is not None}  # fmt: skip
@@ -123,7 +165,7 @@ def run(args) -> int:
                     else {}
                 )
                 f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo, training=training or None, **lora,
-                        **serve)  # fmt: skip
+                        **serve, price_per_hour=args.price_per_hour)  # fmt: skip
                 emulated = args.task == "inference" and not native(acc, f.dtype)
                 objects.append({**f.to_dict(), "native": not emulated, "seq_len_clamped": clamped, **extra})
                 of = f"{acc.memory_gib:g} GiB"
@@ -131,7 +173,8 @@ def run(args) -> int:
                     of = f"{human_bytes(f.usable_bytes)} ({of} x {f.usable_bytes / acc.memory_bytes:.2g})"
                 used = "" if f.per_device_bytes is None else f"{human_bytes(f.per_device_bytes)} of {of}"
                 devices = paint(f"{f.devices:,}", GREEN if f.devices == 1 else "") if f.devices else paint("-", RED)
-                rows.append([acc.name, f.dtype + (" (emulated)" if emulated else ""), devices, f.layout, used])
+                rows.append([acc.name, f.dtype + (" (emulated)" if emulated else ""), devices, f.layout, used,
+                             *_costs(f)])  # fmt: skip
         what = {"inference": "weights + KV cache",
                 "training": "weights, gradients, optimizer states (mixed precision: 16 bytes per parameter for bf16 "
                 f"with AdamW) and activations ({args.attention or 'flash'} attention, recompute {recompute})",
@@ -142,10 +185,12 @@ def run(args) -> int:
                 }[args.task]  # fmt: skip
         at = f"{seq_len:,}" + (f" (its context; {args.seq_len:,} asked)" if clamped else "")
         head = f"{spec.name}: {args.task}, batch {args.batch} x {at} tokens; {what} per device"
-        align = ("left", "left", "right", "left", "right")
+        priced = any(len(r) > 5 for r in rows)
+        rows = [r + ["", ""] if priced and len(r) == 5 else r for r in rows]
+        headers = ["gpu", "dtype", "devices", "layout", "per device"] + (COST_HEADERS if priced else [])
+        align = ("left", "left", "right", "left", "right") + (("right", "right") if priced else ())
         head += f"\nnote: {stored_note}" if stored_note else ""
-        blocks.append(head + "\n" + table(rows, ["gpu", "dtype", "devices", "layout", "per device"], args.format,
-                                         colalign=align))  # fmt: skip
+        blocks.append(head + "\n" + table(rows, headers, args.format, colalign=align))
     layouts = (
         "TP: tensor parallel (1, 2, 4 or 8, dividing the heads and d_ff), PP: pipeline stages beyond that"
         if args.task == "inference"
@@ -163,6 +208,7 @@ def run(args) -> int:
         )
         + (" bf16, int8 and nf4 (QLoRA) store the frozen base; the adapters train in bf16." if lora else "")
         + (f" The serving engine's share: {_engine_note(args)}." if args.task == "inference" else "")
+        + (COST_NOTE.format(price=_price(args)) if any("price_per_hour" in o for o in objects) else "")
         + " Workspace, fragmentation and framework overhead are not counted. GiB = 2^30 bytes."
     )
     render(args, objects, lambda: "\n\n".join(blocks) + "\n\n" + note)

@@ -7,7 +7,15 @@ import argparse
 from fractions import Fraction
 
 from archspec.cli.models import MEASURED_LINE, is_measured, read_models
-from archspec.cli.options import dtype_name, mfu, one_gpu_option, positive_int, positive_number, workload_args
+from archspec.cli.options import (
+    dtype_name,
+    mfu,
+    one_gpu_option,
+    positive_int,
+    positive_number,
+    price_option,
+    workload_args,
+)
 from archspec.cli.output import EXIT_OK, by_kind, fraction, render
 from archspec.core.errors import SpecError
 
@@ -48,6 +56,30 @@ def _measured_flops_block(m, fmt: str) -> str:
     return "\n".join(lines)
 
 
+def _price(args, peak, acc):
+    """The price of a device-hour: --price-per-hour, else the accelerator file's; only with a training time."""
+    if args.price_per_hour is not None and not peak:
+        raise SpecError("--price-per-hour prices a training run on an accelerator: give --tokens D and --gpu NAME "
+                        "(or --peak-tflops N)")  # fmt: skip
+    return args.price_per_hour if args.price_per_hour is not None else acc.price_per_hour if acc else None
+
+
+def _cost_record(cost) -> dict:
+    from archspec.plan.cost import exact_number
+
+    return {} if cost.cost is None else {"price_per_hour": exact_number(cost.price_per_hour), "cost": cost.cost}
+
+
+def _cost_line(cost) -> list[str]:
+    from archspec.plan.cost import money
+    from archspec.render.text import fixed
+
+    if cost.cost is None:
+        return []
+    return [f"cost: {fixed(cost.device_hours, 0)} device-hours x {money(cost.price_per_hour)} an hour = "
+            f"{money(cost.cost)}"]  # fmt: skip
+
+
 def add_args(p: argparse.ArgumentParser) -> None:
     from archspec.plan.hardware import MATH_DTYPES
 
@@ -66,6 +98,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
         "--peak-tflops", type=positive_number, help="peak TFLOP/s per accelerator, overriding --gpu's table value"
     )
     p.add_argument("--mfu", type=mfu, default=0.4, help="model-FLOPs utilisation in (0, 1] (default 0.4)")
+    price_option(p, "adds what the training run costs (needs --tokens and --gpu or --peak-tflops)")
     p.add_argument(
         "--dtype",
         default="bf16",
@@ -87,6 +120,7 @@ def run(args) -> int:
     peak, acc = resolve_peak(args.gpu, args.peak_tflops, args.dtype)
     if args.gpus and not peak:
         raise SpecError("--gpus needs --gpu NAME or --peak-tflops N")
+    price = _price(args, peak, acc)
     objects, blocks = [], []
     for spec in read_models(args, args.batch, args.seq_len):
         if is_measured(spec):
@@ -98,7 +132,7 @@ def run(args) -> int:
         cost = None
         if args.tokens:
             cost = training_cost(f, args.tokens, (args.gpus or 1) if peak else None, peak, args.mfu if peak else None,
-                                 acc.name if acc else None)  # fmt: skip
+                                 acc.name if acc else None, price if peak else None)  # fmt: skip
             pf_days, pf_days_exact = cost.pf_days, cost.pf_days_exact
             obj.update(
                 tokens=cost.tokens,
@@ -113,7 +147,8 @@ def run(args) -> int:
             if cost.seconds is not None:
                 days = float_or_int(fraction(cost.seconds) / 86400)
                 obj.update(gpus=cost.gpus, accelerator=cost.accelerator, peak_flops=cost.peak_flops, mfu=cost.mfu,
-                           time_seconds=cost.seconds, time_days=days)  # fmt: skip
+                           time_seconds=cost.seconds, time_days=days, device_hours=cost.device_hours)  # fmt: skip
+            obj.update(_cost_record(cost))
         objects.append(obj)
 
         shape = f"batch {f.batch} x {f.seq_len} tokens" + (f" (source {f.src_len})" if f.src_len else "")
@@ -171,6 +206,7 @@ def run(args) -> int:
                     f"time on {cost.gpus:,} x {what} at {fixed(tflops, 0 if tflops >= 1 else 6)} TFLOP/s peak, "
                     f"{cost.mfu:.0%} MFU: {fixed(days)} days ({fixed(fraction(cost.seconds) / 3600, 0)} hours)"
                 )
+            lines += _cost_line(cost)
         blocks.append("\n".join(lines))
     render(args, objects, lambda: "\n\n".join(blocks))
     return EXIT_OK

@@ -16,6 +16,7 @@ from archspec.cli.options import (
     one_gpu_option,
     positive_int,
     positive_length,
+    price_option,
     storage_args,
 )
 from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, render
@@ -40,6 +41,33 @@ def _duration(seconds: float) -> str:
     raise AssertionError("unreachable")
 
 
+def _communication(e) -> str:
+    """A parallel layout's communication time per step, and the collectives' latency within it."""
+    if e.layout.devices == 1:
+        return ""
+    latency = e.communication_latency_seconds_per_token
+    return f"; communication {_duration(e.communication_seconds_per_token)}" + (
+        f" (latency {_duration(latency)})" if latency else ""
+    )
+
+
+def _cost_rows(e) -> list[list[str]]:
+    """The cost rows at the user's price, when there is one and the plan fits."""
+    from archspec.plan.cost import money
+
+    if e.cost is None or not e.fits:
+        return []
+    devices = e.layout.devices
+    paid = f"{devices} device{'s' if devices > 1 else ''} x {money(e.price_per_hour)} an hour"
+    paid += f" = {money(e.cost.cost_per_hour)} an hour" if devices > 1 else ""
+    return [
+        ["cost per million generated", money(e.cost.cost_per_million_generated),
+         f"{paid}, over the {e.batch:,} token{'s' if e.batch > 1 else ''} of a decode step"],
+        ["cost per million prefilled", money(e.cost.cost_per_million_prefilled),
+         f"the same, over the {e.batch * e.prompt_len:,} prompt tokens of the prefill"],
+    ]  # fmt: skip
+
+
 def add_args(p: argparse.ArgumentParser) -> None:
     from archspec.memory import DTYPE_BYTES
 
@@ -57,6 +85,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ep", type=positive_int, default=1, help="expert-parallel devices (routed experts spread)")
     p.add_argument("--pp", type=positive_int, default=1, help="pipeline stages")
     engine_args(p)
+    price_option(p, "adds the cost per million tokens generated and prefilled")
     p.add_argument("--mfu", type=mfu, default=0.4, help="share of the peak FLOP/s prefill reaches (default 0.4)")
     p.add_argument(
         "--mbu",
@@ -83,7 +112,8 @@ def run(args) -> int:
         e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
                                args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
                                expert_parallel=args.ep, pipeline_parallel=args.pp, engine=args.engine,
-                               memory_fraction=args.gpu_memory_utilization)  # fmt: skip
+                               memory_fraction=args.gpu_memory_utilization,
+                               price_per_hour=args.price_per_hour)  # fmt: skip
         obj = e.to_dict()
         if stored_note:
             obj.update(weights_source="option" if args.weights or args.dtype else "stored",
@@ -108,7 +138,7 @@ def run(args) -> int:
             )
         rows = []
         if e.fits:
-            comm = f"; communication {_duration(e.communication_seconds_per_token)}" if lay.devices > 1 else ""
+            comm = _communication(e)
             rows += [
                 ["prefill", _duration(e.prefill_seconds), f"{e.prefill_flops:,} FLOPs at {e.mfu:g} x peak"],
                 ["decode, per token", _duration(e.decode_seconds_per_token),
@@ -117,6 +147,7 @@ def run(args) -> int:
                 ["tokens per second", f"{e.tokens_per_second:,.0f}" if e.tokens_per_second >= 100
                  else f"{e.tokens_per_second:.3g}", f"{e.batch} x {e.gen_len:,} generated tokens"],
             ]  # fmt: skip
+        rows += _cost_rows(e)
         rows += [
             ["max batch", f"{e.max_batch:,}", f"sequences of {context:,} tokens beside the weights"
              + (" (the weights alone do not fit)" if e.weights_bytes > e.capacity_bytes else "")],
@@ -142,6 +173,10 @@ def run(args) -> int:
             )
             lines.append(f"prefill intensity {e.prefill_intensity:,.0f} FLOPs/byte vs ridge {e.ridge_intensity:,.0f}: "
                          f"{bound}")  # fmt: skip
+            lines.append(
+                "decode time is a lower bound (engines reach a share of it): it leaves out "
+                + "; ".join(e.decode_leaves_out)
+            )
         else:
             lines.append(obj["message"] + "; no timings")
         if stored_note:

@@ -192,6 +192,13 @@ def engine_args(p: argparse.ArgumentParser) -> None:
                    "--gpu-memory-utilization, SGLang's --mem-fraction-static); default: the engine's")  # fmt: skip
 
 
+def price_option(p: argparse.ArgumentParser, what: str) -> None:
+    """--price-per-hour: what one device costs an hour, the user's own figure (archspec.plan.cost)."""
+    p.add_argument("--price-per-hour", type=positive_number, metavar="PRICE",
+                   help=f"what one device costs an hour, in your currency (archspec has no prices of its own; "
+                   f"default: the price_per_hour of a --gpu FILE.toml): {what}")  # fmt: skip
+
+
 def gpu_option(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument(
         "--gpu",

@@ -283,6 +283,23 @@ class TrainingCost:
     peak_flops: float | None = None
     mfu: float | None = None
     accelerator: str | None = None
+    price_per_hour: Fraction | None = None  # what one device costs an hour: the user's figure (archspec.plan.cost)
+
+    @property
+    def device_hours(self) -> float | int | None:
+        """Training FLOPs / (peak FLOP/s x mfu) / 3600: the devices' hours, whatever their number."""
+        if self.seconds is None:
+            return None
+        return float_or_int(Fraction(self.training_total) / (Fraction(self.peak_flops) * Fraction(self.mfu)) / 3600)
+
+    @property
+    def cost(self) -> float | int | None:
+        """device-hours x price_per_hour (archspec.plan.cost.run_cost); None without a price."""
+        if self.price_per_hour is None or self.seconds is None:
+            return None
+        from archspec.plan.cost import run_cost
+
+        return run_cost(self.price_per_hour, self.training_total, self.peak_flops, self.mfu)
 
     @property
     def pf_days(self) -> float:
@@ -312,8 +329,12 @@ def training_cost(
     peak_flops: float | None = None,
     mfu: float | None = None,
     accelerator: str | None = None,
+    price_per_hour: float | None = None,
 ) -> TrainingCost:
-    """Exact and 6ND training compute for `tokens`; with gpus, peak and mfu, the wall time."""
+    """Exact and 6ND training compute for `tokens`; with gpus, peak and mfu, the wall time; with
+    `price_per_hour` too (what one device costs an hour, in your currency), what the run costs."""
+    from archspec.plan.cost import exact_price
+
     check_args("training_cost", flops=flops, tokens=tokens, gpus=gpus, peak_flops=peak_flops, mfu=mfu)
     if tokens < 1:
         raise SpecError(f"tokens must be positive, got {tokens}")
@@ -321,10 +342,13 @@ def training_cost(
         raise SpecError(f"mfu must be in (0, 1], got {mfu}")
     if gpus is not None and gpus < 1:
         raise SpecError(f"gpus must be positive, got {gpus}")
+    price = exact_price(price_per_hour)
     total = flops.training_for(tokens)
     seconds = None
     if gpus and peak_flops and mfu:
         seconds = float_or_int(Fraction(total) / (gpus * Fraction(peak_flops) * Fraction(mfu)))
+    elif price is not None:
+        raise SpecError("price_per_hour prices the training time: give gpus, peak_flops and mfu too")
     return TrainingCost(
         tokens=tokens,
         training_total=total,
@@ -336,4 +360,5 @@ def training_cost(
         peak_flops=peak_flops,
         mfu=mfu,
         accelerator=accelerator,
+        price_per_hour=price,
     )

@@ -19,11 +19,12 @@ bytes itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 from archspec.core.errors import SpecError, shown
-from archspec.core.records import record
+from archspec.core.records import record, rendered
 from archspec.core.vocab import ZERO_STAGES
 from archspec.plan.hardware import Accelerator
 from archspec.spec.model import ModelSpec
@@ -59,6 +60,11 @@ class Fit:
     lora_targets: str | None = None
     usable_bytes: int | None = None  # inference: what the engine lets weights and cache use of each device
     engine: str | None = None
+    # inference at a price (archspec.plan.cost): what one device costs an hour, the user's figure, and what this
+    # layout's tokens cost at it (None where it does not fit or generates nothing); recorded only with a price
+    price_per_hour: Fraction | None = field(default=None, metadata=rendered(hidden=True))
+    cost_per_million_generated: float | None = field(default=None, metadata=rendered(hidden=True))
+    cost_per_million_prefilled: float | None = field(default=None, metadata=rendered(hidden=True))
 
     @property
     def layout(self) -> str:
@@ -76,7 +82,14 @@ class Fit:
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return record(self, derived=(("layout", "devices"),))
+        out = record(self, derived=(("layout", "devices"),))
+        if self.price_per_hour is not None:
+            from archspec.plan.cost import exact_number
+
+            out.update(price_per_hour=exact_number(self.price_per_hour),
+                       cost_per_million_generated=self.cost_per_million_generated,
+                       cost_per_million_prefilled=self.cost_per_million_prefilled)  # fmt: skip
+        return out
 
 
 def _valid_tp(spec: ModelSpec) -> list[int]:
@@ -119,7 +132,45 @@ def native(acc: Accelerator, weights: str) -> bool:
 def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
         seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
         lora_targets: str | None = None, training: dict | None = None, engine: str | None = None,
-        memory_fraction: float | None = None) -> Fit:  # fmt: skip
+        memory_fraction: float | None = None, price_per_hour: float | None = None) -> Fit:  # fmt: skip
+    """The fewest devices of `acc` that hold `spec` for `task` with weights in `dtype` (see _fewest). With
+    `price_per_hour` (what one device costs an hour, in your currency; default: the accelerator file's
+    `price_per_hour`), an inference fit also carries what its tokens cost on that layout (archspec.plan.cost):
+    the request that fills the context, a prompt of seq_len - 1 tokens and the decode step that
+    generates the last, as `estimate_inference` times them."""
+    from archspec.plan.cost import exact_price
+
+    price = exact_price(price_per_hour)
+    if price is not None and task != "inference":
+        raise SpecError(f"price_per_hour prices serving (task inference), not {task}; for training, "
+                        "training_cost takes it")  # fmt: skip
+    f = _fewest(spec, acc, dtype, task, batch, seq_len, memo, lora_rank, lora_targets, training, engine,
+                memory_fraction)  # fmt: skip
+    if task != "inference":
+        return f
+    from archspec.plan.hardware import accelerator
+
+    acc = accelerator(acc) if isinstance(acc, str) else acc
+    price = price if price is not None else exact_price(acc.price_per_hour)
+    if price is None:
+        return f
+    if f.seq_len < 2:
+        raise SpecError("a price needs seq_len >= 2: fit prices a prompt of seq_len - 1 tokens and one generated")
+    if f.devices is None or spec.kind != "decoder-only":  # nothing to run, or nothing generated
+        return replace(f, price_per_hour=price)
+    from archspec.plan.inference import estimate_inference
+
+    e = estimate_inference(spec, acc, batch, f.seq_len - 1, 1, f.dtype, tensor_parallel=f.tensor_parallel,
+                           pipeline_parallel=f.pipeline_parallel, engine=engine, memory_fraction=memory_fraction,
+                           price_per_hour=price)  # fmt: skip
+    return replace(f, price_per_hour=price, cost_per_million_generated=e.cost.cost_per_million_generated,
+                   cost_per_million_prefilled=e.cost.cost_per_million_prefilled)  # fmt: skip
+
+
+def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
+            seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
+            lora_targets: str | None = None, training: dict | None = None, engine: str | None = None,
+            memory_fraction: float | None = None) -> Fit:  # fmt: skip
     """The fewest devices of `acc` that hold `spec` for `task` with weights in `dtype`. `memo` (a dict
     kept by the caller for one spec, batch and sequence length) remembers the plans of each layout
     across accelerators. `lora_rank` (default LORA_RANK) and `lora_targets` (default LORA_TARGETS)

@@ -20,11 +20,8 @@ A request is B sequences of P prompt tokens that each generate G tokens.
   planner's column and row splits, archspec.memory); ``expert_parallel`` e spreads each layer's routed
   experts over e devices, which hold the rest of the model tensor-split and serve B/e sequences each
   (data-parallel attention, as expert-parallel serving runs); ``pipeline_parallel`` p cuts the layers
-  into p stages. Devices = t x e x p. Communication per step, over the accelerator's interconnect
-  bandwidth (``Accelerator.interconnect_gbs``) and added to the time (not overlapped): a ring
-  all-reduce of the d_model-wide output of every sublayer (2 (t - 1)/t of its bytes sent per device),
-  the all-to-all dispatch and combine of each MoE layer's routed tokens ((e - 1)/e of them leave the
-  device), and a hand-over between consecutive stages; activations in bf16.
+  into p stages. Devices = t x e x p. Communication per step (archspec.plan.collectives: the bytes over the
+  interconnect's bandwidth and each collective's latency) is added to the time, not overlapped.
 - ``tokens_per_second`` = B x G generated tokens / (prefill + G decode steps).
 - ``max_batch`` = the most sequences of P + G tokens whose KV cache fits on every device beside its
   weights (activations and framework overhead not counted).
@@ -43,11 +40,10 @@ from typing import ClassVar
 
 from archspec.core.errors import SpecError
 from archspec.core.records import Exact, record, rendered
+from archspec.plan.cost import ServingCost, exact_number, exact_price, serving_cost
 from archspec.plan.hardware import MATH_DTYPES, Accelerator, accelerator
 from archspec.spec.layers import moe_specs
 from archspec.spec.model import ModelSpec
-
-ACTIVATION_BYTES = 2  # bf16 activations cross the interconnect
 
 
 def expected_experts(experts: int, top_k: int, tokens: int) -> float:
@@ -87,6 +83,8 @@ class InferenceEstimate:
                                                      "devices")))  # fmt: skip
     suggestions: tuple[str, ...] = field(default=())
     communication_seconds_per_token: float = field(metadata=rendered(none_unless="fits"))
+    # the part of it that is the collectives' fixed latency (archspec.plan.collectives)
+    communication_latency_seconds_per_token: float = field(metadata=rendered(none_unless="fits"))
     max_batch: int
     prefill_flops: int
     weights_bytes: int  # on the fullest device
@@ -106,6 +104,8 @@ class InferenceEstimate:
     capacity_bytes: int
     assumptions: tuple[str, ...] = field(default=())
     prefill_communication_seconds: float = field(metadata=rendered(hidden=True))
+    # what one device costs an hour, the user's figure (archspec.plan.cost); the costs follow it in the record
+    price_per_hour: Fraction | None = field(default=None, metadata=rendered(omit_none=True, convert=exact_number))
 
     estimate: ClassVar[str] = "roofline: prefill bound by compute, decode bound by memory bandwidth"
 
@@ -169,12 +169,36 @@ class InferenceEstimate:
     def prefill_compute_bound(self) -> bool:
         return self.prefill_intensity >= self.ridge_intensity
 
+    @property
+    def decode_leaves_out(self) -> tuple[str, ...]:
+        """What the decode bound does not model, so that an engine reaches a share of it."""
+        out = ["kernel efficiency (matrix-vector and attention kernels reach a share of the peak bandwidth: "
+               "--mbu)", "the time between steps (kernel launches, scheduling, sampling)",
+               "compute within a step (large batches, long contexts)"]  # fmt: skip
+        if self.expected_experts is not None:
+            out.append("routing skew (experts chosen unevenly: more of them read, the busiest device sets the pace)")
+        if self.layout.devices > 1:
+            out.append("collectives slower than the published best, and waiting for the slowest device")
+        return tuple(out)
+
+    @property
+    def cost(self) -> ServingCost | None:
+        """What the layout and its tokens cost at price_per_hour (archspec.plan.cost); None without a price."""
+        if self.price_per_hour is None:
+            return None
+        return serving_cost(self.price_per_hour, self.layout.devices, self.batch, self.prompt_len,
+                            self.prefill_seconds, self.decode_seconds_per_token)  # fmt: skip
+
     def to_dict(self) -> dict:
+        return self._record() | (self.cost.to_dict() if self.cost else {})
+
+    def _record(self) -> dict:
         return record(self, derived=(
             ("estimate", "name"), ("weights", "dtype"), ("fits", "layout"), ("shortfall_bytes", "layout"),
             ("prefill_seconds", "suggestions"), ("decode_seconds_per_token", "suggestions"),
             ("tokens_per_second", "suggestions"), ("total_seconds", "suggestions"),
             ("decode_bytes_per_token", "kv_cache_bytes", float), ("prefill_compute_bound", "capacity_bytes"),
+            ("decode_leaves_out", "assumptions"),
         ))  # fmt: skip
 
 
@@ -280,6 +304,7 @@ def estimate_inference(
     pipeline_parallel: int = 1,
     engine: str | None = None,
     memory_fraction: float | None = None,
+    price_per_hour: float | None = None,
 ) -> InferenceEstimate:
     """Roofline estimate of generating `gen_len` tokens after a `prompt_len`-token prompt, for `batch`
     sequences on `gpu` (a name from archspec.plan.hardware.ACCELERATORS, or an Accelerator), one device or
@@ -291,7 +316,9 @@ def estimate_inference(
     bandwidth for decode; both in (0, 1]. When it does not fit, `suggestions` names the smallest
     tensor-parallel degree and the widest weight format with which it would. Weights and cache fit in
     the share of each device the serving `engine` (default vLLM's gpu_memory_utilization 0.9) or
-    `memory_fraction` leaves them (archspec.memory.runtime; `capacity_bytes`).
+    `memory_fraction` leaves them (archspec.memory.runtime; `capacity_bytes`). With `price_per_hour`
+    (what one device costs an hour, in your currency; default: the accelerator file's `price_per_hour`),
+    the estimate carries the cost per million tokens generated and prefilled (archspec.plan.cost).
     """
     import dataclasses
 
@@ -301,11 +328,13 @@ def estimate_inference(
     if not isinstance(gpu, str | Accelerator):
         raise TypeError(f"estimate_inference: gpu must be an Accelerator or an accelerator's name, got "
                         f"{type(gpu).__name__}")  # fmt: skip
-    e = _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
+    acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
+    price = exact_price(price_per_hour if price_per_hour is not None else acc.price_per_hour)
+    e = _estimate(spec, acc, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
                   expert_parallel, pipeline_parallel, engine, memory_fraction)  # fmt: skip
+    e = dataclasses.replace(e, price_per_hour=price)
     if e.fits:
         return e
-    acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
     return dataclasses.replace(e, suggestions=_suggestions(spec, acc, e, kv_dtype, engine, memory_fraction))
 
 
@@ -368,24 +397,21 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
 
     # communication per decode step (rows = the sequences of one expert-parallel rank) and for prefill
     from archspec.describe.blocks import Pointwise
+    from archspec.plan.collectives import LINKS, bandwidth_seconds, collectives, latency_note, latency_seconds
 
     sublayers = sum(s.layers * sum(isinstance(e, Pointwise) and e.cost == "residual" for e in s.part.entries)
                     for st in stages for s in st if s.part.layered)  # fmt: skip
+    experts_slots = [s for st in stages for s in st if s.part.role == "expert"]
     # routed rows per token over all MoE layers: each MoE kind's layers times its top_k
-    moe_routes = sum(s.layers * s.part.group.spec.mlp.top_k for st in stages for s in st if s.part.role == "expert")
-    d = spec.d_model
+    moe_routes = sum(s.layers * s.part.group.spec.mlp.top_k for s in experts_slots)
+    steps = collectives(sublayers, sum(s.layers for s in experts_slots), tp, ep, pp)
+    link = LINKS.get(acc.link) if layout.devices > 1 and acc.link else None
+    latency = latency_seconds(link, steps)
 
     def comm(rows: int) -> float:
         if interconnect is None:
             return 0.0
-        sent = 0.0
-        if tp > 1:
-            sent += sublayers * 2 * (tp - 1) / tp * rows * d * ACTIVATION_BYTES
-        if ep > 1:
-            sent += moe_routes * 2 * rows * d * ACTIVATION_BYTES * (ep - 1) / ep
-        if pp > 1:
-            sent += (pp - 1) * rows * d * ACTIVATION_BYTES
-        return sent / interconnect
+        return bandwidth_seconds(steps, rows, spec.d_model, moe_routes, tp, ep, interconnect) + latency
 
     from archspec.memory.runtime import DEFAULT_ENGINE, usable_bytes
     from archspec.memory.runtime import engine as engine_of
@@ -423,7 +449,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
             + (f"; {pp} stages of {-(-spec.n_layers // pp)} layers, one batch in flight" if pp > 1 else "")
             + f"; communication over {acc.interconnect_gbs:g} GB/s per direction ({acc.interconnect_source}): "
             "ring all-reduce after every sublayer, MoE all-to-all dispatch and combine, stage hand-overs, bf16 "
-            "activations, not overlapped with compute"
+            f"activations, not overlapped with compute; {latency_note(link, steps)}"
         )  # fmt: skip
     assumptions += [
         f"max_batch: sequences of {context:,} tokens whose KV cache fits beside the weights in {share:.3g} x "
@@ -458,6 +484,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         decode_weights_bytes=Exact(decode_w),
         decode_kv_bytes_per_token=Exact(decode_kv),
         communication_seconds_per_token=comm(b_local),
+        communication_latency_seconds_per_token=latency,
         prefill_communication_seconds=comm(b_local * prompt_len),
         expected_experts=float(moe.experts * touched(moe, batch)) if moe else None,
         max_batch=mb,
