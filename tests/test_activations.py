@@ -80,13 +80,11 @@ def test_verify_memory_renders_planned_against_measured(run_cli):
 
 
 def test_verify_memory_exits_1_when_the_plan_drifts(run_cli, monkeypatch):
-    """A description that forgets one saved tensor (the MLP's input) is caught by the measurement."""
-    import archspec.describe.blocks as blocks
-    import archspec.describe.mlp as mlp
+    """A rule set that forgets one saved tensor (the MLP's input) is caught by the measurement."""
+    from archspec.memory.saved import TORCH_CPU
 
-    real = mlp._mlp_saved
-    monkeypatch.setattr(mlp, "_mlp_saved", lambda m, per_token=1: real(m, per_token)[1:])
-    monkeypatch.setattr(blocks, "_BLOCKS", {})  # layer kinds described before the patch are not reused
+    real = TORCH_CPU["mlp"]
+    monkeypatch.setitem(TORCH_CPU, "mlp", lambda spec, part: real(spec, part)[1:])
     code, out, _ = run_cli("verify", "gpt2", "--set", "decoder_layers=1", "--memory")
     assert code == 1 and "MISMATCH" in out
 

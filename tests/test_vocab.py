@@ -136,10 +136,10 @@ def test_the_planner_and_the_reference_fall_back_alike():
 
 
 def test_what_each_recompute_mode_keeps_is_named_from_the_vocabulary():
-    """The description's kept-sets (archspec.describe.entries) are subsets of the recompute modes, every mode
+    """The rule sets' kept-sets (archspec.memory.saved) are subsets of the recompute modes, every mode
     keeps a layer's input (LAYER or CHECKPOINT), and the published approximation answers every mode."""
-    from archspec.describe import entries
     from archspec.memory import korthikanti_bytes_per_layer
+    from archspec.memory import saved as entries
 
     for kept in (entries.LAYER, entries.SCORES, entries.SELECTIVE, entries.CHECKPOINT):
         assert set(kept) <= set(vocab.RECOMPUTE), kept
@@ -151,6 +151,7 @@ def test_what_each_recompute_mode_keeps_is_named_from_the_vocabulary():
 
 def test_every_part_of_every_preset_has_a_component_and_role_of_the_vocabulary():
     from archspec.count.params import count_params
+    from archspec.memory.saved import TORCH_CPU
     from archspec.describe.blocks import describe
 
     for name in archspec.presets():
@@ -158,6 +159,7 @@ def test_every_part_of_every_preset_has_a_component_and_role_of_the_vocabulary()
         parts = describe(spec)
         assert {p.component for p in parts} <= set(vocab.COMPONENTS), name
         assert {p.role for p in parts} <= set(vocab.ROLES), name
+        assert {p.form for p in parts} <= set(TORCH_CPU) | {""}, name  # every form has its rule
         assert tuple(count_params(spec).components) == vocab.COMPONENTS, name
 
 

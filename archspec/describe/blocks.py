@@ -11,11 +11,11 @@ many layers repeat it. A part holds typed entries:
 - ``Norm``: LayerNorm (weight and bias) or RMSNorm (weight);
 - ``Attend``: softmax(Q·Kᵀ)·V over all heads, the two products whose FLOPs grow with length;
 - ``Pointwise``: element-wise work (activations, residual adds, position adds, rotations);
-- ``Saved``: a tensor autograd keeps for backward (activation memory);
 - ``Cached``: keys and values kept for incremental decoding (the KV cache).
 
 Parameters (archspec.count.params), matmul FLOPs and the non-matmul estimate (archspec.count.flops), activation
-bytes and the KV cache (archspec.memory) are all sums over this one description; the reference
+bytes (through the rule sets of archspec.memory.saved, which read each part's ``form``) and the KV cache
+(archspec.memory) are all sums over this one description; the reference
 model (archspec.reference) builds its modules from the same shapes (``AttentionShape``,
 ``MLPShape``, ``stack_shapes``) and a test holds every instantiated tensor equal, by path and shape,
 to ``tensors(describe(spec))``.
@@ -42,17 +42,8 @@ from threading import Lock
 from typing import Any, TypeVar
 
 from archspec.core.vocab import ACTIVATIONS
-from archspec.describe.attention import (
-    AttentionShape,
-    LatentShape,
-    attention_part,
-    disentangled_stack_saved,
-    relative_xl_stack_saved,
-)
+from archspec.describe.attention import AttentionShape, LatentShape, attention_part
 from archspec.describe.entries import (
-    ALWAYS,
-    CHECKPOINT,
-    SELECTIVE,
     Attend,
     Cached,
     Conv,
@@ -62,18 +53,17 @@ from archspec.describe.entries import (
     Norm,
     Param,
     Pointwise,
-    Saved,
     StackShape,
     Table,
     Work,
 )
-from archspec.describe.mlp import HIDDEN_KEPT, MLPShape, mlp_part, moe_parts
+from archspec.describe.mlp import MLPShape, mlp_part, moe_parts
 from archspec.describe.parts import COMPONENTS, ROLES, Part, Role, Tensor, norm_part, tensors
 from archspec.spec.layers import LayerGroup, layer_groups
 from archspec.spec.model import MIXERS, ModelSpec
 
 __all__ = ["COMPONENTS", "MIXER_PARTS", "ROLES", "Attend", "AttentionShape", "Cached", "Conv", "LatentShape",
-           "Lengths", "Linear", "MLPShape", "Norm", "Param", "Part", "Pointwise", "Role", "Saved", "StackShape",
+           "Lengths", "Linear", "MLPShape", "Norm", "Param", "Part", "Pointwise", "Role", "StackShape",
            "Table", "Tensor", "Work", "describe", "describing", "stack_shapes", "tensors"]  # fmt: skip
 
 
@@ -167,7 +157,7 @@ def _describe(spec: ModelSpec, mtp: bool) -> list[Part]:
         parts += stack_parts(spec, stack)
     if spec.embedding.project_out:  # OPT: d_model -> d_embed after the last stack, which keeps its input
         parts.append(Part("project_out", "embed", "dense", (Linear("", d, e, spec.embedding.projection_bias),),
-                          stack=stacks[-1], saved=(Saved("embed_proj", d, kept=ALWAYS),)))  # fmt: skip
+                          stack=stacks[-1], form="projection"))  # fmt: skip
     if spec.pooler:
         parts.append(Part("pooler", "pooler", "dense", (Linear("dense", d, d, True, rows="first"),)))
     if spec.head.kind != "none":
@@ -206,34 +196,19 @@ def mtp_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
 
 
 def head_part(spec: ModelSpec, last: StackShape) -> Part:
-    """The output head over the last stack: a linear map to the vocabulary (tied or not), or BERT's
-    masked-LM head (dense, activation, LayerNorm, then the tied table with a vocabulary bias)."""
+    """The output head over the last stack: a linear map to the vocabulary (tied or not), ELECTRA's
+    discriminator (dense, activation, one logit) or BERT's masked-LM head (dense, activation,
+    LayerNorm, then the tied table with a vocabulary bias)."""
     d, V, e = spec.d_model, spec.vocab_size, spec.d_embed
     h_in = spec.d_head_input  # d_model, or d_embed after OPT's project_out
     tied = "embed" if spec.tie_embeddings else None
-    # the head's input; the loss (cross-entropy in fp32, as trainers compute it): the log-softmax of
-    # the logits (one storage for both of its users), the int64 targets and a 0-d fp32 weight
-    saved = (Saved("head_input", h_in, kept=ALWAYS), Saved("loss", V, dtype="fp32", kept=ALWAYS),
-             Saved("loss", 1, dtype="int64", kept=ALWAYS), Saved("loss", 1, rows="first", dtype="fp32", kept=ALWAYS,
-                                                                 per_batch=False))  # fmt: skip
+    act = ACTIVATIONS[spec.activation].function  # applied alone (of a gated one, its gate's function)
     if spec.head.kind == "discriminator":
-        # ELECTRA: the dense layer keeps its input, the activation its input and output (ReLU its output), the
-        # binary cross-entropy the fp32 logits and the fp32 labels, one value each per token
-        act = ACTIVATIONS[spec.activation].function  # applied alone (of a gated one, its gate's function)
-        saved = (Saved("head_input", d, kept=ALWAYS), Saved("head", HIDDEN_KEPT[act] * d, kept=ALWAYS),
-                 Saved("loss", 2, dtype="fp32", kept=ALWAYS))  # fmt: skip
-        entries = (Linear("dense", d, d, True), Pointwise("act", act, d, "activations"),
-                   Linear("out", d, 1, True))  # fmt: skip
-        return Part("head", "head", "head", entries, stack=last, saved=saved)
-    if spec.head.kind == "mlm":
-        # the activation (the element-wise function of a gated one) keeps its input and output (ReLU
-        # its output only, which the LayerNorm keeps too); the LayerNorm its mean and 1/std per row (in
-        # the input's dtype, CPU) and the tied map its input
-        act = ACTIVATIONS[spec.activation].function
-        saved += (Saved("head", HIDDEN_KEPT[act] * e, kept=ALWAYS), Saved("head", 2, kept=ALWAYS),
-                  Saved("head", e, kept=ALWAYS))  # fmt: skip
+        entries: tuple[Entry, ...] = (Linear("dense", d, d, True), Pointwise("act", act, d, "activations"),
+                                      Linear("out", d, 1, True))  # fmt: skip
+    elif spec.head.kind == "mlm":
         h = spec.head
-        entries: tuple[Entry, ...] = (
+        entries = (
             Linear("dense", d, e, h.dense_bias),
             Pointwise("act", act, e, "activations"),
             Norm("norm", e, "layernorm", affine="weight_bias" if h.norm_bias else "weight"),
@@ -241,7 +216,7 @@ def head_part(spec: ModelSpec, last: StackShape) -> Part:
         )
     else:
         entries = (Linear("", h_in, V, spec.head.bias, tied=tied),)
-    return Part("head", "head", "head", entries, stack=last, saved=saved)
+    return Part("head", "head", "head", entries, stack=last, form="head")
 
 
 def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
@@ -251,49 +226,35 @@ def stack_parts(spec: ModelSpec, stack: StackShape) -> list[Part]:
     out: list[Part] = []
     at = stack.name
     kind = spec.position.kind
-    # a bias on the scores is an input of every recomputed region (selective: the core; full: the
-    # block), which keeps it, once per stack: ALiBi's (heads, keys) before its expansion over the
-    # queries, T5's (heads, T, T) from its table
-    recomputed = SELECTIVE + CHECKPOINT
-    if kind == "alibi":
-        keep = (Saved("positions", spec.n_heads, kept=recomputed, per_batch=False),)
-        out.append(Part(f"{at}.position", "position", "embedding", (), stack=stack, saved=keep))
+    position = dict(stack=stack, form="position")
+    if kind == "alibi":  # no table: the bias is computed (what it keeps is the rule sets')
+        out.append(Part(f"{at}.position", "position", "embedding", (), **position))
     if kind in ("learned", "sinusoidal"):
         table = (Table("", spec.max_positions + spec.position.offset, joined),) if kind == "learned" else ()
         out.append(Part(f"{at}.position", "position", "embedding", (*table, Pointwise("add", "position_add", joined,
-                        "positions")), stack=stack))  # fmt: skip
+                        "positions")), **position))  # fmt: skip
     elif kind == "disentangled":  # DeBERTa: one relative-position table per stack (and its LayerNorm)
         p = spec.position
-        out.append(Part(f"{at}.position", "position", "embedding", (Table("", 2 * p.span, d),), stack=stack,
-                        saved=disentangled_stack_saved(spec)))  # fmt: skip
+        out.append(Part(f"{at}.position", "position", "embedding", (Table("", 2 * p.span, d),), **position))
         if p.norm:
             out.append(Part(f"{at}.position_norm", "norm", "dense", (Norm("", d, "layernorm"),), stack=stack))
     elif kind == "transformer_xl":  # the encodings of the distances; u and v when the layers share them
         heads = (spec.n_heads, spec.d_head)
         shared = (Param("u", heads), Param("v", heads)) if not spec.position.per_layer else ()
-        out.append(Part(f"{at}.position", "position", "dense", shared, stack=stack,
-                        saved=relative_xl_stack_saved(spec)))  # fmt: skip
-    elif kind == "relative":  # T5: one bias table per stack, shared by its layers' self-attention
-        # the lookup keeps its (T, T) bucket index (int64), once per stack (every layer's lookup reads the one
-        # index with per_layer tables: their bias_part)
-        index = (Saved("positions", 1, rows="pairs", dtype="int64", per_batch=False, kept=ALWAYS),)
+        out.append(Part(f"{at}.position", "position", "dense", shared, **position))
+    elif kind == "relative":  # T5: one bias table per stack, shared by its layers' self-attention (umT5: the
+        # layers' own tables, looked up by the stack's one bucket index: relative_bias_part)
         table: tuple[Entry, ...] = ()
         if not spec.position.per_layer:
             table = (Table("", spec.position.buckets, spec.n_heads),)
-            index += (Saved("positions", spec.n_heads, rows="pairs", per_batch=False, kept=recomputed),)
-        out.append(Part(f"{at}.position", "position", "embedding", table, stack=stack, saved=index))
+        out.append(Part(f"{at}.position", "position", "embedding", table, **position))
     if spec.embedding_norm:
         out.append(norm_part(spec, f"{at}.embedding_norm", stack, width=joined))
-    if e != d and stack.first:  # factorised embeddings: d_embed -> d_model, which keeps its input
+    if e != d and stack.first:  # factorised embeddings: d_embed -> d_model
         bias = spec.embedding.projection_bias
-        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, bias),), stack=stack,
-                        saved=(Saved("embed_proj", e, kept=ALWAYS),)))  # fmt: skip
-    # the stack's input: the token ids the lookup keeps (int64), the token types of the first stack,
-    # and the dropout mask on the summed embeddings (with dropout only)
-    saved = (Saved("ids", 1, dtype="int64", kept=ALWAYS), Saved("dropout_mask", d, dtype="mask", kept=ALWAYS))
-    if spec.type_vocab_size and stack.first:
-        saved += (Saved("ids", 1, dtype="int64", kept=ALWAYS),)
-    out.append(Part(at, "embed", "embedding", (), stack=stack, saved=saved))
+        out.append(Part("embed_proj", "embed", "dense", (Linear("", e, d, bias),), stack=stack, form="projection"))
+    # the stack's input: the token ids (and token types) looked up, the summed embeddings
+    out.append(Part(at, "embed", "embedding", (), stack=stack, form="stack_input"))
     for n, group in enumerate(layer_groups(spec, stack.layers)):
         parts = block_parts(group.spec, stack, group, shared=spec.share_layers)
         out += [p._replace(holds=False) for p in parts] if spec.share_layers and n else parts
@@ -355,7 +316,7 @@ def _block_body(spec: ModelSpec, stack: StackShape, layer: str | None) -> list[P
             parts.append(relative_bias_part(spec, stack, layer))
         if mixer == "standard" and spec.attention.ssm is not None:  # Falcon-H1: a Mamba-2 mixer beside it
             ssm = MIXER_PARTS["mamba2"](spec, stack, layer, spec.attention.ssm)
-            parts.append(ssm._replace(saved=ssm.saved[1:]))  # its input: the normalised x the attention keeps
+            parts.append(ssm._replace(shares_input=True))  # its input: the normalised x the attention reads
         sublayers.append(("attention", parts))
     if stack.cross:
         sublayers.append(("cross_attention", [attention_part(spec, stack, cross=True, layer=layer)]))
@@ -372,28 +333,22 @@ def _block_body(spec: ModelSpec, stack: StackShape, layer: str | None) -> list[P
         if not shared_norm and position != "post_sublayer" and not bare:
             out.append(norm_part(spec, f"{layer}.{name}_norm", stack, shared_input=parallel))
         if parallel and shared_norm:  # the MLP reads the norm's output the mixer's projection keeps
-            parts = [parts[0]._replace(saved=parts[0].saved[1:])] + parts[1:]
+            parts = [parts[0]._replace(shares_input=True)] + parts[1:]
         out += parts
         if position in ("sandwich", "post_sublayer"):
             out.append(norm_part(spec, f"{layer}.{name}_post_norm", stack))
         if spec.residual_scale != 1:
             scale = Pointwise("residual_scale", "scale", spec.d_model, "residual_adds")
             out.append(Part(f"{layer}.{name}", parts[0].component, "dense", (scale,), stack=stack))
-    # what full recomputation keeps of each layer: its input (and the encoder output it reads)
-    keep = (Saved("layer_input", spec.d_model, kept=CHECKPOINT),)
-    if stack.cross:
-        keep += (Saved("memory", spec.d_model, rows="source", kept=CHECKPOINT, shared=True),)
-    out[0] = out[0]._replace(saved=out[0].saved + keep)
+    out[0] = out[0]._replace(first=True)  # the layer's input enters here
     return out
 
 
 def relative_bias_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
     """umT5's relative bias of one layer (position.per_layer): its own table of buckets x n_heads, looked up
-    by the stack's one bucket index; the (heads, T, T) bias it gives the scores is an input of the core that
-    selective recomputation keeps (full recomputation runs the lookup again)."""
+    by the stack's one bucket index; it gives the scores a (heads, T, T) bias."""
     table = Table("", spec.position.buckets, spec.n_heads)
-    saved = (Saved("positions", spec.n_heads, rows="pairs", per_batch=False, kept=SELECTIVE),)
-    return Part(f"{layer}.position", "position", "embedding", (table,), stack=stack, saved=saved)
+    return Part(f"{layer}.position", "position", "embedding", (table,), stack=stack, form="position")
 
 
 def _mixer_parts():

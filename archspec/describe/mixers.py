@@ -14,32 +14,23 @@ Conventions (shared with archspec.describe.entries):
   the conv, conv channels x d_conv, in the cache's dtype) and the recurrent state in fp32, as
   transformers' ``LinearAttentionLayer`` holds them after a forward (its conv state keeps d_conv
   columns, one more than the conv needs; the state is the fp32 result of the scan);
-- activations are what autograd keeps in one training step of the reference model, storage by
-  storage (held equal in tests/test_activations_kinds.py): the reference runs each scan under
-  ``torch.utils.checkpoint``, as fused SSM kernels keep no per-step state, so the group
-  ``mixer_scan`` is the scan's inputs (fp32) and the group ``mixer`` the projections' inputs, the
-  conv's input and output, the gates' and the norms' tensors.
+- what each keeps for backward is the rule sets' (archspec.memory.saved.mixers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from archspec.describe.entries import Cached, Conv, Entry, Linear, Norm, Param, Pointwise, Saved, StackShape
+from archspec.describe.entries import Cached, Conv, Entry, Linear, Norm, Param, Pointwise, StackShape
 from archspec.describe.parts import Part
 from archspec.spec.model import Mamba2Mixer, ModelSpec
 
 
 def _part(spec: ModelSpec, stack: StackShape, layer: str, entries: tuple[Entry, ...], cached: tuple[Cached, ...],
-          saved: tuple[Saved, ...]) -> Part:  # fmt: skip
+          form: str) -> Part:  # fmt: skip
     """The mixer's part, with its residual add."""
     entries += (Pointwise("residual", "residual", spec.d_model, "residual_adds"),)
-    return Part(f"{layer}.mixer", "mixer", "dense", entries, stack=stack, saved=saved, cached=cached)
-
-
-def _conv_saved(channels: int, K: int) -> tuple[Saved, Saved]:
-    """The conv's output before it is cut to the sequence (the silu's input): T + K - 1 columns."""
-    return Saved("mixer", channels), Saved("mixer", channels * (K - 1), rows="first")
+    return Part(f"{layer}.mixer", "mixer", "dense", entries, stack=stack, form=form, cached=cached)
 
 
 def mamba_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
@@ -69,25 +60,7 @@ def mamba_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Linear("out_proj", I, d, m.bias),
     )
     cached = (Cached(I * K, rows="state"), Cached(I * N, rows="state", dtype="fp32"))
-    per_model = dict(rows="first", dtype="fp32", per_batch=False)
-    if m.dt_norms:  # each norm: its input in fp32, 1/rms, the normalised input; then dt_proj's input
-        norms_saved: tuple[Saved, ...] = (
-            Saved("mixer", R + 2 * N, dtype="fp32_self"), Saved("mixer", R + 2 * N, dtype="fp32_copy"),
-            Saved("mixer", 3, dtype="fp32"), Saved("mixer", R + 2 * N), Saved("mixer", R))  # fmt: skip
-        bc = Saved("mixer_scan", 2 * N, dtype="fp32")
-    else:  # dt_proj's input is a view of x_proj's output; B and C in fp32 are views of it too
-        norms_saved, bc = (Saved("mixer", R + 2 * N),), Saved("mixer_scan", 2 * N, dtype="fp32_copy")
-    scan = (Saved("mixer_scan", I, dtype="fp32_copy"), Saved("mixer_scan", I, dtype="fp32"),  # u in fp32, dt
-            Saved("mixer_scan", I * N, **per_model), bc,  # A, B and C
-            Saved("mixer_scan", I * N, rows="first", dtype="fp32"))  # the zero state  # fmt: skip
-    saved = (Saved("mixer", d), Saved("mixer", 2 * I),  # the projections' input and output
-             *_conv_saved(I, K),
-             Saved("mixer", 2 * I),  # u (the silu's output) and x_proj's input (its contiguous copy)
-             *norms_saved,
-             Saved("mixer", I, dtype="fp32"), Saved("mixer", I * N, **per_model),  # softplus's input, exp(A_log)
-             *scan,
-             Saved("mixer", I, dtype="fp32"), Saved("mixer", 2 * I))  # y + D u; silu(z), out_proj's input  # fmt: skip
-    return _part(spec, stack, layer, entries, cached, saved)
+    return _part(spec, stack, layer, entries, cached, "mamba")
 
 
 def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str, m: Mamba2Mixer | None = None) -> Part:
@@ -115,26 +88,7 @@ def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str, m: Mamba2Mixer |
         Linear("out_proj", I, d, m.bias if m.out_bias is None else m.out_bias),
     )
     cached = (Cached(conv * K, rows="state"), Cached(H * P * N, rows="state", dtype="fp32"))
-    scan = (Saved("mixer_scan", conv, dtype="fp32_self"), Saved("mixer_scan", I, dtype="fp32_copy"),  # x
-            Saved("mixer_scan", H + 2 * H * N, dtype="fp32"),  # dt; B and C repeated to every head
-            Saved("mixer_scan", H, rows="first", dtype="fp32", per_batch=False),  # A
-            Saved("mixer_scan", H * P * N, rows="first", dtype="fp32"))  # the zero state  # fmt: skip
-    saved = (Saved("mixer", d), Saved("mixer", I + conv + H),  # the projections' input and output
-             *_conv_saved(conv, K),
-             Saved("mixer", 2 * H),  # softplus's and the clamp's inputs
-             Saved("mixer", H, rows="first", dtype="fp32", per_batch=False),  # exp(A_log)
-             *scan,
-             *_mamba2_output_saved(m.norm, I, G),
-             Saved("mixer", I))  # out_proj's input  # fmt: skip
-    return _part(spec, stack, layer, entries, cached, saved)
-
-
-def _mamba2_output_saved(norm: str, I: int, G: int) -> tuple[Saved, ...]:
-    """What Mamba-2's output gate and norm keep, in fp32: y, silu(z) and z's fp32 copy; with a norm, the
-    gated y (or, norm before the gate, the weighted norm), 1/rms per group and the normalised y."""
-    if norm == "none":
-        return Saved("mixer", 2 * I, dtype="fp32"), Saved("mixer", I, dtype="fp32_copy")
-    return Saved("mixer", 4 * I, dtype="fp32"), Saved("mixer", I, dtype="fp32_copy"), Saved("mixer", G, dtype="fp32")
+    return _part(spec, stack, layer, entries, cached, "mamba2")
 
 
 def gated_deltanet_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
@@ -170,26 +124,7 @@ def gated_deltanet_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
         Linear("out_proj", vd, d, False),
     )
     cached = (Cached(conv * K, rows="state"), Cached(Hv * dk * dv, rows="state", dtype="fp32"))
-    per_model = dict(rows="first", dtype="fp32", per_batch=False)
-    # z in fp32: a copy, but in fp32 with one value head per key head a view of in_proj_qkvz's output
-    z_fp32 = (Saved("mixer", vd, dtype="fp32"),)
-    if m.projections == "fused" and Hv == Hk:
-        z_fp32 = (Saved("mixer", 2 * kd + 2 * vd, dtype="fp32_self"), Saved("mixer", vd, dtype="fp32_copy"))
-    scan = (Saved("mixer_scan", 2 * Hv * dk + Hv, dtype="fp32"),  # q and k normalised, the decay g
-            Saved("mixer_scan", conv, dtype="fp32_self"), Saved("mixer_scan", vd, dtype="fp32_copy"),  # v
-            Saved("mixer_scan", Hv, dtype="fp32_copy"),  # beta in fp32
-            Saved("mixer_scan", Hv * dk * dv, rows="first", dtype="fp32"))  # the zero state  # fmt: skip
-    saved = (Saved("mixer", d), Saved("mixer", conv),  # the projections' input, the conv's
-             *_conv_saved(conv, K),
-             Saved("mixer", 2 * Hv * dk + 2 * Hv, dtype="fp32"),  # q and k repeated, 1/|q| and 1/|k|
-             Saved("mixer", Hv),  # beta (the sigmoid's output)
-             Saved("mixer", Hv, **per_model), Saved("mixer", Hv, **per_model),  # exp(A_log), -exp(A_log)
-             Saved("mixer", 2 * Hv, dtype="fp32"),  # softplus's input and output
-             *scan,
-             # the norm per value head in fp32, then the gate: o, 1/rms, silu(z), and z in fp32
-             Saved("mixer", 2 * vd + Hv, dtype="fp32"), *z_fp32,
-             Saved("mixer", 3 * vd))  # the normalised o, times the weight, out_proj's input  # fmt: skip
-    return _part(spec, stack, layer, entries, cached, saved)
+    return _part(spec, stack, layer, entries, cached, "gated_deltanet")
 
 
 PARTS: dict[str, Callable[[ModelSpec, StackShape, str], Part]] = {

@@ -1,7 +1,9 @@
 """The description's unit: a ``Part``, one component at one place in the model, and its tensors.
 
 A part holds its component name (the breakdown's key and the reference model's module name), its
-role, its module path, the layers that repeat it and its typed entries (archspec.describe.entries);
+role, its module path, the layers that repeat it, its typed entries (archspec.describe.entries) and its
+form (what kind of part it is: 'norm', 'attention', 'mlp', 'mamba2', ..., which the rule sets of
+archspec.memory.saved read to say what it keeps for backward);
 ``tensors(parts)`` walks every parameter tensor by full path. ``norm_part`` is the one norm every
 sub-layer, stack and head uses. The parts of attention are in archspec.describe.attention, of the
 MLP and experts in archspec.describe.mlp, of the recurrent mixers in archspec.describe.mixers;
@@ -14,7 +16,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from archspec.core.vocab import COMPONENTS, ROLES, Role
-from archspec.describe.entries import ALWAYS, LAYER, Cached, Entry, Norm, Saved, StackShape
+from archspec.describe.entries import Cached, Entry, Norm, StackShape
 from archspec.spec.layers import LayerGroup
 from archspec.spec.model import ModelSpec
 
@@ -31,11 +33,13 @@ class Part(NamedTuple):
     entries: tuple[Entry, ...]
     repeat: int = 1  # layers that run it
     stack: StackShape | None = None
-    saved: tuple[Saved, ...] = ()
+    form: str = ""  # what kind of part it is, for the rules that read it ('' : one that keeps nothing)
     cached: tuple[Cached, ...] = ()
     group: LayerGroup | None = None  # the layers that hold it: their kind, spec and indices
     shared: bool = False  # one copy of the parameters serves every layer (ALBERT)
     holds: bool = True  # False: its parameters are another kind's (shared layers of kinds that differ in no tensor)
+    shares_input: bool = False  # its input is another part's (the two norms or sub-layers of a parallel block)
+    first: bool = False  # the first part of its layer: the layer's input enters here
 
     @property
     def layered(self) -> bool:
@@ -105,14 +109,8 @@ def tensors(parts: list[Part]) -> Iterator[Tensor]:
 
 def norm_part(spec: ModelSpec, path: str, stack: StackShape, width: int | None = None,
               shared_input: bool = False) -> Part:  # fmt: skip
-    """A norm over d_model (or `width`); autograd keeps its input (`shared_input`: another norm of
-    the same input keeps it already, as the two norms of a parallel block)."""
+    """A norm over d_model (or `width`); `shared_input`: another norm reads the same input (the two norms
+    of a parallel block)."""
     w = width or spec.d_model
-    kept = LAYER if "{i}" in path else ALWAYS
-    if spec.norm == "layernorm":  # the input, and mean and 1/std per row in the input's dtype (CPU)
-        saved = (Saved("norms", 2, kept=kept),) + (() if shared_input else (Saved("norms", w, kept=kept),))
-    else:  # torch's composite RMSNorm: the fp32 input, 1/rms per row and, with a weight, the normalised x (fp32)
-        own = 1 + w * (spec.norm_affine != "none")
-        upcast = Saved("norms", w, dtype="fp32_copy" if shared_input else "fp32", kept=kept)
-        saved = (Saved("norms", own, dtype="fp32", kept=kept), upcast)
-    return Part(path, "norm", "dense", (Norm("", w, spec.norm, affine=spec.norm_affine),), stack=stack, saved=saved)
+    return Part(path, "norm", "dense", (Norm("", w, spec.norm, affine=spec.norm_affine),), stack=stack,
+                form="norm", shares_input=shared_input)  # fmt: skip

@@ -1,4 +1,5 @@
-"""Activation bytes: the tensors each part of the description declares saved for backward (archspec/memory).
+"""Activation bytes: the tensors a rule set (archspec.memory.saved) says each part of the description keeps
+for backward, summed over a workload.
 
 They follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
 section 4), generalised tensor by tensor to grouped-query attention, d_head · n_heads ≠ d_model,
@@ -14,6 +15,7 @@ from fractions import Fraction
 from archspec.core.errors import SpecError, shown
 from archspec.core.vocab import ATTENTION, attention_runs
 from archspec.describe.blocks import Lengths, Part, describe
+from archspec.memory.saved import DEFAULT_RULES, rule_set, saved
 from archspec.memory.storage import dtype_bytes, nbytes
 from archspec.spec.model import ModelSpec
 
@@ -44,19 +46,25 @@ def saved_bytes(
     dropout: bool,
     layers: bool | None = None,
     attention: str = "flash",
+    *,
+    spec: ModelSpec,
+    rules: str = DEFAULT_RULES,
 ) -> dict[str, int]:
     """Bytes of the tensors autograd saves, summed by '{stack}.{group}' (the head's under 'output.'),
-    over the parts given; `layers` True keeps only the blocks' parts, False only the rest."""
+    over the parts given (of `spec`'s description), as the rule set `rules` says each part keeps;
+    `layers` True keeps only the blocks' parts, False only the rest."""
+    kept = rule_set(rules)
     e = dtype_bytes(dtype)
     per_value = {"act": e, "mask": Fraction(1 if dropout else 0), "fp32": Fraction(4), "int64": Fraction(8),
                  "bool": Fraction(1), "fp32_copy": Fraction(0 if e == 4 else 4),
                  "fp32_self": Fraction(4 if e == 4 else 0)}  # fmt: skip
     out: dict[str, int] = {}
     for part in parts:
-        if not part.saved or (layers is not None and part.layered != layers):
+        records = saved(spec, part, kept) if layers is None or part.layered == layers else ()
+        if not records:
             continue
         where = "output" if part.component == "head" else part.stack.name
-        for s in part.saved:
+        for s in records:
             if recompute not in s.kept or (s.attention is not None and s.attention != attention):
                 continue
             if s.rows == "pairs":
@@ -81,10 +89,12 @@ def activation_bytes_per_layer(
     dropout: bool = False,
     attention: str = "flash",
     kind: str | None = None,
+    rules: str = DEFAULT_RULES,
 ) -> dict[str, int]:
     """Bytes saved by one block of `stack` ('encoder' or 'decoder') of layer kind `kind` (default: the
     kind most of its layers have), by group. `seq` is the stack's own length, `src` the source length
-    for cross-attention (the encoder output, which every layer reads, is counted with the first)."""
+    for cross-attention (the encoder output, which every layer reads, is counted with the first); `rules`:
+    the rule set of what is kept (archspec.memory.saved.RULE_SETS)."""
     layered = [p for p in describe(spec) if p.layered and p.stack.name == stack and p.component != "mtp"]
     if not layered:
         raise SpecError(f"{spec.name} has no {stack}")
@@ -96,7 +106,8 @@ def activation_bytes_per_layer(
     parts = [p for p in layered if p.kind == kind]
     lengths = Lengths(batch, seq, src) if stack == "decoder" else Lengths(batch, seq, seq)
     attention_mode(spec, attention)  # checks the mode; a layer that always runs explicit products says so itself
-    per_stack = saved_bytes([p._replace(repeat=1) for p in parts], lengths, dtype, recompute, dropout, True, attention)
+    per_stack = saved_bytes([p._replace(repeat=1) for p in parts], lengths, dtype, recompute, dropout, True, attention,
+                            spec=spec, rules=rules)  # fmt: skip
     return {key.removeprefix(f"{stack}."): v for key, v in per_stack.items()}
 
 

@@ -212,8 +212,8 @@ def estimate_memory(
     # activations: one micro-batch of `batch` sequences, in the dtype of the computation (fp32 keeps
     # fp32 activations; mixed precision computes in 16 bits)
     act_dtype = "fp32" if key == "fp32" else "bf16"
-    # each attention says which products it runs (blocks.explicit_attention): the mode asked, per layer
-    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=attention)
+    # each attention says which products it runs (archspec.memory.saved.attention.explicit_attention)
+    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=attention, spec=spec)
     activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
 
     from archspec.memory.roles import canonical_weights
@@ -318,7 +318,8 @@ def layer_kinds_memory(spec: ModelSpec, lengths: Lengths, act_dtype: str, recomp
         key = f"{part.stack.name}.{part.kind}"
         row = out.setdefault(key, {"layers": part.repeat, "activations_bytes_per_layer": 0,
                                    "kv_cache_bytes_per_layer": 0})  # fmt: skip
-        saved = saved_bytes([part._replace(repeat=1)], lengths, act_dtype, recompute, dropout, True, attention)
+        saved = saved_bytes([part._replace(repeat=1)], lengths, act_dtype, recompute, dropout, True, attention,
+                            spec=spec)  # fmt: skip
         row["activations_bytes_per_layer"] += sum(saved.values())
         kv = sum(lengths.batch * c.values(lengths, part.stack) * cached_bytes(c, per_kv) for c in part.cached)
         row["kv_cache_bytes_per_layer"] += nbytes(kv, 1)
