@@ -256,3 +256,21 @@ def test_max_micro_batch_is_the_largest_that_fits():
         <= cap
         < estimate_memory(spec, b + 1, 1024).training_total_bytes
     )
+
+
+def test_what_autograd_keeps_is_a_rule_set_chosen_by_name(monkeypatch):
+    """The rule sets of archspec.memory.saved are chosen by name: torch-cpu's is the default, a set with one
+    rule replaced (as a GPU's fused attention would be) changes that part's records alone, and a name no set
+    has is refused in one line naming the known ones."""
+    from archspec.core.errors import SpecError
+    from archspec.memory.saved import RULE_SETS, TORCH_CPU
+
+    spec = archspec.preset("llama-3.1-8b")
+    args = (spec, 2, 256, None, "decoder", "bf16", "none")
+    cpu = activation_bytes_per_layer(*args)
+    assert activation_bytes_per_layer(*args, rules="torch-cpu") == cpu and cpu["attention"] > 0
+    monkeypatch.setitem(RULE_SETS, "no-attention", {**TORCH_CPU, "attention": lambda spec, part: ()})
+    other = activation_bytes_per_layer(*args, rules="no-attention")
+    assert other == {k: v for k, v in cpu.items() if k not in ("attention", "attention_scores", "positions")}
+    with pytest.raises(SpecError, match=r"^unknown rule set 'cuda' for saved tensors; use torch-cpu, no-attention$"):
+        activation_bytes_per_layer(*args, rules="cuda")

@@ -151,8 +151,8 @@ def test_what_each_recompute_mode_keeps_is_named_from_the_vocabulary():
 
 def test_every_part_of_every_preset_has_a_component_and_role_of_the_vocabulary():
     from archspec.count.params import count_params
-    from archspec.memory.saved import TORCH_CPU
     from archspec.describe.blocks import describe
+    from archspec.memory.saved import TORCH_CPU
 
     for name in archspec.presets():
         spec = archspec.preset(name)

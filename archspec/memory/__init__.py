@@ -6,7 +6,9 @@ One module per concept, each a sum over the model's description (archspec.descri
 - ``parallel``: where the weights sit — pipeline stages, tensor / expert splits, ZeRO shards,
   the layouts a number of devices allows;
 - ``cache``: the KV cache and recurrent states;
-- ``activations``: the bytes autograd saves for backward;
+- ``saved``: what autograd keeps for backward, as rule sets that turn each part of the description into
+  ``Saved`` records (``torch-cpu``: what torch's CPU kernels keep, one module per part kind);
+- ``activations``: the bytes autograd saves for backward, summed from a rule set's records;
 - ``lora``: LoRA adapters' targets and parameters;
 - ``training``: ``estimate_memory``, one device's training and inference bytes (its
   ``MemoryEstimate``), the largest micro-batch that fits.

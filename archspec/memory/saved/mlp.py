@@ -33,7 +33,8 @@ def mlp(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
 def router(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """The router keeps its input, the fp32 scores, the chosen experts (int64) and, renormalising, the
     chosen scores and their sum (fp32); beside a dense MLP (or where another part keeps it), its input
-    is the block's input, which the block's norm keeps already."""
+    is the block's input, which the block's norm keeps already. Gemma 4's router norm and expert scales
+    are measured in fp32 only (the 16-bit rows of the router's and the experts' norm inputs are not)."""
     moe, d, k = spec.mlp, spec.d_model, spec.mlp.top_k
     own_input = not moe.d_dense and not part.shares_input
     routed = ((Saved("router", d),) if own_input else ()) + (Saved("router", moe.experts, dtype="fp32"),

@@ -20,6 +20,7 @@ def stack_input(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
         saved += (Saved("ids", 1, dtype="int64", kept=ALWAYS),)
     return saved
 
+
 def position(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """A bias on the scores is an input of every recomputed region (selective: the core; full: the block),
     which keeps it, once per stack: ALiBi's (heads, keys) before its expansion over the queries, T5's
@@ -43,10 +44,12 @@ def position(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
         index += (Saved("positions", spec.n_heads, rows="pairs", per_batch=False, kept=recomputed),)
     return index
 
+
 def projection(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """The factorised embeddings' projections (d_embed -> d_model; OPT's project_out) keep their input."""
     (linear,) = part.entries
     return (Saved("embed_proj", linear.n_in, kept=ALWAYS),)
+
 
 def head(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """The head's input; the loss (cross-entropy in fp32, as trainers compute it): the log-softmax of the
@@ -69,6 +72,7 @@ def head(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
                   Saved("head", e, kept=ALWAYS))  # fmt: skip
     return saved
 
+
 def layer_input(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """What full recomputation keeps of each layer, with the layer's first part: its input (and the
     encoder output it reads)."""
@@ -76,4 +80,3 @@ def layer_input(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     if part.stack.cross:
         keep += (Saved("memory", spec.d_model, rows="source", kept=CHECKPOINT, shared=True),)
     return keep
-
