@@ -1,10 +1,11 @@
 """Activation bytes of every layer kind and block feature equal what autograd saves in one training
-step of the reference model, exactly: archspec's activations_bytes (a sum over each part's Saved
-records) against the storages measured on the CPU (saved_tensors_hooks, each storage once, weights
-excluded, the loss included), in fp32 and bf16, for both attention modes and every recomputation
-mode. Each spec is small (2-4 layers) and has the feature under test; the mixed specs put several
-features in one heterogeneous stack, where each layer runs its own attention (a layer with sinks
-runs explicit products while its neighbours run the fused kernel).
+step of the reference model, exactly: archspec's activations_bytes (a sum over the Saved records the
+rule set torch-cpu of archspec.memory.saved gives each part) against the storages measured on the
+CPU (saved_tensors_hooks, each storage once, weights excluded, the loss included), in fp32 and bf16,
+for both attention modes and every recomputation mode. Each spec is small (2-4 layers) and has the
+feature under test; the mixed specs put several features in one heterogeneous stack, where each
+layer runs its own attention (a layer with sinks runs explicit products while its neighbours run the
+fused kernel).
 
 A mixture of experts is routed for real: each expert keeps one row per token routed to it, so the
 per-expert counts vary with the routing, but their sum is N·k routed rows, and every tensor an
