@@ -124,3 +124,34 @@ def test_swiglu_width_of_a_huge_model_is_exact():
 
     d = 3 * 2**60 + 3
     assert swiglu_hidden(d, 1) == 8 * d // 3 == 2**63 + 8
+
+
+# ---------------------------------------------------------------- messages that name the key
+
+
+@pytest.mark.parametrize(("name", "at", "key", "value"), [
+    ("qwen3.5-27b", "text_config", "num_hidden_layers", "64"),
+    ("qwen3.5-27b", "text_config.rope_parameters", "rope_theta", "1e7"),
+    ("llama-3.2-1b", "", "rope_theta", "500000.0"),
+    ("llama-3.2-1b", "", "num_hidden_layers", "sixteen"),
+    ("gpt2", "", "n_layer", "12"),
+    ("llama-3.2-1b", "", "rope_theta", [500000.0]),
+])  # fmt: skip
+def test_a_config_value_that_is_not_a_number_is_refused_by_its_key(tmp_path, name, at, key, value):
+    raw = released(name)
+    table = raw
+    for step in filter(None, at.split(".")):
+        table = table[step]
+    table[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    err = refused("params", path, message=f"key {key}=")
+    assert "is not a number" in err
+    with pytest.raises(archspec.SpecError, match=f"key {key}=.* is not a number"):
+        archspec.load_spec(path)
+
+
+def test_a_pattern_of_letters_where_transformers_defaults_a_number_still_reads():
+    # Exaone 4's sliding_window_pattern is "LLLG" in the released file (the class defaults it to 4)
+    assert released("exaone-4.0-32b")["sliding_window_pattern"] == "LLLG"
+    assert from_mapping(released("exaone-4.0-32b"), "exaone").data["name"] == "exaone"

@@ -24,6 +24,7 @@ from archspec.hf import (
     decoders,
     deepseek,
     encoders,
+    engine,
     ernie,
     gemma,
     glm,
@@ -39,7 +40,7 @@ from archspec.hf import (
     seq2seq,
     t5,
 )
-from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported, Wrapper
+from archspec.hf.engine import HEAD_SUFFIXES, Config, Family, Imported, NotANumber, Wrapper, check_numbers
 
 __all__ = ["CLASSES", "FAMILIES", "WRAPPERS", "Family", "Imported", "Wrapper", "from_mapping", "spec_name"]
 
@@ -265,6 +266,7 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
             "attend to no token (transformers' mask); use null for full attention, or the window's length"
         )
     try:
+        check_numbers(family, cfg)
         for refusal in family.refuse:
             if not refusal.ok(cfg):
                 raise SpecError(
@@ -283,6 +285,11 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
         notes = ((spelled,) if spelled else ()) + (tuple(family.notes(cfg, data)) if family.notes else ())
     except SpecError:
         raise
+    except NotANumber as exc:
+        quoted = "; write it without quotes" if engine.quoted_number(exc.value) else ""
+        raise SpecError(
+            f"{where}: {family.model_type} key {exc.key}={shown(exc.value)} is not a number{quoted}"
+        ) from None
     except KeyError as exc:  # a key without a default that the family needs
         raise SpecError(f"{where}: {family.model_type} config has no {shown(exc.args[0])}") from None
     except (TypeError, ValueError, ArithmeticError, AttributeError) as exc:  # a value of the wrong type, zero, huge

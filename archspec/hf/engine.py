@@ -52,6 +52,34 @@ def activation(cfg: Config, key: str, gated: bool, where: str) -> str:
 # ---------------------------------------------------------------- refusals
 
 
+class NotANumber(Exception):
+    """A key the adapter reads as a number holds something else (a string such as "64"): refused by name."""
+
+    def __init__(self, key: str, value: Any):
+        super().__init__(key, value)
+        self.key, self.value = key, value
+
+
+def quoted_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, str)
+
+
+def check_numbers(family: Family, cfg: Config) -> None:
+    """Refuse text where the adapter reads a number: any string in a key that becomes a numeric spec field,
+    and a number in quotes in a key transformers' class defaults to a number (a key such as Exaone's
+    sliding_window_pattern may hold a number or a pattern of letters)."""
+    fields = {key for f, key in family.fields.items() if f != "bias"}
+    numbers = {k for k, v in family.defaults.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    for key in fields | numbers:
+        value = cfg.get(key)
+        if isinstance(value, str) and (key in fields or quoted_number(value)):
+            raise NotANumber(key, value)
+
+
 @dataclass(frozen=True)
 class Refusal:
     """A key whose value must pass `ok` (given the whole config); otherwise the file is refused."""
@@ -169,6 +197,9 @@ def rope(cfg: Config, default_theta: float = 10000.0, default_fraction: float = 
         params = {}
     theta = params.get("rope_theta", cfg.get("rope_theta", default_theta))
     fraction = params.get("partial_rotary_factor", cfg.get("partial_rotary_factor", default_fraction))
+    for key, value in (("rope_theta", theta), ("partial_rotary_factor", fraction)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise NotANumber(key, value)
     table: dict[str, Any] = {"kind": "rotary", "base": float(theta)}
     if fraction != 1.0:
         table["fraction"] = float(fraction)
