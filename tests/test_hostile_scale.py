@@ -155,3 +155,41 @@ def test_a_pattern_of_letters_where_transformers_defaults_a_number_still_reads()
     # Exaone 4's sliding_window_pattern is "LLLG" in the released file (the class defaults it to 4)
     assert released("exaone-4.0-32b")["sliding_window_pattern"] == "LLLG"
     assert from_mapping(released("exaone-4.0-32b"), "exaone").data["name"] == "exaone"
+
+
+# ---------------------------------------------------------------- compare at every width
+
+
+@pytest.mark.skipif(__import__("sys").platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.parametrize("columns", [60, 80, 100, 200])
+def test_compare_stays_side_by_side_at_any_width(columns):
+    import re
+
+    from test_frontdoor import on_terminal
+
+    models = ["gpt2", "llama-3-8b", "mixtral-8x7b"]
+    seen = re.sub(r"\x1b\[[0-9;]*m", "", on_terminal(["compare", *models], columns)).replace("\r", "")
+    lines = seen.splitlines()
+    assert max(map(len, lines)) <= columns, max(lines, key=len)
+    headers = [line.split() for line in lines if line.startswith("model ")]
+    if columns < 175:  # the full table is 175 columns wide: turned, a field a row, the models side by side
+        assert len(headers[0]) >= 3
+        assert [name for h in headers for name in h[1:]] == models
+        assert any(re.match(r"^d_model +768 +4096", line) for line in lines)
+    else:
+        assert [line.split()[0] for line in lines[2:5]] == models
+    piped = cli("compare", *models)[1]
+    assert max(map(len, piped.splitlines())) == 175  # piped: full width, one row a model, notes unwrapped
+
+
+def test_a_turned_table_splits_its_records_into_groups_that_fit():
+    from archspec.render.text import table
+
+    rows = [[f"model-{i}", "12", "a value of some width", "3.5B"] for i in range(5)]
+    headers = ["model", "layers", "what it says", "params"]
+    text = table(rows, headers, "table", width=40, transpose=True)
+    assert max(map(len, text.splitlines())) <= 40
+    blocks = text.split("\n\n")
+    assert len(blocks) > 1 and all(b.splitlines()[0].startswith("model ") for b in blocks)
+    assert [n for b in blocks for n in b.splitlines()[0].split()[1:]] == [r[0] for r in rows]
+    assert table(rows, headers, "table", width=500, transpose=True) == table(rows, headers, "table", width=500)

@@ -26,7 +26,7 @@ def _measured_compare_dict(m) -> dict[str, Any]:
 
 
 def _measured_compare_table(measured: list, fmt: str) -> str:
-    from archspec.render.text import human, table
+    from archspec.render.text import human, table, wrapped
 
     body = [[m.name, m.model_type, m.layers or "-", m.d_model or "-", f"{m.vocab_size:,}" if m.vocab_size else "-",
              human(m.total), human(m.active) if m.active is not None else "not known", human(m.non_embedding),
@@ -35,11 +35,16 @@ def _measured_compare_table(measured: list, fmt: str) -> str:
     headers = ["model", "model_type", "layers", "d_model", "vocab", "params", "active", "non-emb",
                f"FLOPs/token at {measured[0].seq_len:,}"]  # fmt: skip
     sources = sorted({m.source for m in measured})
+
+    def note(text: str) -> str:
+        return wrapped(text) if fmt == "table" else text
+
     return (
-        "measured, not analytic (model_types without an adapter; FlopCounterMode over one forward pass):\n"
-        + table(body, headers, fmt)
+        note("measured, not analytic (model_types without an adapter; FlopCounterMode over one forward pass):")
         + "\n"
-        + "; ".join(sources)
+        + table(body, headers, fmt, transpose=True)
+        + "\n"
+        + note("; ".join(sources))
     )
 
 
@@ -66,7 +71,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from archspec.memory import default_kv_dtype
     from archspec.plan.compare import compare
-    from archspec.render.text import human, human_bytes, table
+    from archspec.render.text import human, human_bytes, table, wrapped
 
     models = read_models(args, 1, args.seq_len)
     measured = [m for m in models if is_measured(m)]
@@ -110,7 +115,9 @@ def run(args) -> int:
             + "; "
             "`archspec flops` and `archspec memory` give the breakdowns."
         )
-        return table(body, headers, args.format) + "\n\n" + ROUNDING_NOTE + "\n" + note
+        notes = ROUNDING_NOTE + "\n" + note
+        return table(body, headers, args.format, transpose=True) + "\n\n" + (
+            wrapped(notes) if args.format == "table" else notes)  # fmt: skip
 
     render(args, objects, people)
     return EXIT_OK

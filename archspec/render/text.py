@@ -149,12 +149,14 @@ def paint(text: str, colour: str) -> str:
 
 
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colalign=None,
-          width: int | None = None) -> str:  # fmt: skip
+          width: int | None = None, transpose: bool = False) -> str:  # fmt: skip
     """A table for people: 'table' is plain text, 'markdown' a GitHub pipe table.
 
     A plain-text table wider than the terminal (`width`, default: the terminal's when standard output is
     one) wraps its headers and cells at spaces; when even that does not fit, each row becomes a block of
-    `header: value` lines. Piped output keeps its full width. On a terminal, headers are bold."""
+    `header: value` lines. With `transpose` (rows that are records side by side, their first cell the
+    name), a table too wide is first turned: headers as rows, one column per record, as many records
+    side by side as the width holds. Piped output keeps its full width. On a terminal, headers are bold."""
     from tabulate import tabulate
 
     style = "github" if fmt == "markdown" else "simple"
@@ -167,6 +169,10 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colal
     if fmt != "table":
         return text
     width = terminal_width() if width is None else width
+    if width and _widest(text) > width and transpose and body:
+        turned = _turned(body, heads, width)
+        if turned is not None:
+            return turned
     if width and _widest(text) > width:
         limits = _column_limits(body, heads, width)
         if limits is not None:
@@ -174,6 +180,40 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colal
         if limits is None or _widest(text) > width:
             return _records(body, heads)
     return _bold_headers(text) if colour_enabled() else text
+
+
+def _turned(rows: list[list[str]], headers: list[str], width: int) -> str | None:
+    """The records of `rows` as columns beside a column of the headers, in groups as wide as `width` holds
+    (one table per group, a blank line between); None when not even one record fits beside the headers."""
+    from tabulate import tabulate
+
+    def turned(group: list[list[str]]) -> str:
+        body = [[h, *(r[i] for r in group)] for i, h in enumerate(headers[1:], start=1)]
+        return tabulate(body, headers=[headers[0], *(r[0] for r in group)], tablefmt="simple", disable_numparse=True)
+
+    tables, group = [], []
+    for row in rows:
+        if group and _widest(turned([*group, row])) > width:
+            tables.append(turned(group))
+            group = []
+        group.append(row)
+    tables.append(turned(group))
+    if any(_widest(t) > width for t in tables):
+        return None
+    bold = colour_enabled()
+    return "\n\n".join(_bold_headers(t) if bold else t for t in tables)
+
+
+def wrapped(text: str, width: int | None = None) -> str:
+    """`text` with each line wrapped at spaces to `width` (default: the terminal's when standard output is
+    one; piped output keeps its lines whole)."""
+    import textwrap
+
+    width = terminal_width() if width is None else width
+    if not width:
+        return text
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False) if line else line
+                     for line in text.split("\n"))  # fmt: skip
 
 
 def _widest(text: str) -> int:
