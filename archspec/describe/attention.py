@@ -149,13 +149,44 @@ def _qk_norms(spec: ModelSpec, a: AttentionShape) -> tuple[Entry, ...]:
             Norm("k_norm", a.d_head, kind, per_row=a.k, affine=affine))  # fmt: skip
 
 
+def _indexer(spec: ModelSpec, lat: LatentShape, keys: Rows) -> tuple[tuple[Entry, ...], tuple[Cached, ...]]:
+    """DeepSeek-V3.2's indexer beside latent attention: its own query heads and one shared key (its entries),
+    and the keys it caches."""
+    ix, d = spec.attention.indexer, spec.d_model
+    entries = (Linear("indexer.wq_b", lat.q_rank, ix.heads * ix.d_head, False),
+               Linear("indexer.wk", d, ix.d_head, False),
+               Norm("indexer.k_norm", ix.d_head, "layernorm", affine="weight_bias"),
+               Linear("indexer.weights_proj", d, ix.heads, False),
+               # q . k per head over every key, then the weighted sum over heads (a product of width 1)
+               Attend("indexer", ix.heads, ix.d_head, 1, causal=False, keys=keys),
+               Pointwise("indexer_rotary", "rotary", (ix.heads + 1) * lat.rope_dims, "positions"))  # fmt: skip
+    return entries, (Cached(ix.d_head, rows=keys),)
+
+
+def _self_attention_options(spec: ModelSpec, a: AttentionShape) -> tuple[Entry, ...]:
+    """The entries of standard self-attention's options: sinks, DeBERTa's and Transformer-XL's position
+    terms, the output gate."""
+    att, p, d = spec.attention, spec.position, spec.d_model
+    extra: tuple[Entry, ...] = ()
+    if att.sinks:
+        extra += (Param("sinks", (a.heads,)),)
+    if p.kind == "disentangled":
+        extra += (Disentangled("", d, a.heads, a.d_head, 2 * p.span, p.c2p, p.p2c, not p.share_key, a.qkv_bias),)
+    if p.kind == "transformer_xl":
+        extra += (RelativeXL("", d, a.heads, a.d_head, p.per_layer),)
+    if att.gate:
+        extra += (Pointwise("gate", "sigmoid", a.gate, "activations"),
+                  Pointwise("gate_product", "gate", a.gate, "activations"))  # fmt: skip
+    return extra
+
+
 def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str | None = None) -> Part:
     """Self-attention (fused Q/K/V projection) or cross-attention (Q from the stack, K and V from
     the encoder output), the two attention products, the output projection; latent attention
     (DeepSeek) through its low-rank projections, with DeepSeek-V3.2's indexer where it has one (its
     projections wq_b, wk, weights_proj, the key's LayerNorm, the full index-score product and its cached
-    keys). Options of standard attention: an output gate from
-    the query projection, keys as values, sinks, QK-norm; a window or chunk bounds the cache."""
+    keys). Options of standard attention: an output gate from the query projection, keys as values,
+    sinks, QK-norm, the value norm; a window or chunk bounds the cache."""
     d = spec.d_model
     layer = layer or f"{stack.name}.layers.{{i}}"
     component = "cross_attention" if cross else "attention"
@@ -163,7 +194,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     score_bias = spec.position.kind == "alibi" or (spec.position.kind in SCORE_BIASES and not cross)
     limit = None
     extra: tuple[Entry, ...] = ()
-    index_keys = ()
+    index_keys: tuple[Cached, ...] = ()
     if spec.attention.kind == "latent":
         lat = LatentShape.of(spec)
         a = lat.attend_shape()
@@ -181,16 +212,8 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
         rotated = (a.heads + 1) * lat.rope_dims  # every query head and the one shared rotary key
         kv_per_token = lat.kv_per_token
         out_bias = lat.out_bias
-        ix = spec.attention.indexer
-        if ix is not None:  # DeepSeek-V3.2's indexer: its own query heads and one shared key
-            extra += (Linear("indexer.wq_b", lat.q_rank, ix.heads * ix.d_head, False),
-                      Linear("indexer.wk", d, ix.d_head, False),
-                      Norm("indexer.k_norm", ix.d_head, "layernorm", affine="weight_bias"),
-                      Linear("indexer.weights_proj", d, ix.heads, False),
-                      # q . k per head over every key, then the weighted sum over heads (a product of width 1)
-                      Attend("indexer", ix.heads, ix.d_head, 1, causal=False, keys=keys),
-                      Pointwise("indexer_rotary", "rotary", (ix.heads + 1) * lat.rope_dims, "positions"))  # fmt: skip
-            index_keys: tuple[Cached, ...] = (Cached(ix.d_head, rows=keys),)
+        if spec.attention.indexer is not None:
+            extra, index_keys = _indexer(spec, lat, keys)
     else:
         att = spec.attention
         a = AttentionShape.of(spec)
@@ -201,17 +224,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
             if att.value_norm:  # weightless, per value head
                 projections += (Norm("v_norm", a.d_value, "l2norm", per_row=a.kv_heads * a.d_value),)
             limit = att.sliding_window or att.chunk
-            if att.sinks:
-                extra += (Param("sinks", (a.heads,)),)
-            if spec.position.kind == "disentangled":
-                p = spec.position
-                extra += (Disentangled("", d, a.heads, a.d_head, 2 * p.span, p.c2p, p.p2c, not p.share_key,
-                                       a.qkv_bias),)  # fmt: skip
-            if spec.position.kind == "transformer_xl":
-                extra += (RelativeXL("", d, a.heads, a.d_head, spec.position.per_layer),)
-            if att.gate:
-                extra += (Pointwise("gate", "sigmoid", a.gate, "activations"),
-                          Pointwise("gate_product", "gate", a.gate, "activations"))  # fmt: skip
+            extra = _self_attention_options(spec, a)
         rotated = (a.heads + a.kv_heads) * a.rotary_dims
         kv_per_token = a.kv_per_token
         out_bias = a.out_bias
