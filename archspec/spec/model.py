@@ -295,6 +295,18 @@ class ModelSpec(BaseModel):
             out[name] = type(self).model_construct(_fields_set=set(data), **data)
         return out
 
+    def _recorded_kind(self, name: str) -> "ModelSpec":
+        """The spec of kind `name` as archspec.core.compiled records the rules of a structure: what varies
+        within a structure is the model's whole numbers, so the kind's whole numbers are held to their
+        fields' bounds and the kind to the rules (the rest of its data was validated with the structure's
+        first spec, and does not vary)."""
+        kind = self.kind_spec(name)
+        for field, least in _fast_replace(type(self))[1].items():
+            if getattr(kind, field) < least:
+                raise ValueError(f"kinds.{name}: {field} must be at least {least}")
+        check_spec(kind)
+        return kind
+
     def kind_spec(self, name: str) -> "ModelSpec":
         """The spec that layers of kind `name` see (the model's fields with the kind's changes)."""
         return self._kind_specs[name]

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from archspec.core.tracing import recording
 from archspec.spec.subtables import MIXERS, SUBTABLES
 
 
@@ -219,6 +220,8 @@ def validated_kind(spec: Any, name: str) -> Any:
     """The spec of kind `name`, validated; its first error named under kinds.NAME."""
     if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", name):
         raise ValueError(f"kind name {name!r} must be lowercase letters, digits, '_' or '-'")
+    if recording():  # the rules recorded per structure (archspec.core.compiled): what varies is checked
+        return spec._recorded_kind(name)
     try:
         return type(spec).model_validate(spec._kind_data(name))
     except ValidationError as err:
