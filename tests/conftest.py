@@ -23,6 +23,15 @@ settings.load_profile("archspec")
 set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "archspec-hypothesis"))
 
 
+@pytest.fixture(autouse=True)
+def programs_afresh():
+    """Each test starts without the programs archspec.core.compiled recorded per structure (a cache): a test
+    that patches the description is never answered by a program recorded before its patch."""
+    from archspec.core.compiled import forget
+
+    forget()
+
+
 @pytest.fixture
 def run_cli(capsys):
     """Run the CLI in-process: returns (exit code, stdout, stderr)."""

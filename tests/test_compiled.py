@@ -69,11 +69,11 @@ def validated_afresh(spec: ModelSpec, changes: dict):
         return exc
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shapes())
 def test_a_program_answers_what_the_full_way_gives_for_any_replacement(case):
     spec, changes, T = case
-    figures(spec, T)  # the programs of the preset's structure, recorded at its own shape
+    figures(spec, T), figures(spec, T)  # the programs of the preset's structure, recorded at its own shape
     fresh = validated_afresh(spec, changes)
     try:
         fast = spec.replace(**changes)
@@ -93,7 +93,7 @@ def test_programs_answer_a_grid_of_shapes_exactly():
     spec = archspec.preset("llama-3-8b")
     grid = [spec.replace(d_model=d, decoder_layers=n) for d in range(3072, 5121, 512) for n in (16, 31, 32, 47)]
     got = [figures(s, 2048) for s in grid]
-    assert compiled.answered() >= 4 * (len(grid) - 2)  # recorded at the first shape (and a branch), then answered
+    assert compiled.answered() >= 4 * (len(grid) - 3)  # recorded at the second shape (and a branch), then answered
     with full_way():
         assert got == [figures(s, 2048) for s in grid]
 
@@ -104,7 +104,7 @@ def test_a_guard_that_fails_takes_the_full_way_then_records_that_branch():
     shapes = [gemma.replace(max_positions=n) for n in (2048, 3000, 8192, 2048, 9000)]
     got = [sweep_row(s) for s in shapes]  # the cache of max_positions tokens: min(tokens, window - 1), a guard
     question = next(p for (q, _), p in compiled._programs.items() if q[0] == "sweep_row")
-    assert len(question.plans) == 2 and question.answered == 3  # two branches, each answering again
+    assert len(question.plans) == 2 and question.answered == 2  # recorded when asked again, a branch each
     with full_way():
         assert got == [sweep_row(s) for s in shapes]
     assert got[0]["kv_cache_bytes_per_token"] != got[2]["kv_cache_bytes_per_token"]
@@ -147,7 +147,8 @@ SMALL = {  # toy widths of each structure, small enough to build and run on the 
 @given(st.sampled_from(sorted(SMALL)), st.integers(1, 3), st.integers(1, 4), st.integers(1, 5))
 def test_shapes_made_by_the_fast_path_count_what_the_reference_model_holds(name, wider, deeper, T):
     base = archspec.preset(name).replace(**SMALL[name])
-    archspec.count_params(base), count_flops(base, 1, T)  # the programs of the structure
+    for _ in range(2):  # the programs of the structure, recorded when asked again
+        archspec.count_params(base), count_flops(base, 1, T)
     shape = base.replace(d_model=base.d_model * wider, n_heads=base.n_heads * wider,
                          decoder_layers=base.decoder_layers + deeper)  # fmt: skip
     model = build(shape, device="meta")

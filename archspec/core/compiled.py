@@ -2,11 +2,12 @@
 
 A planning script counts thousands of shapes that differ only in their widths and depths. What a count
 does with a spec is decided by everything but those numbers (the kinds of its tables, its flags, which
-fields were given); the numbers only flow through arithmetic. So the numbers are recorded once per
-structure (archspec.core.tracing: the counter runs on numbers that write down what is done with them, and
-every comparison it makes becomes a guard) and the count of every later shape of that structure is
-the recorded program run on its numbers: the same operations in the same order, so the same exact
-numbers.
+fields were given); the numbers only flow through arithmetic. So when a question (a counter and its
+arguments) is asked a second time of a structure, the count is recorded (archspec.core.tracing: the
+counter runs on numbers that write down what is done with them, and every comparison it makes becomes a
+guard), and the count of every later shape of that structure is the recorded program run on its
+numbers: the same operations in the same order, so the same exact numbers. A question asked once (a
+scan of batch sizes) never pays for a recording.
 
 - The structure of a spec: its type, the fields it was given, and the value of every field except its
   whole-number ones (``d_model``, ``n_heads``, ``decoder_layers``, ...), which are the program's inputs.
@@ -35,7 +36,8 @@ from archspec.core.tracing import RECORDING, Sym, Tape, result_source
 T = TypeVar("T")
 BRANCHES = 8  # programs recorded for one structure and question (one per branch its guards take)
 CHECKED = 2  # shapes besides the recorded one at which a program is compared with the full way
-MAXSTRUCTURES = 4096  # structures remembered; the tables are emptied when full, so memory stays bounded
+MAX_STRUCTURES = 4096  # structures remembered; the tables are emptied when full, so memory stays bounded
+MAX_PROGRAMS = 16384  # questions remembered (a structure's, each with its arguments), emptied when full
 STRUCTURE = "_archspec_structure"  # where a spec keeps its structure's number (beside cached views)
 
 _lock = threading.Lock()
@@ -53,6 +55,7 @@ class _Programs:
     unchecked: list[int] = field(default_factory=list)  # per plan: shapes still to compare with the full way
     retired: bool = False  # a counter that cannot be recorded, or a program that differed
     answered: int = 0  # counts a program answered without the full way
+    missed: int = 0  # counts made the full way for want of a program (the first is not recorded)
 
 
 _programs: dict[tuple, _Programs] = {}
@@ -78,7 +81,7 @@ def structure(spec: Any) -> int | None:
         with _lock:
             sid = _structures.get(key)
             if sid is None:
-                if len(_structures) >= MAXSTRUCTURES:
+                if len(_structures) >= MAX_STRUCTURES:
                     _structures.clear()
                     _inputs.clear()
                     _input_set.clear()
@@ -146,6 +149,8 @@ def evaluate(question: tuple, full: Callable[..., Any], spec: Any, *args: Any) -
     if sid is None:
         return full(spec, *args)
     if programs is None:
+        if len(_programs) >= MAX_PROGRAMS:  # many questions (a scan of batch sizes): memory stays bounded
+            _programs.clear()
         programs = _programs.setdefault(key, _Programs())
     if programs.retired:
         return full(spec, *args)
@@ -159,7 +164,8 @@ def evaluate(question: tuple, full: Callable[..., Any], spec: Any, *args: Any) -
         programs.answered += 1
         return out
     out = full(spec, *args)
-    if len(programs.plans) < BRANCHES:
+    programs.missed += 1
+    if programs.missed > 1 and len(programs.plans) < BRANCHES:  # asked again: worth a program
         _record(programs, full, spec, args, _inputs[sid], out)
     return out
 
