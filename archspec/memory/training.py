@@ -176,7 +176,53 @@ def estimate_memory(
     'flash' (a fused kernel, the default of modern trainers: no score matrix) or 'eager' (the
     probabilities stored); `dropout` adds Korthikanti et al.'s one-byte masks (the reference model
     runs none, so they are not measured)."""
-    storage = weights  # the parameter; `weights` below is the training weights' bytes
+    lengths = _workload(spec, batch, seq_len, dtype, optimizer, recompute, src_len, fp32_grads, dropout, zero_stage,
+                        data_parallel, tensor_parallel, pipeline_parallel)  # fmt: skip
+    key = canonical_dtype(dtype)
+    mode = attention_mode(spec, attention)
+    N = count_params(spec).total
+    per_param = training_bytes_per_param(key, optimizer, fp32_grads)
+    zero_div = _zero_divisors(zero_stage, data_parallel)
+    states = _training_states(spec, per_param, zero_div, tensor_parallel, pipeline_parallel)
+
+    # activations: one micro-batch of `batch` sequences, in the dtype of the computation (fp32 keeps
+    # fp32 activations; mixed precision computes in 16 bits)
+    act_dtype = "fp32" if key == "fp32" else "bf16"
+    # each attention says which products it runs (archspec.memory.saved.attention.explicit_attention)
+    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=attention, spec=spec)
+
+    w_key, x_key, kv_key = _formats(spec, key, weights, experts, kv_dtype)
+    _check_offload(offload, optimizer, key, per_param[2])
+    steps = _accumulation_steps(global_batch, batch, data_parallel)
+    inference_weights = stored_weights_bytes(spec, w_key, x_key, tensor_parallel, 1, pipeline_parallel)
+    trainable, lora = N, None
+    if lora_rank is not None:
+        check_int("lora_rank", lora_rank, "estimate_memory", minimum=1)
+        trainable, lora, states, adapters = _lora_training(
+            spec, lora_rank, lora_targets, lengths, act_dtype, inference_weights, per_param, zero_div,
+            pipeline_parallel)  # fmt: skip
+        detail = {**detail, "lora.adapters": adapters}
+    activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
+    kv = nbytes(kv_cache_bytes(spec, batch, lengths.target, kv_key, lengths.source),
+                Fraction(1, tensor_parallel * pipeline_parallel))  # fmt: skip
+    return MemoryEstimate(
+        name=spec.name, batch=batch, seq_len=lengths.target, src_len=lengths.source, dtype=key, optimizer=optimizer,
+        recompute=recompute, attention=mode, params=N, weights_bytes=states[0], gradients_bytes=states[1],
+        optimizer_bytes=states[2], activations_bytes=activations, kv_cache_bytes=kv, kv_cache_dtype=kv_key,
+        inference_weights_bytes=inference_weights, activations_detail=detail,
+        bytes_per_param_training=float(sum(per_param)),
+        per_param_note=_per_param_note(per_param, key, optimizer, fp32_grads, trainable if lora else None, w_key),
+        parallel={"zero_stage": zero_stage, "data_parallel": data_parallel, "tensor_parallel": tensor_parallel,
+                  "pipeline_parallel": pipeline_parallel},
+        weights_format=w_key, experts_format=x_key, trainable_params=trainable, lora=lora,
+        global_batch=global_batch, accumulation_steps=steps, offload=offload,
+        kinds=layer_kinds_memory(spec, lengths, act_dtype, recompute, dropout, mode, kv_key),
+    )  # fmt: skip
+
+
+def _workload(spec, batch, seq_len, dtype, optimizer, recompute, src_len, fp32_grads, dropout, zero_stage,
+              data_parallel, tensor_parallel, pipeline_parallel) -> Lengths:  # fmt: skip
+    """The arguments checked, and the lengths of one micro-batch's sequences."""
     check_args("estimate_memory", spec=spec, batch=batch, seq_len=seq_len, dtype=dtype, optimizer=optimizer,
                recompute=recompute, src_len=src_len, fp32_grads=fp32_grads, dropout=dropout, zero_stage=zero_stage,
                data_parallel=data_parallel, tensor_parallel=tensor_parallel,
@@ -191,38 +237,42 @@ def estimate_memory(
     if zero_stage not in ZERO_STAGES:
         raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage}")
     check_split(spec, tensor_parallel, pipeline_parallel)
-    key = canonical_dtype(dtype)
-    mode = attention_mode(spec, attention)
-    N = count_params(spec).total
-    mixed = key != "fp32"
-    model_split = tensor_parallel * pipeline_parallel
+    return lengths
 
-    weights_pp, grads_pp, optim_pp = training_bytes_per_param(key, optimizer, fp32_grads)
-    states = OPTIMIZERS[optimizer]
-    zero_div = {
+
+def _zero_divisors(zero_stage: int, data_parallel: int) -> dict[str, int]:
+    """What ZeRO shards over the data-parallel devices: stage 1 the optimizer states, 2 the gradients too,
+    3 the weights too."""
+    return {
         "weights": data_parallel if zero_stage >= 3 else 1,
         "gradients": data_parallel if zero_stage >= 2 else 1,
         "optimizer": data_parallel if zero_stage >= 1 else 1,
     }
+
+
+def _training_states(spec: ModelSpec, per_param: tuple, zero_div: dict[str, int], tensor_parallel: int,
+                     pipeline_parallel: int) -> tuple[int, int, int]:  # fmt: skip
+    """Bytes of the weights, gradients and optimizer states one device keeps in full training."""
     local = {k: rank_elements(spec, div, tensor_parallel) for k, div in zero_div.items()}
-    weights = nbytes(fraction(local["weights"], pipeline_parallel), weights_pp)
-    grads = nbytes(fraction(local["gradients"], pipeline_parallel), grads_pp)
-    optim = nbytes(fraction(local["optimizer"], pipeline_parallel), optim_pp)
+    return tuple(
+        nbytes(fraction(local[k], pipeline_parallel), bytes_pp)
+        for k, bytes_pp in zip(("weights", "gradients", "optimizer"), per_param)
+    )
 
-    # activations: one micro-batch of `batch` sequences, in the dtype of the computation (fp32 keeps
-    # fp32 activations; mixed precision computes in 16 bits)
-    act_dtype = "fp32" if key == "fp32" else "bf16"
-    # each attention says which products it runs (archspec.memory.saved.attention.explicit_attention)
-    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=attention, spec=spec)
-    activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
 
+def _formats(spec: ModelSpec, key: str, weights: str | None, experts: str | None,
+             kv_dtype: str | None) -> tuple[str, str | None, str]:  # fmt: skip
+    """The storage of the inference weights (and a LoRA's frozen base), of the routed experts, of the cache."""
     from archspec.memory.roles import canonical_weights
 
-    w_key = canonical_weights(storage) if storage is not None else key
+    w_key = canonical_weights(weights) if weights is not None else key
     x_key = canonical_format(experts, "--experts") if experts is not None else None
     if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
-    kv_key = default_kv_dtype(key, kv_dtype)
+    return w_key, x_key, default_kv_dtype(key, kv_dtype)
+
+
+def _check_offload(offload: str | None, optimizer: str, key: str, optim_pp: Fraction) -> None:
     if offload not in (None, "optimizer"):
         raise SpecError(f"unknown offload {shown(offload)}; use optimizer (the optimizer states to host memory)")
     if offload == "optimizer" and not optim_pp:
@@ -230,80 +280,57 @@ def estimate_memory(
             f"offload optimizer: optimizer {shown(optimizer)} in {key} keeps no states and no master copy, so there is "
             "nothing to offload; choose an optimizer, or drop the offload"
         )
-    steps = 1
-    if global_batch is not None:
-        check_int("global_batch", global_batch, "estimate_memory", minimum=1)
-        if global_batch % (batch * data_parallel):
-            raise SpecError(
-                f"global_batch={global_batch} is not a multiple of micro_batch={batch} x data_parallel="
-                f"{data_parallel}; gradient accumulation runs a whole number of micro-batches"
-            )
-        steps = global_batch // (batch * data_parallel)
-    inference_weights = stored_weights_bytes(spec, w_key, x_key, tensor_parallel, 1, pipeline_parallel)
-    trainable = N
-    lora = None
-    if lora_rank is not None:
-        check_int("lora_rank", lora_rank, "estimate_memory", minimum=1)
-        trainable, adapted = lora_params(spec, lora_rank, lora_targets)
-        # the frozen base: stored in `weights`, no gradients, no optimizer states (ZeRO-3 shards it too)
-        base = math.ceil(fraction(inference_weights, zero_div["weights"]))
-        # the adapters sit with their layers (split by the pipeline) and whole on every tensor-parallel rank
-        share = fraction(trainable, pipeline_parallel)
-        adapter = nbytes(share / zero_div["weights"], weights_pp)
-        weights, grads = base + adapter, nbytes(share / zero_div["gradients"], grads_pp)
-        optim = nbytes(share / zero_div["optimizer"], optim_pp)
-        # each adapted matrix keeps its rank-wide A·x for the gradient of B (the base's own saved tensors
-        # are counted as in full training: an upper bound, a frozen projection needs not keep its input)
-        e_act = dtype_bytes(act_dtype)
-        extra = sum(lengths.batch * lengths.rows(rows, st) * lora_rank * n for st, rows, n in adapted)
-        detail = {**detail, "lora.adapters": nbytes(extra, e_act)}
-        activations = nbytes(sum(detail.values()), Fraction(1, tensor_parallel))
-        lora = {"rank": lora_rank, "targets": lora_targets, "base_bytes": base, "adapter_bytes": adapter}
 
-    kv = nbytes(kv_cache_bytes(spec, batch, lengths.target, kv_key, lengths.source), Fraction(1, model_split))
-    kinds = layer_kinds_memory(spec, lengths, act_dtype, recompute, dropout, mode, kv_key)
-    per_param = float(weights_pp + grads_pp + optim_pp)
+
+def _accumulation_steps(global_batch: int | None, batch: int, data_parallel: int) -> int:
+    """Micro-batches per optimizer step on each data-parallel device."""
+    if global_batch is None:
+        return 1
+    check_int("global_batch", global_batch, "estimate_memory", minimum=1)
+    if global_batch % (batch * data_parallel):
+        raise SpecError(
+            f"global_batch={global_batch} is not a multiple of micro_batch={batch} x data_parallel="
+            f"{data_parallel}; gradient accumulation runs a whole number of micro-batches"
+        )
+    return global_batch // (batch * data_parallel)
+
+
+def _lora_training(spec: ModelSpec, rank: int, targets: str, lengths: Lengths, act_dtype: str, base_weights: int,
+                   per_param: tuple, zero_div: dict[str, int], pipeline_parallel: int):  # fmt: skip
+    """A LoRA fine-tune over a frozen base: the trainable parameters, the record of the adapters, the bytes
+    of weights, gradients and optimizer states on one device, and the adapters' saved activations."""
+    weights_pp, grads_pp, optim_pp = per_param
+    trainable, adapted = lora_params(spec, rank, targets)
+    # the frozen base: stored in `weights`, no gradients, no optimizer states (ZeRO-3 shards it too)
+    base = math.ceil(fraction(base_weights, zero_div["weights"]))
+    # the adapters sit with their layers (split by the pipeline) and whole on every tensor-parallel rank
+    share = fraction(trainable, pipeline_parallel)
+    adapter = nbytes(share / zero_div["weights"], weights_pp)
+    states = (base + adapter, nbytes(share / zero_div["gradients"], grads_pp),
+              nbytes(share / zero_div["optimizer"], optim_pp))  # fmt: skip
+    # each adapted matrix keeps its rank-wide A·x for the gradient of B (the base's own saved tensors
+    # are counted as in full training: an upper bound, a frozen projection needs not keep its input)
+    extra = sum(lengths.batch * lengths.rows(rows, st) * rank * n for st, rows, n in adapted)
+    lora = {"rank": rank, "targets": targets, "base_bytes": base, "adapter_bytes": adapter}
+    return trainable, lora, states, nbytes(extra, dtype_bytes(act_dtype))
+
+
+def _per_param_note(per_param: tuple, key: str, optimizer: str, fp32_grads: bool, adapters: int | None,
+                    base_format: str) -> str:  # fmt: skip
+    """'16 = 2 weights + 2 gradients + 12 optimizer (...)': the bytes per trained parameter, term by term."""
+    weights_pp, grads_pp, optim_pp = per_param
+    mixed = key != "fp32"
+    states = OPTIMIZERS[optimizer]
     master = "an fp32 master copy and " if mixed and optimizer != "none" else ""
-    note = (
-        f"{per_param:g} = {float(weights_pp):g} weights + {float(grads_pp):g} gradients"
+    return (
+        f"{float(sum(per_param)):g} = {float(weights_pp):g} weights + {float(grads_pp):g} gradients"
         f"{' (fp32, the 18-byte convention)' if fp32_grads and mixed else ''} + {float(optim_pp):g} optimizer "
         f"({master}{states} fp32 state{'s' if states != 1 else ''} of {optimizer})"
-        + (f"; for the {trainable:,} adapter parameters only, over a frozen base in {w_key}" if lora else "")
-    )
-    return MemoryEstimate(
-        name=spec.name,
-        batch=batch,
-        seq_len=lengths.target,
-        src_len=lengths.source,
-        dtype=key,
-        optimizer=optimizer,
-        recompute=recompute,
-        attention=mode,
-        params=N,
-        weights_bytes=weights,
-        gradients_bytes=grads,
-        optimizer_bytes=optim,
-        activations_bytes=activations,
-        kv_cache_bytes=kv,
-        kv_cache_dtype=kv_key,
-        inference_weights_bytes=inference_weights,
-        activations_detail=detail,
-        bytes_per_param_training=per_param,
-        per_param_note=note,
-        parallel={
-            "zero_stage": zero_stage,
-            "data_parallel": data_parallel,
-            "tensor_parallel": tensor_parallel,
-            "pipeline_parallel": pipeline_parallel,
-        },
-        weights_format=w_key,
-        experts_format=x_key,
-        trainable_params=trainable,
-        lora=lora,
-        global_batch=global_batch,
-        accumulation_steps=steps,
-        offload=offload,
-        kinds=kinds,
+        + (
+            f"; for the {adapters:,} adapter parameters only, over a frozen base in {base_format}"
+            if adapters is not None
+            else ""
+        )
     )
 
 
