@@ -145,7 +145,7 @@ class SelfAttention(AttentionCore):
 
     def __init__(self, spec: ModelSpec, causal: bool):
         super().__init__()
-        att, b = spec.attention, spec.biases
+        att, b = spec.mixer, spec.biases
         self.causal, self.scale, self.softcap = causal, att.scale, att.softcap
         self.window, self.chunk = att.sliding_window, att.chunk
         self.nh, self.nkv, self.dk, self.dv = spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value
@@ -273,7 +273,7 @@ class Indexer(nn.Module):
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        a, d = spec.attention, spec.d_model
+        a, d = spec.mixer, spec.d_model
         ix = a.indexer
         self.heads, self.dk, self.topk = ix.heads, ix.d_head, ix.topk
         self.wq_b = nn.Linear(a.q_rank, ix.heads * ix.d_head, bias=False)
@@ -317,7 +317,7 @@ class LatentAttention(AttentionCore):
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        a, b, d = spec.attention, spec.biases, spec.d_model
+        a, b, d = spec.mixer, spec.biases, spec.d_model
         self.nh, self.dk, self.dv = spec.n_heads, spec.d_head, spec.d_value
         self.q_rank, self.kv_rank, self.rope = a.q_rank, a.kv_rank, a.rope_dims
         self.nope, self.scale = self.dk - self.rope, None
@@ -370,9 +370,9 @@ class CrossAttention(AttentionCore):
     def __init__(self, spec: ModelSpec):
         super().__init__()
         b, d = spec.biases, spec.d_model
-        self.scale = spec.attention.scale
+        self.scale = spec.mixer.scale
         self.nh, self.nkv, self.dk, self.dv = spec.n_heads, spec.n_kv_heads, spec.d_head, spec.d_value
-        shared = spec.attention.shared_kv
+        shared = spec.mixer.shared_kv
         self.split = (self.nkv * self.dk,) if shared else (self.nkv * self.dk, self.nkv * self.dv)
         self.q = nn.Linear(d, self.nh * self.dk, bias=b.qkv)
         self.kv = nn.Linear(d, sum(self.split), bias=b.qkv)

@@ -176,7 +176,7 @@ def check_plan_inputs(spec: ModelSpec, ranks: int, plans, dtype, device: str) ->
 def tensor_parallel_unsupported(spec: ModelSpec) -> str | None:
     """What in `spec` tensor_parallel does not split (None when it splits everything it should)."""
     for what, value, supported in (
-        ("attention", spec.attention.kind, ("standard",)),
+        ("attention", spec.mixer.kind, ("standard",)),
         ("position", spec.position.kind, ("learned", "sinusoidal", "rotary", "none")),  # no per-head biases
         ("mlp", spec.mlp.kind, ("dense",)),
         ("head", spec.head.kind, ("lm", "none")),

@@ -138,7 +138,7 @@ class Mamba(nn.Module):
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        m = spec.attention
+        m = spec.mixer
         d, self.inner, self.state, self.rank = spec.d_model, m.d_inner, m.d_state, m.dt_rank
         I, N, R = self.inner, self.state, self.rank
         self.in_proj = nn.Linear(d, 2 * I, bias=m.bias)
@@ -184,7 +184,7 @@ class Mamba2(nn.Module):
 
     def __init__(self, spec: ModelSpec, m=None):
         super().__init__()
-        m = m or spec.attention
+        m = m or spec.mixer
         d, self.heads, self.head_dim, self.state, self.groups = spec.d_model, m.heads, m.head_dim, m.d_state, m.groups
         self.inner = m.heads * m.head_dim
         self.conv_dim = self.inner + 2 * m.groups * m.d_state
@@ -237,7 +237,7 @@ class GatedDeltaNet(nn.Module):
 
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        m = spec.attention
+        m = spec.mixer
         d = spec.d_model
         self.kh, self.vh, self.dk, self.dv = m.key_heads, m.value_heads, m.d_key, m.d_value_head
         self.key_dim, self.value_dim = m.key_heads * m.d_key, m.value_heads * m.d_value_head

@@ -64,7 +64,7 @@ def sliding_window(spec: ModelSpec, index: int) -> int | None:
     """The window of layer `index`'s self-attention (None: it sees every earlier key), as the layer's
     kind says (attention.sliding_layers: every layer, the even ones (Gemma 2) or the odd ones (GPT-Neo))."""
     depth = max(spec.decoder_layers, spec.encoder_layers, index + 1)
-    att = layer_kinds(spec, depth)[index][1].attention
+    att = layer_kinds(spec, depth)[index][1].mixer
     return att.sliding_window if att.kind == "standard" else None
 
 
@@ -73,7 +73,7 @@ def build_mixer(spec: ModelSpec) -> nn.Module:
     archspec.reference.mixers (imported on first use): forward(x, cache) -> (B, T, d)."""
     from archspec.reference import mixers
 
-    return mixers.MIXERS[spec.attention.kind](spec)
+    return mixers.MIXERS[spec.mixer.kind](spec)
 
 
 class Block(nn.Module):
@@ -98,7 +98,7 @@ class Block(nn.Module):
         self.residual_scale = spec.residual_scale
         pre = self.norm_position != "post_sublayer"  # a norm before (pre, sandwich) or after the add (post)
         after = self.norm_position in ("sandwich", "post_sublayer")  # a norm on the sub-layer's output
-        mixer = spec.attention.kind
+        mixer = spec.mixer.kind
         self.mixer_name = "mixer" if mixer in MIXERS else "attention" if mixer != "none" else None
         self.attention_norm = self.mixer_norm = self.attention = self.mixer = None
         if self.mixer_name is not None:
@@ -108,10 +108,10 @@ class Block(nn.Module):
                 self.mixer = build_mixer(spec)
             else:
                 self.attention = LatentAttention(spec) if mixer == "latent" else SelfAttention(spec, causal)
-                if mixer == "standard" and spec.attention.ssm is not None:  # Falcon-H1: Mamba-2 beside attention
+                if mixer == "standard" and spec.mixer.ssm is not None:  # Falcon-H1: Mamba-2 beside attention
                     from archspec.reference import mixers
 
-                    self.mixer = mixers.Mamba2(spec, spec.attention.ssm)
+                    self.mixer = mixers.Mamba2(spec, spec.mixer.ssm)
         self.attention_post_norm = make_norm(spec) if after and mixer not in MIXERS and mixer != "none" else None
         self.mixer_post_norm = make_norm(spec) if after and mixer in MIXERS else None
         self.cross_attention_norm = make_norm(spec) if cross and pre else None

@@ -62,6 +62,22 @@ def test_schema_is_json_schema(run_cli):
     assert code == 0 and json.loads(out)["title"] == "ModelSpec"
 
 
+def test_schema_names_the_mixer_and_its_older_name(run_cli):
+    """The token mixer is `mixer`; `attention`, its older name that files still use, is in the schema as a
+    deprecated property of the same table (in the spec and in a layer kind)."""
+    code, out, _ = run_cli("schema")
+    schema = json.loads(out)
+    for props in (schema["properties"], schema["$defs"]["LayerKind"]["properties"]):
+        assert not props["mixer"].get("deprecated") and props["attention"]["deprecated"] is True
+        assert {k: v for k, v in props["attention"].items() if k not in ("deprecated", "description")} == {
+            k: v for k, v in props["mixer"].items() if k != "description"
+        }
+    code, out, _ = run_cli("schema", "--format", "csv")
+    rows = {line.split(",")[0]: line for line in out.splitlines()}
+    assert "standard | latent | mamba | mamba2 | gated_deltanet | none" in rows["mixer"]
+    assert "older name of mixer" in rows["attention"]
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

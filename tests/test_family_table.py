@@ -54,11 +54,11 @@ def view(spec: ModelSpec) -> dict:
     layers = []
     for i, (_, k) in enumerate(layer_kinds(spec, max(spec.encoder_layers, spec.decoder_layers))):
         layer = k.model_dump(include=set(KIND_FIELDS))
-        if k.attention.kind == "standard":  # the layer's own window, and its scale
-            scale = k.d_head**-0.5 if k.attention.scale is None else k.attention.scale
+        if k.mixer.kind == "standard":  # the layer's own window, and its scale
+            scale = k.d_head**-0.5 if k.mixer.scale is None else k.mixer.scale
             window = sliding_window(spec, i)
-            layer["attention"] = {
-                **dict(k.attention),
+            layer["mixer"] = {
+                **dict(k.mixer),
                 "scale": scale,
                 "sliding_window": window,
                 "sliding_layers": "all",

@@ -15,9 +15,9 @@ hubserver = pytest.importorskip("hubserver")
 import test_gguf as tg  # noqa: E402
 
 from archspec.core.errors import SpecError  # noqa: E402
+from archspec.io.catalog import resolve  # noqa: E402
 from archspec.sources import gguf as ggufsrc  # noqa: E402
 from archspec.sources import hub as hubsrc  # noqa: E402
-from archspec.sources import resolve as resolvesrc  # noqa: E402
 
 
 def _tiny_raw() -> dict:
@@ -42,7 +42,6 @@ def hub(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_ENDPOINT", server.hub.url)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(resolvesrc, "_BY_REF", {})
     yield server.hub
     server.stop()
 
@@ -55,7 +54,7 @@ def test_a_quantisation_picks_the_file_and_one_range_reads_its_header(hub, tiny,
     assert {k: remote[k] for k in ("total", "components")} == {k: local[k] for k in ("total", "components")}
     reads = hub.requests("GET", "/resolve/")
     assert [(p.rsplit("/", 1)[1], r) for _, p, r in reads] == [("tiny-Q4_K_M.gguf", f"bytes=0-{(1 << 24) - 1}")]
-    source = resolvesrc.source_by_ref("org/tiny-GGUF:Q4_K_M")
+    source = resolve("org/tiny-GGUF:Q4_K_M").source  # the source travels with the resolved model
     assert source.format == "gguf" and source.tensors == tuple(ggufsrc.stored_tensors(ggufsrc.read_header(tiny)))
 
 
@@ -69,7 +68,6 @@ def test_a_long_header_takes_more_ranges_and_is_kept_for_offline(hub, tiny, monk
     ends = [int(r.rsplit("-", 1)[1]) + 1 for r in ranges]
     assert ends[-2] < header_length <= ends[-1]  # it stopped as soon as it held the header
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(resolvesrc, "_BY_REF", {})
     before = len(hub.log)
     (offline,) = run_json("params", "org/tiny-GGUF")
     assert offline == online and len(hub.log) == before

@@ -1075,6 +1075,19 @@ def test_imported_spec_file_loads_to_the_same_spec(name, run_cli, tmp_path):
     assert count_params(loaded).total == measured(name)["total"]
 
 
+@pytest.mark.parametrize("name", ["jamba-v0.1", "deepseek-v3", "gemma-2-9b"])
+def test_import_names_the_mixer_and_the_older_name_loads_the_same(name, run_cli, tmp_path):
+    """`archspec import` writes the token mixer as `mixer` (a hybrid's kinds too); the same file saying
+    `attention`, as files written before the name, loads to the same spec."""
+    code, out, err = run_cli("import", str(DATA / f"{name}.json"))
+    assert code == 0 and ("[mixer]" in out or "mixer = " in out) and "attention =" not in out, err
+    assert "[attention]" not in out
+    newer, older = tmp_path / "newer.toml", tmp_path / "older.toml"
+    newer.write_text(out)
+    older.write_text(out.replace("[mixer]", "[attention]").replace("mixer = ", "attention = "))
+    assert archspec.load_spec(newer) == archspec.load_spec(older) == spec_of(name)
+
+
 @pytest.mark.parametrize("suffix", [".json", ".yaml", ".toml"])
 def test_import_writes_the_format_of_the_output_suffix(suffix, run_cli, tmp_path):
     out = tmp_path / f"model{suffix}"

@@ -446,7 +446,7 @@ def test_a_bad_proportional_rotary_is_one_line_naming_the_field(extra, message):
     ("gpt2", ["--set", "d_model=769", "--set", "d_head=64"],
      "transformer_xl positions need an even d_model for their sinusoidal encodings, got d_model=769"),
     ("gpt2", ["--set", "attention.kind=mamba2", "--set", "attention.heads=4", "--set", "attention.head_dim=8"],
-     "transformer_xl positions score the queries of standard attention; attention kind 'mamba2'"),
+     "transformer_xl positions score the queries of standard attention; mixer kind 'mamba2'"),
     ("gpt2", ["--set", "position.per_layer=maybe"], "position.per_layer: Input should be a valid boolean"),
     ("gpt2", ["--set", "position.buckets=8"], "position.buckets"),
 ], ids=["encoder", "odd-d_model", "recurrent-mixer", "per_layer-not-bool", "foreign-field"])  # fmt: skip

@@ -406,9 +406,9 @@ BAD_MIXERS = [
      "attention.ssm: groups=2 does not divide heads=3"),
     ('attention = {kind = "standard", ssm = {kind = "mamba", d_inner = 8, dt_rank = 2}}', "ssm"),
     ('block = "parallel"\nattention = {kind = "standard", ssm = {kind = "mamba2", heads = 2, head_dim = 8}}',
-     "attention.ssm runs beside the attention in the mixer sub-layer; it needs block kind 'sequential'"),
+     "mixer.ssm runs beside the attention in the mixer sub-layer; it needs block kind 'sequential'"),
     ('encoder_layers = 1\nattention = {kind = "standard", ssm = {kind = "mamba2", heads = 2, head_dim = 8}}',
-     "attention.ssm (a Mamba-2 mixer beside the attention) is for decoder layers"),
+     "mixer.ssm (a Mamba-2 mixer beside the attention) is for decoder layers"),
 ]  # fmt: skip
 
 

@@ -490,6 +490,29 @@ def test_memory_inference_and_fit_plan_a_checkpoint_as_stored(tmp_path, run_cli)
     assert json.loads(out)[0]["stored"]["format"] == "fp8"
 
 
+def test_the_source_travels_with_the_resolved_model(tmp_path, run_cli):
+    """archspec.io.catalog.resolve's Loaded carries where a checkpoint was read from, nothing kept on the
+    side: its tensors are the headers as read here, --set keeps them (the check of a changed width finds
+    the stored matrices of the other shape; memory plans it as stored), and a preset or a config has none."""
+    from archspec.io.catalog import resolve
+
+    folder = fp8_checkpoint(tmp_path)
+    loaded = resolve(str(folder))
+    tensors, files = headers.read_folder(folder)
+    assert loaded.source.tensors == tuple(tensors) and loaded.source.files == tuple(files)
+    assert resolve(str(folder)).source == loaded.source
+    wider = resolve(str(folder), {"d_ff": 2 * loaded.spec.d_ff})
+    assert wider.spec.d_ff == 2 * loaded.spec.d_ff and wider.source == loaded.source
+    from archspec.cli.check import report
+
+    up = [m for m in report(wider).misshapen if m.names[0].endswith("mlp.up_proj.weight")]
+    assert len(up) == loaded.spec.decoder_layers
+    assert up[0].stored == ((loaded.spec.d_ff, loaded.spec.d_model),) and up[0].expected[0][0] == wider.spec.d_ff
+    code, out, _ = run_cli("memory", str(folder), "--set", f"d_ff={2 * loaded.spec.d_ff}", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["weights_source"] == "stored"
+    assert resolve("gpt2").source is None and resolve(str(folder / "config.json")).source is None
+
+
 def test_a_hub_id_without_the_extra_is_refused_offline_too(monkeypatch, run_cli):
     import sys
 

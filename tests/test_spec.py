@@ -191,3 +191,86 @@ def test_describing_blocks_may_interleave_and_close_in_any_order(monkeypatch):
     assert not blocks._held
     blocks.describe(archspec.preset("gpt2"))
     assert len(calls) == 5  # outside every block: described anew
+
+
+# ---------------------------------------------------------------- the token mixer's name: mixer, and attention
+
+MIXED = (
+    'name = "mixed"\nvocab_size = 64\nd_model = 32\ndecoder_layers = 4\nn_heads = 4\nmax_positions = 64\n'
+    'position = "none"\nnorm = "rmsnorm"\n{top}\n[kinds.ssm]\n{kind} = {{ kind = "mamba2", heads = 2, head_dim = 16 }}\n'
+    '[kinds.local]\n{kind} = {{ sliding_window = 8 }}\n[layers]\npattern = ["ssm", "local"]\n'
+)
+
+
+@pytest.mark.parametrize("top", ['[{}]\nqk_norm = "head"', '{} = {{ qk_norm = "head" }}'])
+def test_attention_is_read_as_mixer_in_files_and_kinds(tmp_path, top):
+    """A file written before the mixer had its name (`attention`, at the top and in a kind) loads to the
+    spec of the same file that says `mixer`: the file format is a contract."""
+    specs = {}
+    for name in ("attention", "mixer"):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(MIXED.format(top=top.format(name), kind=name))
+        specs[name] = load_spec(path)
+    older, newer = specs["attention"], specs["mixer"]
+    assert older == newer and older.mixer.qk_norm == "head" and older.kinds["ssm"].mixer == newer.kinds["ssm"].mixer
+    assert older.kind_spec("ssm").mixer.kind == "mamba2" and older.kind_spec("local").mixer.sliding_window == 8
+    assert "attention" not in older.model_fields_set and "attention" not in older.model_dump()
+
+
+def test_attention_is_mixer_for_python_callers():
+    """`spec.attention` reads the mixer; `replace` and the constructor take either name, dotted or not."""
+    base = dict(name="toy", vocab_size=64, d_model=32, decoder_layers=2, n_heads=4, max_positions=64)
+    older = ModelSpec(**base, attention={"sliding_window": 8})
+    assert older == ModelSpec(**base, mixer={"sliding_window": 8}) and older.attention is older.mixer
+    assert older.replace(**{"attention.sliding_window": 16}) == older.replace(**{"mixer.sliding_window": 16})
+    assert older.replace(**{"attention.sliding_window": 16}).mixer.sliding_window == 16
+    mamba = {"kind": "mamba", "d_inner": 64, "dt_rank": 2}
+    assert older.replace(attention=mamba).mixer.kind == "mamba" == older.replace(mixer=mamba).attention.kind
+
+
+BOTH = "mixer and attention name the same table (attention is its older name); give one of them"
+
+
+def test_mixer_and_attention_at_once_is_one_error(tmp_path, run_cli):
+    base = dict(name="toy", vocab_size=64, d_model=32, decoder_layers=2, n_heads=4, max_positions=64)
+    with pytest.raises(ValidationError, match="give one of them"):
+        ModelSpec(**base, attention={}, mixer={})
+    with pytest.raises(SpecError, match="give one of them"):
+        ModelSpec(**base).replace(**{"attention.sliding_window": 8, "mixer.sliding_window": 8})
+    path = tmp_path / "both.toml"
+    path.write_text(MIXED.format(top='[attention]\nqk_norm = "head"\n[mixer]\nqk_norm = "head"', kind="mixer"))
+    code, out, err = run_cli("params", str(path))
+    assert code == 2 and out == "" and err == f"archspec: error: {path}: {BOTH}\n"
+    path.write_text(MIXED.format(top="", kind="mixer").replace("[kinds.local]\n", "[kinds.local]\nattention = {}\n"))
+    code, _, err = run_cli("params", str(path))
+    assert code == 2 and err == f"archspec: error: {path}: kinds.local: {BOTH}\n"
+    code, _, err = run_cli("params", "gpt2", "--set", "attention.qk_norm=head", "--set", "mixer.qk_norm=head")
+    assert code == 2 and err == f"archspec: error: gpt2 with --set: {BOTH}\n"
+
+
+def test_a_bad_field_is_named_as_the_file_names_the_mixer(tmp_path, run_cli):
+    for name in ("attention", "mixer"):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(MIXED.format(top=f"[{name}]\nsliding_window = 0", kind=name))
+        code, _, err = run_cli("params", str(path))
+        assert code == 2 and f": {name}.sliding_window: " in err and err.count("\n") == 1, err
+
+
+def test_set_reads_either_name(run_json):
+    older = run_json("params", "gpt2", "--set", "attention.qk_norm=head")
+    assert older == run_json("params", "gpt2", "--set", "mixer.qk_norm=head") != run_json("params", "gpt2")
+
+
+def test_presets_defaults_and_a_model_may_name_the_mixer_differently(tmp_path, run_json):
+    """A presets file's [defaults] saying `attention` and a model saying `mixer`: the model's table wins,
+    as it would under one name."""
+    head = '[defaults]\nvocab_size = 64\nd_model = 32\ndecoder_layers = 2\nn_heads = 4\nmax_positions = 64\n'
+    older = head + '[defaults.attention]\nqk_norm = "head"\n[models.toy]\nsummary = "toy"\nsource = "here"\n'
+    (tmp_path / "a.toml").write_text(older + '[models.toy.mixer]\nsliding_window = 8\n')
+    (tmp_path / "b.toml").write_text(older.replace("defaults.attention", "defaults.mixer")
+                                     + '[models.toy.mixer]\nsliding_window = 8\n')  # fmt: skip
+    from archspec.io.catalog import load_family_file
+
+    (a,) = load_family_file(tmp_path / "a.toml")
+    (b,) = load_family_file(tmp_path / "b.toml")
+    assert a.spec == b.spec and a.spec.mixer.sliding_window == 8 and a.spec.mixer.qk_norm is False

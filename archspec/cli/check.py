@@ -3,7 +3,7 @@ tensor by tensor; exit 1 when they differ."""
 
 from __future__ import annotations
 
-from archspec.cli.models import read_specs
+from archspec.cli.models import read_loaded
 from archspec.cli.output import EXIT_OK, render
 from archspec.core.errors import SpecError
 
@@ -43,13 +43,13 @@ def to_dict(r) -> dict:
     }
 
 
-def report(spec):
-    """The check of one resolved spec (a SpecError where there is nothing to check it by)."""
+def report(loaded):
+    """The check of one resolved model (archspec.io.loading.Loaded: the spec and its source; a SpecError
+    where there is nothing to check it by)."""
     from archspec.sources.check import check
     from archspec.sources.names import known_types, layouts
-    from archspec.sources.resolve import source_of
 
-    source = source_of(spec)
+    spec, source = loaded.spec, loaded.source
     if source is None or not source.tensors:
         what = "its Hub repository holds no safetensors" if source is not None else "it is not a checkpoint"
         raise SpecError(
@@ -80,8 +80,9 @@ def run(args) -> int:
     from archspec.count.params import count_params
     from archspec.render.text import exact, human, human_bytes, table
 
-    specs = read_specs(args)
-    reports = [report(spec) for spec in specs]
+    read = read_loaded(args)
+    specs = [loaded.spec for loaded in read]
+    reports = [report(loaded) for loaded in read]
     objects = [to_dict(r) for r in reports]
 
     def people() -> str:

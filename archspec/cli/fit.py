@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from archspec.cli.models import read_specs
+from archspec.cli.models import read_loaded
 from archspec.cli.options import accelerators, gpu_option, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
 from archspec.core.errors import SpecError
@@ -131,8 +131,10 @@ def _engine_note(args) -> str:
     e = engine(args.engine or DEFAULT_ENGINE)
     if args.gpu_memory_utilization is not None:
         return f"--gpu-memory-utilization {args.gpu_memory_utilization:g} of each device for weights and KV cache"
-    return (f"{e.name}, {e.fraction:g} of each device for weights and KV cache ({e.source}; --engine, "
-            "--gpu-memory-utilization)")
+    return (
+        f"{e.name}, {e.fraction:g} of each device for weights and KV cache ({e.source}; --engine, "
+        "--gpu-memory-utilization)"
+    )
 
 
 def run(args) -> int:
@@ -150,12 +152,15 @@ def run(args) -> int:
     objects, blocks = [], []
     from archspec.sources.resolve import stored, weights_of
 
-    for spec in read_specs(args):
+    for loaded in read_loaded(args):
+        spec = loaded.spec
         seq_len, clamped = context_seq_len(spec, args.seq_len)
         rows, memo = [], {}
         given = args.weights if args.task == "inference" else None
-        as_stored, stored_note = weights_of(spec, given) if args.task == "inference" else (None, None)
-        extra = {"weights_source": "stored", "stored": stored(spec).to_dict()} if as_stored and not given else {}
+        as_stored, stored_note = weights_of(loaded.source, given) if args.task == "inference" else (None, None)
+        extra = (
+            {"weights_source": "stored", "stored": stored(loaded.source).to_dict()} if as_stored and not given else {}
+        )
         every = tuple(STORAGE) if args.task == "inference" else DTYPES[args.task]
         for acc in accs:
             for dtype in (as_stored,) if as_stored else every:

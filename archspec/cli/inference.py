@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from archspec.cli.models import read_specs
+from archspec.cli.models import read_loaded
 from archspec.cli.options import (
     DTYPE_HELP,
     dtype_name,
@@ -106,8 +106,9 @@ def run(args) -> int:
     from archspec.sources.resolve import stored, weights_of
 
     objects, blocks, code = [], [], EXIT_OK
-    for spec in read_specs(args):
-        weights, stored_note = weights_of(spec, args.weights or args.dtype)
+    for loaded in read_loaded(args):
+        spec = loaded.spec
+        weights, stored_note = weights_of(loaded.source, args.weights or args.dtype)
         weights = weights or "bf16"
         e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
                                args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
@@ -117,7 +118,7 @@ def run(args) -> int:
         obj = e.to_dict()
         if stored_note:
             obj.update(weights_source="option" if args.weights or args.dtype else "stored",
-                       stored=stored(spec).to_dict())  # fmt: skip
+                       stored=stored(loaded.source).to_dict())  # fmt: skip
         used = e.weights_bytes + e.kv_cache_bytes
         context = e.prompt_len + e.gen_len
         lay = e.layout

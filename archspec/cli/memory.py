@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from archspec.cli.models import read_specs
+from archspec.cli.models import read_loaded
 from archspec.cli.options import dtype_name, one_gpu_option, positive_int, storage_args, workload_args
 from archspec.cli.output import EXIT_OK, by_kind, fraction, render
 from archspec.core.errors import SpecError
@@ -98,21 +98,23 @@ def run(args) -> int:
     acc = accelerator(args.gpu) if args.gpu else None
     batch = _memory_batch(args)
     objects, blocks = [], []
-    for spec in read_specs(args):
-        m, obj, stored_note = _estimate(spec, args, batch, acc)
+    for loaded in read_loaded(args):
+        m, obj, stored_note = _estimate(loaded, args, batch, acc)
         objects.append(obj)
-        blocks.append(_text(spec, args, m, obj, acc, stored_note))
+        blocks.append(_text(loaded.spec, args, m, obj, acc, stored_note))
     render(args, objects, lambda: "\n\n".join(blocks) + "\nGiB = 2^30 bytes; --format json gives exact bytes.")
     return EXIT_OK
 
 
-def _estimate(spec, args, batch: int, acc):
-    """One model's estimate under the options, its JSON object (with what the accelerator holds), and the
-    note on where its weights' format came from (None: from --dtype)."""
+def _estimate(loaded, args, batch: int, acc):
+    """One model's estimate under the options (archspec.io.loading.Loaded: its spec, and its source for the
+    stored weights), its JSON object (with what the accelerator holds), and the note on where its weights'
+    format came from (None: from --dtype)."""
     from archspec.memory import estimate_memory, fits, max_micro_batch, parallel_layout
     from archspec.sources.resolve import stored, weights_of
 
-    weights, stored_note = weights_of(spec, args.weights)
+    spec = loaded.spec
+    weights, stored_note = weights_of(loaded.source, args.weights)
     lay = parallel_layout(spec, args.gpus, args.tp, args.pp, args.zero)
     options = dict(seq_len=args.seq_len, dtype=args.dtype, optimizer=args.optimizer, recompute=args.recompute,
                    src_len=args.src_len, fp32_grads=args.fp32_grads, dropout=args.dropout,
@@ -123,7 +125,7 @@ def _estimate(spec, args, batch: int, acc):
     m = estimate_memory(spec, batch, global_batch=args.global_batch, **options)
     obj = m.to_dict()
     if stored_note:
-        obj.update(weights_source="option" if args.weights else "stored", stored=stored(spec).to_dict())
+        obj.update(weights_source="option" if args.weights else "stored", stored=stored(loaded.source).to_dict())
     if acc:
         verdict = fits(m, acc.memory_bytes)
         obj.update(accelerator=acc.name, accelerator_memory_bytes=acc.memory_bytes,

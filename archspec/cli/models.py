@@ -9,25 +9,32 @@ from archspec.core.errors import NoAdapter, SpecError
 
 
 def read_specs(args: argparse.Namespace, default_all: bool = False):
-    from archspec.io.catalog import preset_names, resolve_model
+    return [loaded.spec for loaded in read_loaded(args, default_all)]
+
+
+def read_loaded(args: argparse.Namespace, default_all: bool = False) -> list:
+    """archspec.io.loading.Loaded per MODEL argument (every preset where none is given and `default_all`):
+    the spec with --set applied, its notes and, for a checkpoint or a Hub id, its source."""
+    from archspec.io.catalog import preset_names, resolve
     from archspec.io.loading import parse_assignments
 
     overrides = parse_assignments(args.overrides)
     refs = list(args.models or [])
     if not refs and default_all:
         refs = preset_names()
-    return [resolve_model(ref, overrides) for ref in refs]
+    return [resolve(ref, overrides) for ref in refs]
 
 
 def read_models(args: argparse.Namespace, batch: int = 1, seq_len: int | None = None) -> list:
     """Specs, and for a config.json whose model_type has no adapter, what building transformers' model on
     the meta device measures (archspec.reference.hf_fallback.Measured: labelled measured, never analytic)."""
-    return [model for model, _ in read_models_and_notes(args, batch, seq_len)]
+    return [model for model, _, _ in read_models_and_notes(args, batch, seq_len)]
 
 
 def read_models_and_notes(args: argparse.Namespace, batch: int = 1, seq_len: int | None = None) -> list[tuple]:
-    """(model, notes) per MODEL argument: read_models' models, each with what reading it told the user
-    (a Hugging Face config.json's notes; nothing for a preset, a spec file or a measured model)."""
+    """(model, notes, source) per MODEL argument: read_models' models, each with what reading it told the
+    user (a Hugging Face config.json's notes; nothing for a preset, a spec file or a measured model) and
+    where a checkpoint or a Hub id was read from (None for anything else)."""
     from archspec.io.catalog import resolve
     from archspec.io.loading import parse_assignments
 
@@ -36,9 +43,9 @@ def read_models_and_notes(args: argparse.Namespace, batch: int = 1, seq_len: int
     for ref in list(args.models or []):
         try:
             loaded = resolve(ref, overrides)
-            out.append((loaded.spec, loaded.notes))
+            out.append((loaded.spec, loaded.notes, loaded.source))
         except NoAdapter as exc:
-            out.append((measure(exc, bool(overrides), batch, seq_len), ()))
+            out.append((measure(exc, bool(overrides), batch, seq_len), (), None))
     return out
 
 

@@ -50,12 +50,12 @@ def run(args) -> int:
     from archspec.render.text import exact, human, pct, signed_pct, table
 
     read = read_models_and_notes(args)
-    specs, notes = [m for m, _ in read], [said for _, said in read]
+    specs, notes = [m for m, _, _ in read], [said for _, said, _ in read]
     counts = [s if is_measured(s) else count_params(s, mtp=getattr(args, "mtp", False)) for s in specs]
     objects = [c.params_dict() if is_measured(c) else c.to_dict() for c in counts]
     from archspec.sources.resolve import stored
 
-    held = [None if is_measured(s) else stored(s) for s in specs]
+    held = [stored(source) for _, _, source in read]
     for obj, said, s in zip(objects, notes, held):
         if said:
             obj["notes"] = list(said)

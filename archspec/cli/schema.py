@@ -18,7 +18,7 @@ def run(args) -> int:
     from archspec.render.text import table
     from archspec.spec.model import SUBTABLES, TABLES, ModelSpec
 
-    schema = ModelSpec.model_json_schema()
+    schema = _with_older_names(ModelSpec.model_json_schema())
     if args.format in ("json", None):
         emit(json.dumps(schema, indent=2))
         return EXIT_OK
@@ -30,9 +30,10 @@ def run(args) -> int:
         if "enum" in info:
             kind = " | ".join(info["enum"])
         default = "required" if name in required else fmt_value(info.get("default", "derived"))
-        if name in SUBTABLES:  # a kind, or a table with one: its kinds and the default one
-            kind = "table: kind " + " | ".join(SUBTABLES[name])
-            default = ModelSpec.model_fields[name].default_factory().kind
+        field = "mixer" if name == "attention" else name  # the older name of the same table
+        if field in SUBTABLES:  # a kind, or a table with one: its kinds and the default one
+            kind = "table: kind " + " | ".join(SUBTABLES[field])
+            default = ModelSpec.model_fields[field].default_factory().kind
         elif name in TABLES:
             fields = ", ".join(TABLES[name].model_fields)
             kind = f"boolean | table {{{fields}}}" if name == "bias" else f"table {{{fields}}}"
@@ -45,3 +46,20 @@ def run(args) -> int:
     else:
         emit(table(rows, ["field", "type", "default", "meaning"], args.format))
     return EXIT_OK
+
+
+def _with_older_names(schema: dict) -> dict:
+    """`attention`, the token mixer's older name, beside `mixer` (in the spec and in a layer kind) as the
+    deprecated property it is: files that say it stay valid against the schema."""
+    for where in (schema, schema["$defs"]["LayerKind"]):
+        props = {}
+        for name, info in where["properties"].items():
+            props[name] = info
+            if name == "mixer":
+                props["attention"] = {
+                    **info,
+                    "deprecated": True,
+                    "description": "the older name of mixer, still read; give one of them",
+                }
+        where["properties"] = props
+    return schema

@@ -87,11 +87,16 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 def describe_validation_error(
-    err: ValidationError, where: str = "", fields: Iterable[str] = (), unions: Mapping[str, Iterable[str]] = {}
+    err: ValidationError,
+    where: str = "",
+    fields: Iterable[str] = (),
+    unions: Mapping[str, Iterable[str]] = {},
+    written: Mapping[str, str] = {},
 ) -> str:
     """pydantic's multi-line report as one line: 'where: field: problem (got value)'. `fields`: the
     model's field names (an unknown one gets a suggestion); `unions`: field -> the kinds of its tagged
-    union, whose tag pydantic writes into the location ('mlp.moe.experts' is shown as 'mlp.experts')."""
+    union, whose tag pydantic writes into the location ('mlp.moe.experts' is shown as 'mlp.experts');
+    `written`: field -> the name the input gave it (an older name), shown instead."""
     fields = list(fields)
     parts = []
     either = set()  # fields given as one of two forms (bias: a bool or a table), reported once
@@ -106,6 +111,8 @@ def describe_validation_error(
             e = {**e, "loc": ("bias", *e["loc"][2:])}  # a field of the table
         if len(e["loc"]) >= 2 and e["loc"][0] in unions and e["loc"][1] in unions[e["loc"][0]]:
             e = {**e, "loc": (e["loc"][0], *e["loc"][2:])}  # 'mlp.moe.experts' -> 'mlp.experts'
+        if e["loc"] and e["loc"][0] in written:
+            e = {**e, "loc": (written[e["loc"][0]], *e["loc"][1:])}
         loc = ".".join(clip(str(p)) for p in e["loc"])
         msg = e["msg"]
         if msg.startswith("Value error, "):

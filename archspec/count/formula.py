@@ -29,8 +29,8 @@ SYMBOLS = {
     "decoder_layers": "L", "encoder_layers": "L_enc", "d_model": "d", "vocab_size": "V", "max_positions": "T",
     "n_heads": "h", "n_kv_heads": "h_kv", "d_head": "d_h", "d_value": "d_v", "d_ff": "f", "type_vocab_size": "V_type",
     "mlp.experts": "E", "mlp.top_k": "k", "mlp.d_expert": "f_e", "mlp.d_shared": "f_s",
-    "mlp.d_dense": "f_dense", "attention.sliding_window": "w", "attention.q_rank": "r_q", "attention.kv_rank": "r_kv",
-    "attention.rope_dims": "d_rope",
+    "mlp.d_dense": "f_dense", "mixer.sliding_window": "w", "mixer.q_rank": "r_q", "mixer.kv_rank": "r_kv",
+    "mixer.rope_dims": "d_rope",
 }  # fmt: skip
 PLACES = ("mlp.dense_layers",)  # fields that place layers of a kind (counted as a run): numbers in the formula
 # the order factors are written in within a term: counts before widths (V·d, T·d, as the seed formula writes)

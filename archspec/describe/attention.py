@@ -43,7 +43,7 @@ class AttentionShape(NamedTuple):
 
     @classmethod
     def of(cls, spec: ModelSpec) -> "AttentionShape":
-        b, att = spec.biases, spec.attention
+        b, att = spec.biases, spec.mixer
         gated, shared = (att.gate, att.shared_kv) if att.kind == "standard" else (False, False)
         # proportional rotary turns the whole head (its unrotated pairs at frequency 0), as transformers does
         p = spec.position
@@ -101,7 +101,7 @@ class LatentShape(NamedTuple):
 
     @classmethod
     def of(cls, spec: ModelSpec) -> "LatentShape":
-        a, b = spec.attention, spec.biases
+        a, b = spec.mixer, spec.biases
         return cls(spec.d_model, spec.n_heads, spec.d_head, spec.d_value, a.q_rank, a.kv_rank, a.rope_dims,
                    b.qkv, b.out)  # fmt: skip
 
@@ -137,7 +137,7 @@ class LatentShape(NamedTuple):
 def _qk_norms(spec: ModelSpec, a: AttentionShape) -> tuple[Entry, ...]:
     """QK-norm: per head over d_head with one weight shared by the heads (true or 'head'), over all
     heads at once ('full': one weight of heads x d_head), or the weightless L2 norm per head ('l2')."""
-    mode = spec.attention.qk_norm
+    mode = spec.mixer.qk_norm
     if not mode:
         return ()
     if mode == "full":
@@ -152,7 +152,7 @@ def _qk_norms(spec: ModelSpec, a: AttentionShape) -> tuple[Entry, ...]:
 def _indexer(spec: ModelSpec, lat: LatentShape, keys: Rows) -> tuple[tuple[Entry, ...], tuple[Cached, ...]]:
     """DeepSeek-V3.2's indexer beside latent attention: its own query heads and one shared key (its entries),
     and the keys it caches."""
-    ix, d = spec.attention.indexer, spec.d_model
+    ix, d = spec.mixer.indexer, spec.d_model
     entries = (Linear("indexer.wq_b", lat.q_rank, ix.heads * ix.d_head, False),
                Linear("indexer.wk", d, ix.d_head, False),
                Norm("indexer.k_norm", ix.d_head, "layernorm", affine="weight_bias"),
@@ -166,7 +166,7 @@ def _indexer(spec: ModelSpec, lat: LatentShape, keys: Rows) -> tuple[tuple[Entry
 def _self_attention_options(spec: ModelSpec, a: AttentionShape) -> tuple[Entry, ...]:
     """The entries of standard self-attention's options: sinks, DeBERTa's and Transformer-XL's position
     terms, the output gate."""
-    att, p, d = spec.attention, spec.position, spec.d_model
+    att, p, d = spec.mixer, spec.position, spec.d_model
     extra: tuple[Entry, ...] = ()
     if att.sinks:
         extra += (Param("sinks", (a.heads,)),)
@@ -195,7 +195,7 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
     limit = None
     extra: tuple[Entry, ...] = ()
     index_keys: tuple[Cached, ...] = ()
-    if spec.attention.kind == "latent":
+    if spec.mixer.kind == "latent":
         lat = LatentShape.of(spec)
         a = lat.attend_shape()
         if lat.q_rank:
@@ -212,10 +212,10 @@ def attention_part(spec: ModelSpec, stack: StackShape, cross: bool, layer: str |
         rotated = (a.heads + 1) * lat.rope_dims  # every query head and the one shared rotary key
         kv_per_token = lat.kv_per_token
         out_bias = lat.out_bias
-        if spec.attention.indexer is not None:
+        if spec.mixer.indexer is not None:
             extra, index_keys = _indexer(spec, lat, keys)
     else:
-        att = spec.attention
+        att = spec.mixer
         a = AttentionShape.of(spec)
         if cross:
             projections = (Linear("q", d, a.q, a.qkv_bias), Linear("kv", d, a.k + a.v, a.qkv_bias, rows="source"))

@@ -306,7 +306,7 @@ def _block_body(spec: ModelSpec, stack: StackShape, layer: str | None) -> list[P
     Falcon-H1) is one sub-layer of two parts, the attention and the mixer, on one norm and one residual."""
     layer = layer or f"{stack.name}.layers.{{i}}"
     sublayers: list[tuple[str, list[Part]]] = []
-    mixer = spec.attention.kind
+    mixer = spec.mixer.kind
     if mixer in MIXERS:
         sublayers.append(("mixer", [MIXER_PARTS[mixer](spec, stack, layer)]))
     elif mixer != "none":
@@ -314,8 +314,8 @@ def _block_body(spec: ModelSpec, stack: StackShape, layer: str | None) -> list[P
         p = spec.position  # umT5: the layer's own relative bias table
         if p.kind == "relative" and p.per_layer:
             parts.append(relative_bias_part(spec, stack, layer))
-        if mixer == "standard" and spec.attention.ssm is not None:  # Falcon-H1: a Mamba-2 mixer beside it
-            ssm = MIXER_PARTS["mamba2"](spec, stack, layer, spec.attention.ssm)
+        if mixer == "standard" and spec.mixer.ssm is not None:  # Falcon-H1: a Mamba-2 mixer beside it
+            ssm = MIXER_PARTS["mamba2"](spec, stack, layer, spec.mixer.ssm)
             parts.append(ssm._replace(shares_input=True))  # its input: the normalised x the attention reads
         sublayers.append(("attention", parts))
     if stack.cross:

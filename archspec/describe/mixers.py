@@ -37,7 +37,7 @@ def mamba_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
     """Mamba (Jamba's JambaMambaMixer): in_proj d -> 2 I (x and the gate z), conv1d over I, x_proj
     I -> R + 2 N (dt, B, C; Jamba's RMSNorms on each), dt_proj R -> I with a bias, A_log (I, N), D
     (I), out_proj I -> d. State: I x N per sequence."""
-    m, d = spec.attention, spec.d_model
+    m, d = spec.mixer, spec.d_model
     I, N, R, K = m.d_inner, m.d_state, m.dt_rank, m.d_conv
     norms: tuple[Entry, ...] = ()
     if m.dt_norms:
@@ -68,7 +68,7 @@ def mamba2_part(spec: ModelSpec, stack: StackShape, layer: str, m: Mamba2Mixer |
     x, B, C; dt), conv1d over x, B, C, dt_bias, A_log and D per head, the gated RMSNorm over I in G
     groups (or none: y * silu(z)), out_proj I -> d. State: H x P x N per sequence. `m`: the mixer
     table (default: the layer's attention; Falcon-H1's, beside its attention, attention.ssm)."""
-    m, d = m or spec.attention, spec.d_model
+    m, d = m or spec.mixer, spec.d_model
     H, P, N, G, K = m.heads, m.head_dim, m.d_state, m.groups, m.d_conv
     I = H * P
     conv = I + 2 * G * N
@@ -97,7 +97,7 @@ def gated_deltanet_part(spec: ModelSpec, stack: StackShape, layer: str) -> Part:
     as in_proj_qkv, in_proj_z, in_proj_b, in_proj_a; conv1d over q, k, v without a bias; dt_bias and
     A_log per value head; the gated RMSNorm over each value head (one weight of dv); out_proj
     Hv dv -> d. State: Hv x dk x dv per sequence."""
-    m, d = spec.attention, spec.d_model
+    m, d = spec.mixer, spec.d_model
     Hk, Hv, dk, dv, K = m.key_heads, m.value_heads, m.d_key, m.d_value_head, m.d_conv
     kd, vd = Hk * dk, Hv * dv
     conv = 2 * kd + vd

@@ -49,7 +49,7 @@ def _windows(cfg: Config, sliding: list[bool], rotary: list[bool]) -> dict[str, 
         names.append(name)
         kind: dict[str, Any] = {}
         if s:
-            kind["attention"] = {"sliding_window": window}
+            kind["mixer"] = {"sliding_window": window}
         if not r:
             kind["position"] = "none"
         kinds[name] = kind
@@ -58,9 +58,9 @@ def _windows(cfg: Config, sliding: list[bool], rotary: list[bool]) -> dict[str, 
 
 def _merge_attention(out: dict[str, Any], **fields: Any) -> dict[str, Any]:
     """Add attention fields (qk_norm, scale) to the model's attention table, kinds left alone."""
-    table = dict(out.get("attention") or {"kind": "standard"})
+    table = dict(out.get("mixer") or {"kind": "standard"})
     table.update(fields)
-    return {**out, "attention": table}
+    return {**out, "mixer": table}
 
 
 # ---------------------------------------------------------------- Seed-OSS, Ministral, SmolLM3
@@ -215,7 +215,7 @@ def _phimoe(cfg: Config, where: str) -> dict[str, Any]:
     if cfg["lm_head_bias"]:
         out["head"] = {"kind": "lm", "bias": True}
     if cfg.get("sliding_window"):
-        out["attention"] = {"kind": "standard", "sliding_window": cfg["sliding_window"]}
+        out["mixer"] = {"kind": "standard", "sliding_window": cfg["sliding_window"]}
     return out
 
 

@@ -45,7 +45,7 @@ def _latent(cfg: Config, where: str) -> dict[str, Any]:
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
         "d_head": cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"],
         "d_value": cfg["v_head_dim"],
-        "attention": attention,
+        "mixer": attention,
         "mlp": moe,
         "position": rope(cfg, interleaved=bool(interleaved)),
     }
@@ -67,7 +67,7 @@ def _v32(cfg: Config, where: str) -> dict[str, Any]:
     index_n_heads x index_head_dim, top index_topk keys per query) on every layer; the MLPs follow
     mlp_layer_types. The multi-token-prediction layers (num_nextn_predict_layers) are the spec's `mtp`."""
     out = _latent({**cfg, "first_k_dense_replace": _dense_prefix(cfg)}, where)
-    out["attention"]["indexer"] = {"heads": cfg["index_n_heads"], "d_head": cfg["index_head_dim"],
+    out["mixer"]["indexer"] = {"heads": cfg["index_n_heads"], "d_head": cfg["index_head_dim"],
                                    "topk": cfg["index_topk"]}  # fmt: skip
     out["mlp"].update(scoring="sigmoid")
     if cfg["routed_scaling_factor"] != 1:

@@ -92,7 +92,7 @@ def _modernbert(cfg: Config, where: str) -> dict[str, Any]:
                  "bias": bool(cfg["decoder_bias"])},
     }  # fmt: skip
     local = {
-        "attention": {"sliding_window": cfg["local_attention"] // 2 + 1},
+        "mixer": {"sliding_window": cfg["local_attention"] // 2 + 1},
         "position": {"base": _modernbert_theta(cfg, "sliding_attention", "local_rope_theta", 10000.0)},
     }
     kinds = {"full_attention": ("global", {}), "sliding_attention": ("local", local)}
@@ -144,7 +144,7 @@ def _deberta(cfg: Config, where: str) -> dict[str, Any]:
                             "norm": "layer_norm" in str(cfg.get("norm_rel_ebd") or "none").lower()}  # fmt: skip
     factor = 1 + sum(t in types for t in ("c2p", "p2c"))
     if factor > 1:
-        data["attention"] = {"kind": "standard", "scale": (d_head * factor) ** -0.5}
+        data["mixer"] = {"kind": "standard", "scale": (d_head * factor) ** -0.5}
     return data
 
 

@@ -253,12 +253,12 @@ def kv_heads(cfg: Config, where: str) -> dict[str, Any]:
 
 def window(key: str = "sliding_window") -> Callable[[Config, str], dict[str, Any]]:
     """A sliding window on every layer (Mistral, Phi-3, StarCoder2); null means full attention."""
-    return lambda cfg, where: {"attention": {"kind": "standard", "sliding_window": cfg[key]}} if cfg.get(key) else {}
+    return lambda cfg, where: {"mixer": {"kind": "standard", "sliding_window": cfg[key]}} if cfg.get(key) else {}
 
 
 # ---------------------------------------------------------------- per-layer kinds
 
-_SUBTABLE_DEFAULTS = {"attention": "standard", "mlp": "dense", "position": "rotary"}
+_SUBTABLE_DEFAULTS = {"mixer": "standard", "mlp": "dense", "position": "rotary"}
 
 
 def _merge_table(base: Any, override: Any) -> Any:

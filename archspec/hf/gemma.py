@@ -42,7 +42,7 @@ def _gemma2(cfg: Config, where: str) -> dict[str, Any]:
     if cfg.get("sliding_window"):
         # layer_types: sliding_attention on layers 0, 2, 4, ..., full attention on the others
         attention.update(sliding_window=cfg["sliding_window"], sliding_layers="even")
-    out = _gemma(cfg, where) | {"attention": attention}
+    out = _gemma(cfg, where) | {"mixer": attention}
     if cfg.get("final_logit_softcapping"):
         out["head"] = {"kind": "lm", "softcap": float(cfg["final_logit_softcapping"])}
     return out
@@ -62,7 +62,7 @@ def _gemma3(cfg: Config, where: str) -> dict[str, Any]:
     data: dict[str, Any] = {
         "position": {"kind": "rotary", "base": global_base},
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
-        "attention": attention,
+        "mixer": attention,
     }
     if cfg.get("final_logit_softcapping"):
         data["head"] = {"kind": "lm", "softcap": float(cfg["final_logit_softcapping"])}
@@ -75,7 +75,7 @@ def _gemma3(cfg: Config, where: str) -> dict[str, Any]:
                 f"{where}: layer_types entry {t!r} is not supported; supported: full_attention, sliding_attention"
             )
         if t == "sliding_attention" and cfg.get("sliding_window"):
-            per_layer.append(("local", {"attention": {"sliding_window": cfg["sliding_window"]},
+            per_layer.append(("local", {"mixer": {"sliding_window": cfg["sliding_window"]},
                                         "position": {"base": local_base}}))  # fmt: skip
         elif t == "sliding_attention":
             per_layer.append(("local", {"position": {"base": local_base}}))
@@ -121,7 +121,7 @@ def _gemma4(cfg: Config, where: str) -> dict[str, Any]:
     data: dict[str, Any] = {
         "position": {"kind": "rotary", **_gemma4_rope(cfg, "sliding_attention", where)},
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
-        "attention": attention,
+        "mixer": attention,
     }
     if cfg.get("final_logit_softcapping"):
         data["head"] = {"kind": "lm", "softcap": float(cfg["final_logit_softcapping"])}
@@ -135,7 +135,7 @@ def _gemma4(cfg: Config, where: str) -> dict[str, Any]:
     global_kind: dict[str, Any] = {"d_head": cfg["global_head_dim"],
                                    "position": _gemma4_rope(cfg, "full_attention", where)}  # fmt: skip
     if cfg["attention_k_eq_v"]:
-        global_kind["attention"] = {"shared_kv": True}
+        global_kind["mixer"] = {"shared_kv": True}
         if cfg.get("num_global_key_value_heads") is not None:
             global_kind["n_kv_heads"] = cfg["num_global_key_value_heads"]
     per_layer = []
@@ -144,7 +144,7 @@ def _gemma4(cfg: Config, where: str) -> dict[str, Any]:
             raise SpecError(
                 f"{where}: layer_types entry {t!r} is not supported; supported: full_attention, sliding_attention"
             )
-        per_layer.append(("local", {"attention": {"sliding_window": cfg["sliding_window"]}}) if t == "sliding_attention"
+        per_layer.append(("local", {"mixer": {"sliding_window": cfg["sliding_window"]}}) if t == "sliding_attention"
                          else ("global", global_kind))  # fmt: skip
     return data | place(data, per_layer)
 

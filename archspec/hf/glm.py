@@ -56,7 +56,7 @@ def _glm4_moe(cfg: Config, where: str) -> dict[str, Any]:
         "mlp": moe,
     }
     if cfg["use_qk_norm"]:
-        out["attention"] = {"kind": "standard", "qk_norm": "head"}
+        out["mixer"] = {"kind": "standard", "qk_norm": "head"}
     if cfg["num_mtp_layers"]:
         out["mtp"] = {"modules": cfg["num_mtp_layers"]}
     return out

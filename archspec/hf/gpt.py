@@ -23,7 +23,7 @@ from archspec.hf.llama import _LLAMA_FIELDS
 
 
 def _gpt2(cfg: Config, where: str) -> dict[str, Any]:
-    return {"attention": {"kind": "standard", "scale": 1.0}} if not cfg["scale_attn_weights"] else {}
+    return {"mixer": {"kind": "standard", "scale": 1.0}} if not cfg["scale_attn_weights"] else {}
 
 
 def _gpt_neo_layers(cfg: Config) -> list[str]:
@@ -57,7 +57,7 @@ def _gpt_neo(cfg: Config, where: str) -> dict[str, Any]:
     layers = _sliding_layers([k == "local" for k in _gpt_neo_layers(cfg)])
     if layers != "none":
         attention.update(sliding_window=cfg["window_size"], sliding_layers=layers)
-    return {"attention": attention}
+    return {"mixer": attention}
 
 
 def _gptj(cfg: Config, where: str) -> dict[str, Any]:
@@ -115,7 +115,7 @@ def _falcon(cfg: Config, where: str) -> dict[str, Any]:
 def _phi(cfg: Config, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {"position": rope(cfg, default_fraction=0.5), "head": {"kind": "lm", "bias": True}}
     if cfg["qk_layernorm"]:
-        out["attention"] = {"kind": "standard", "qk_norm": True}
+        out["mixer"] = {"kind": "standard", "qk_norm": True}
     return out
 
 
@@ -123,7 +123,7 @@ def _gpt_bigcode(cfg: Config, where: str) -> dict[str, Any]:
     """GPTBigCode: GPT-2's block with one key/value head when multi_query (c_attn: d + 2 * d_head rows)."""
     out: dict[str, Any] = {"n_kv_heads": 1 if cfg["multi_query"] else cfg["n_head"]}
     if not cfg["scale_attn_weights"]:
-        out["attention"] = {"kind": "standard", "scale": 1.0}
+        out["mixer"] = {"kind": "standard", "scale": 1.0}
     return out
 
 
@@ -143,7 +143,7 @@ def _mpt(cfg: Config, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {"d_ff": 4 * cfg["d_model"]}
     scale = _table(cfg, "attn_config").get("softmax_scale")
     if scale is not None:
-        out["attention"] = {"kind": "standard", "scale": float(scale)}
+        out["mixer"] = {"kind": "standard", "scale": float(scale)}
     return out
 
 

@@ -39,7 +39,7 @@ from archspec.hf.llama import _LLAMA_FIELDS, _LLAMA_FIXED
 def _multipliers(cfg: Config, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "position": rope(cfg),
-        "attention": {"kind": "standard", "scale": float(cfg["attention_multiplier"])},
+        "mixer": {"kind": "standard", "scale": float(cfg["attention_multiplier"])},
     }
     if cfg["embedding_multiplier"] != 1:
         out["embedding_scale"] = float(cfg["embedding_multiplier"])
@@ -106,7 +106,7 @@ def _granitemoehybrid(cfg: Config, where: str) -> dict[str, Any]:
     mamba = mamba2_of_prefixed_keys(cfg, _mamba_head_dim(cfg))
     types = cfg.get("layer_types") or ["linear_attention"] * cfg["num_hidden_layers"]
     per_layer = [_HYBRID_TYPES[t] for t in types]
-    kinds = {"mamba": {"attention": mamba}, "attention": {}}
+    kinds = {"mamba": {"mixer": mamba}, "attention": {}}
     return layered(per_layer, {k: v for k, v in kinds.items() if k in per_layer}, out)
 
 

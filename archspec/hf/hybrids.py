@@ -80,9 +80,9 @@ def _nemotron_h(cfg: Config, where: str) -> dict[str, Any]:
         "bias": biases(False, False, cfg["mlp_bias"]),
     }
     kinds: dict[str, dict[str, Any]] = {
-        "mamba": {"attention": mamba, "mlp": "none"},
+        "mamba": {"mixer": mamba, "mlp": "none"},
         "attention": {"mlp": "none"},
-        "mlp": {"attention": "none"},
+        "mlp": {"mixer": "none"},
     }
     if "moe" in per_layer:
         moe: dict[str, Any] = {
@@ -96,7 +96,7 @@ def _nemotron_h(cfg: Config, where: str) -> dict[str, Any]:
         }
         if cfg["n_shared_experts"]:
             moe["d_shared"] = cfg["moe_shared_expert_intermediate_size"]
-        kinds["moe"] = {"attention": "none", "mlp": moe}
+        kinds["moe"] = {"mixer": "none", "mlp": moe}
     return layered(per_layer, {k: v for k, v in kinds.items() if k in per_layer}, base)
 
 
@@ -132,7 +132,7 @@ def _jamba(cfg: Config, where: str) -> dict[str, Any]:
         attention = i % cfg["attn_layer_period"] == cfg["attn_layer_offset"]
         moe = experts and i % cfg["expert_layer_period"] == cfg["expert_layer_offset"]
         name = ("attention" if attention else "mamba") + ("" if moe or not experts else "-dense")
-        kind: dict[str, Any] = {} if attention else {"attention": mamba}
+        kind: dict[str, Any] = {} if attention else {"mixer": mamba}
         if experts and not moe:
             kind["mlp"] = "dense"
         kinds[name] = kind
@@ -150,7 +150,7 @@ def _mamba2(cfg: Config, where: str) -> dict[str, Any]:
     mixer = {"kind": "mamba2", "heads": cfg["num_heads"], "head_dim": cfg["head_dim"], "d_state": cfg["state_size"],
              "groups": cfg["n_groups"], "d_conv": cfg["conv_kernel"], "conv_bias": bool(cfg["use_conv_bias"]),
              "bias": bool(cfg["use_bias"]), **dt_clamp(cfg)}  # fmt: skip
-    return {"attention": mixer, "mlp": "none", "n_heads": cfg["num_heads"], "d_head": cfg["head_dim"]}
+    return {"mixer": mixer, "mlp": "none", "n_heads": cfg["num_heads"], "d_head": cfg["head_dim"]}
 
 
 # ---------------------------------------------------------------- Falcon-H1
@@ -191,7 +191,7 @@ def _falcon_h1(cfg: Config, where: str) -> dict[str, Any]:
         "n_kv_heads": cfg["num_key_value_heads"] or cfg["num_attention_heads"],
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], cfg["mlp_bias"]),
         "position": rope(cfg),
-        "attention": attention,
+        "mixer": attention,
     }
     if cfg["embedding_multiplier"] != 1:
         out["embedding_scale"] = float(cfg["embedding_multiplier"])

@@ -66,7 +66,7 @@ def _llama4_layers(cfg: Config, where: str) -> list[tuple[str, dict[str, Any]]]:
             attention["chunk"] = chunk
         if rope_on[i] and cfg["use_qk_norm"]:
             attention["qk_norm"] = "l2"
-        kind: dict[str, Any] = {"attention": attention} if attention else {}
+        kind: dict[str, Any] = {"mixer": attention} if attention else {}
         if not rope_on[i]:
             kind["position"] = "none"
         if i not in moe_layers:
@@ -84,7 +84,7 @@ def _llama4(cfg: Config, where: str) -> dict[str, Any]:
         "position": rope(cfg, default_theta=500000.0, interleaved=True),
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
         "d_ff": cfg["intermediate_size_mlp"],
-        "attention": {"kind": "standard"},
+        "mixer": {"kind": "standard"},
         "mlp": {"kind": "moe", "experts": cfg["num_local_experts"], "top_k": cfg["num_experts_per_tok"],
                 "d_expert": cfg["intermediate_size"], "d_shared": cfg["intermediate_size"], "scoring": "sigmoid",
                 "normalize": False, "weight_input": True},

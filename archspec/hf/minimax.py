@@ -32,7 +32,7 @@ def _minimax_m2(cfg: Config, where: str) -> dict[str, Any]:
         extra = {"partial_rotary_factor": cfg["rotary_dim"] / cfg["head_dim"]}
     out: dict[str, Any] = {
         "position": rope({**cfg, **extra}, default_theta=5e6),
-        "attention": {"kind": "standard", "qk_norm": "full"},
+        "mixer": {"kind": "standard", "qk_norm": "full"},
         "mlp": {
             "kind": "moe",
             "experts": cfg["num_local_experts"],

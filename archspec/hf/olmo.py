@@ -68,7 +68,7 @@ def _olmo3(cfg: Config, where: str) -> dict[str, Any]:
     out["position"] = _olmo3_rope(cfg, "full_attention")
     if window is None or "sliding" not in per_layer:
         return out
-    kinds: dict[str, Any] = {"sliding": {"attention": {"sliding_window": window}}}
+    kinds: dict[str, Any] = {"sliding": {"mixer": {"sliding_window": window}}}
     sliding_rope = _olmo3_rope(cfg, "sliding_attention")
     if sliding_rope != out["position"]:
         kinds["sliding"]["position"] = sliding_rope
@@ -101,7 +101,7 @@ _OLMO_DEFAULTS = {
 }  # fmt: skip
 _FIELDS = {k: v for k, v in _LLAMA_FIELDS.items() if k != "norm_eps"}
 # OLMo 2 and 3: no norm before a sub-layer, an RMSNorm after it; QK-norm over all heads at once
-_POST = {"norm": "rmsnorm", "norm_position": "post_sublayer", "attention": {"kind": "standard", "qk_norm": "full"}}
+_POST = {"norm": "rmsnorm", "norm_position": "post_sublayer", "mixer": {"kind": "standard", "qk_norm": "full"}}
 
 
 # fmt: off
@@ -144,7 +144,7 @@ FAMILIES = [
         {**_OLMO_DEFAULTS, "hidden_size": 2048, "intermediate_size": 2048, "num_hidden_layers": 16,
          "num_attention_heads": 16, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "num_experts_per_tok": 8,
          "num_experts": 64, "norm_topk_prob": False},
-        fixed={"norm": "rmsnorm", "norm_position": "pre", "attention": {"kind": "standard", "qk_norm": "full"}},
+        fixed={"norm": "rmsnorm", "norm_position": "pre", "mixer": {"kind": "standard", "qk_norm": "full"}},
         aliases={"num_local_experts": "num_experts"},
         refuse=(Refusal("num_experts", lambda c: bool(c["num_experts"]), "a model without experts"),),
         derive=combine(gated_mlp(), head_dim_or_quotient, kv_heads, _olmoe),

@@ -17,7 +17,7 @@ def _gpt_oss(cfg: Config, where: str) -> dict[str, Any]:
     data: dict[str, Any] = {
         "position": rope(cfg, default_theta=150000.0),
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], True),
-        "attention": {"kind": "standard", "sinks": True},
+        "mixer": {"kind": "standard", "sinks": True},
         "activation": "clamped_swiglu",
         "swiglu_limit": float(cfg["swiglu_limit"]),
         "mlp": {"kind": "moe", "experts": cfg["num_local_experts"], "top_k": cfg["num_experts_per_tok"],
@@ -32,7 +32,7 @@ def _gpt_oss(cfg: Config, where: str) -> dict[str, Any]:
                 f"{where}: layer_types entry {t!r} is not supported; supported: full_attention, sliding_attention"
             )
         windowed = t == "sliding_attention" and cfg["sliding_window"]
-        per_layer.append(("sliding", {"attention": {"sliding_window": cfg["sliding_window"]}}) if windowed
+        per_layer.append(("sliding", {"mixer": {"sliding_window": cfg["sliding_window"]}}) if windowed
                          else ("full", {}))  # fmt: skip
     return data | place(data, per_layer)
 

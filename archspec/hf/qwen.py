@@ -67,7 +67,7 @@ def _qwen3_attention(cfg: Config, where: str) -> list[tuple[str, dict[str, Any]]
             raise SpecError(f"{where}: layer_types entry {t!r} is not supported; supported: full_attention, "
                             "sliding_attention")  # fmt: skip
         windowed = t == "sliding_attention" and window is not None
-        out.append(("sliding", {"attention": {"sliding_window": window}}) if windowed else ("full", {}))
+        out.append(("sliding", {"mixer": {"sliding_window": window}}) if windowed else ("full", {}))
     return out
 
 
@@ -81,7 +81,7 @@ def _qwen3(cfg: Config, where: str) -> dict[str, Any]:
     data: dict[str, Any] = {
         "position": rope(cfg, default_theta=10000.0),
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
-        "attention": {"kind": "standard", "qk_norm": "head"},  # RMSNorm over each head's d_head, shared weights
+        "mixer": {"kind": "standard", "qk_norm": "head"},  # RMSNorm over each head's d_head, shared weights
     }
     return data | place(data, _qwen3_attention(cfg, where))
 
@@ -97,7 +97,7 @@ def _qwen3_moe(cfg: Config, where: str) -> dict[str, Any]:
     data: dict[str, Any] = {
         "position": rope(cfg, default_theta=10000.0),
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
-        "attention": attention,
+        "mixer": attention,
         "mlp": moe,
     }
     dense = set(cfg.get("mlp_only_layers") or [])

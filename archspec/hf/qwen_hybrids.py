@@ -71,7 +71,7 @@ def _qwen_hybrid(moe_layers: Any, projections: str):
             "n_kv_heads": cfg["num_key_value_heads"],
             "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
             "position": rope(cfg, default_theta=10000.0, default_fraction=0.25),
-            "attention": {"kind": "standard", "qk_norm": "head", "gate": True},
+            "mixer": {"kind": "standard", "qk_norm": "head", "gate": True},
         }
         moe = moe_layers(cfg) if moe_layers else [False] * cfg["num_hidden_layers"]
         has_moe = any(moe)  # once: asked again per layer, a 10^6-layer config took minutes
@@ -90,7 +90,7 @@ def _qwen_hybrid(moe_layers: Any, projections: str):
         for mixer, expert in itertools.product(("linear_attention", "full_attention"), (True, False)):
             dense = has_moe and not expert
             name = ("deltanet" if mixer == "linear_attention" else "attention") + ("-dense" if dense else "")
-            kinds[name] = {"attention": deltanet} if mixer == "linear_attention" else {}
+            kinds[name] = {"mixer": deltanet} if mixer == "linear_attention" else {}
             if dense:
                 kinds[name]["mlp"] = "dense"
             name_of[mixer, expert] = name

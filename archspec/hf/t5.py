@@ -83,7 +83,7 @@ _T5_FIELDS = {
 }  # fmt: skip
 # no score scaling, no biases, RMS norms, one token table for encoder and decoder, unscaled embeddings
 _T5_FIXED = {"norm": "rmsnorm", "norm_position": "pre", "bias": False, "share_embeddings": True,
-             "attention": {"kind": "standard", "scale": 1.0}, "embedding_scale": "none"}  # fmt: skip
+             "mixer": {"kind": "standard", "scale": 1.0}, "embedding_scale": "none"}  # fmt: skip
 _T5_ALIASES = {"hidden_size": "d_model", "num_attention_heads": "num_heads", "num_hidden_layers": "num_layers",
                "head_dim": "d_kv"}  # fmt: skip
 

@@ -16,7 +16,7 @@ Every number carries its provenance as a comment beside it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 from archspec.core.checks import check_args
 from archspec.core.errors import SpecError, clip, did_you_mean, shown
 from archspec.io.loading import Loaded, build_spec, is_hf_config, parse_text, read_mapping
+from archspec.spec.mixer_tables import over
 from archspec.spec.model import ModelSpec
 
 RESERVED = ("summary", "source", "printed", "claims")
@@ -83,7 +84,10 @@ def parse_family(data: dict[str, Any], where: str) -> list[Preset]:
         at = f"{where}: models.{clip(name, 60)}"
         if not isinstance(table, dict):
             raise SpecError(f"{at} must be a table")
-        spec_data = {**defaults, **{k: v for k, v in table.items() if k not in RESERVED}}
+        try:
+            spec_data = over(defaults, {k: v for k, v in table.items() if k not in RESERVED})
+        except ValueError as err:  # the mixer under both its names
+            raise SpecError(f"{at}: {err}") from None
         if spec_data.setdefault("name", name) != name:
             raise SpecError(f"{at} has name={shown(spec_data['name'])}; drop it or make them equal")
         claims = table.get("claims", [])
@@ -193,29 +197,28 @@ def with_overrides(spec: ModelSpec, overrides: dict[str, Any] | None, where: str
 
 
 def resolve(ref: str, overrides: dict[str, Any] | None = None) -> Loaded:
-    """The model of a MODEL argument, with `--set` overrides applied and re-validated, and what reading it
-    told (a config's notes). In this order: a preset name; a local path (a spec file, a Hugging Face
-    config.json, a folder holding one, a checkpoint folder or .safetensors file with its config.json); a
-    Hub id `org/name[@REV]` (archspec.sources)."""
+    """The model of a MODEL argument, with `--set` overrides applied and re-validated, what reading it
+    told (a config's notes) and, for a checkpoint or a Hub id, where it was read from (its source). In this
+    order: a preset name; a local path (a spec file, a Hugging Face config.json, a folder holding one, a
+    checkpoint folder or .safetensors file with its config.json); a Hub id `org/name[@REV]` (archspec.sources)."""
     if isinstance(ref, Path):
         ref = str(ref)
     check_args("resolve_model", ref=ref)
     if _looks_like_path(ref) or (_preset_key(ref) is None and (_is_file(ref) or _is_dir(ref))):
         from archspec.io.loading import import_config, load
         from archspec.sources.resolve import resolve as resolve_source
-        from archspec.sources.resolve import source_of
 
-        spec = resolve_source(ref)
-        source = source_of(spec) if spec is not None else None
-        if spec is None:
+        found = resolve_source(ref)
+        if found is None:
             loaded = load(ref)
-        elif source is not None and source.config is not None:  # its config.json tells what the file tells
-            loaded = Loaded(spec, tuple(import_config(source.config, where=source.where).notes))
         else:
-            loaded = Loaded(spec)
+            spec, source = found
+            # a checkpoint's config.json tells what the file tells
+            notes = import_config(source.config, where=source.where).notes if source.config is not None else ()
+            loaded = Loaded(spec, tuple(notes), source)
     else:
         loaded = Loaded(preset(ref))
-    return Loaded(with_overrides(loaded.spec, overrides, ref), loaded.notes)
+    return replace(loaded, spec=with_overrides(loaded.spec, overrides, ref))
 
 
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:

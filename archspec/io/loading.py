@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -34,6 +34,9 @@ from archspec.io.values import parse_assignments as parse_assignments
 from archspec.io.values import parse_number as parse_number
 from archspec.io.values import parse_value as parse_value
 from archspec.spec.model import ModelSpec, describe_spec_error
+
+if TYPE_CHECKING:
+    from archspec.sources.resolve import Source
 
 SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 
@@ -373,17 +376,20 @@ def build_spec(data: dict[str, Any], where: str = "") -> ModelSpec:
     try:
         return ModelSpec.model_validate(data)
     except ValidationError as err:
-        raise SpecError(describe_spec_error(err, where)) from None
+        raise SpecError(describe_spec_error(err, where, isinstance(data, dict) and "attention" in data)) from None
 
 
 @dataclass(frozen=True)
 class Loaded:
-    """A model as read from a file: its spec, and what reading it told the user (a Hugging Face
-    config.json's notes: a multimodal wrapper's uncounted towers, an alias, a tying that transformers
-    overrides); a spec file and a preset tell nothing."""
+    """A model as read: its spec, what reading it told the user (a Hugging Face config.json's notes: a
+    multimodal wrapper's uncounted towers, an alias, a tying that transformers overrides; a spec file and
+    a preset tell nothing), and, for a checkpoint, a GGUF file or a Hub id, where it was read from
+    (archspec.sources.resolve.Source: its stored tensors and their formats, for `check` and the weights
+    of `memory`, `inference` and `fit`)."""
 
     spec: ModelSpec
     notes: tuple[str, ...] = ()
+    source: Source | None = None
 
 
 def load(path: str | Path) -> Loaded:

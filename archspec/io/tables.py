@@ -34,6 +34,7 @@ from typing import Any
 
 from archspec.core.errors import SpecError, clip, did_you_mean, shown
 from archspec.io.loading import build_spec, read_mapping
+from archspec.spec.mixer_tables import over
 from archspec.spec.model import ModelSpec
 
 PRINTED_COUNTS = ("params", "non_embedding_params", "embedding_params", "active_params")
@@ -118,7 +119,10 @@ def parse_table(data: dict[str, Any], where: str) -> PaperTable:
         row_source = row.get("source") or source
         if not row_source:
             raise SpecError(f"{at} has no source; give [table] source or the row's own")
-        spec_data = {**defaults, **{k: v for k, v in row.items() if k not in ROW_KEYS}}
+        try:
+            spec_data = over(defaults, {k: v for k, v in row.items() if k not in ROW_KEYS})
+        except ValueError as err:  # the mixer under both its names
+            raise SpecError(f"{at}: {err}") from None
         spec_data["name"] = name
         spec = build_spec(spec_data, at)
         claims = []

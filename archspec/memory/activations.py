@@ -30,7 +30,7 @@ def attention_mode(spec: ModelSpec, attention: str) -> str:
 
     for stack_layers in (spec.encoder_layers, spec.decoder_layers):
         for group in layer_groups(spec, stack_layers) if stack_layers else ():
-            att, standard = group.spec.attention, group.spec.attention.kind == "standard"
+            att, standard = group.spec.mixer, group.spec.mixer.kind == "standard"
             runs = attention_runs(attention, softcap=att.softcap if standard else None, sinks=standard and att.sinks,
                                   d_qk=group.spec.d_head, d_v=group.spec.d_value)  # fmt: skip
             if runs == "eager":

@@ -48,10 +48,10 @@ def lora_params(spec: ModelSpec, rank: int, targets: str = "all") -> tuple[int, 
     for part in describe(spec):
         if part.component in ("attention", "cross_attention"):
             kind_spec = part.group.spec
-            if kind_spec.attention.kind != "standard":
+            if kind_spec.mixer.kind != "standard":
                 if any(t in wanted for t in LORA_GROUPS["attention"]):
                     raise SpecError(
-                        f"LoRA on {spec.name}'s {kind_spec.attention.kind} attention is not modelled (its projections "
+                        f"LoRA on {spec.name}'s {kind_spec.mixer.kind} attention is not modelled (its projections "
                         "are not q, k, v, o); target mlp projections only"
                     )
                 continue

@@ -281,7 +281,7 @@ def _mean_kv(spec, slots, batch_local, prompt_len: int, gen_len: int, kv_key, tp
 def _kv_device(spec, slots, batch_local, tokens, kv_key, tp) -> int:
     from archspec.memory import kv_stage_bytes, nbytes
 
-    split = 1 if spec.attention.kind == "latent" else tp  # a latent cache is whole on every tensor-parallel rank
+    split = 1 if spec.mixer.kind == "latent" else tp  # a latent cache is whole on every tensor-parallel rank
     return nbytes(kv_stage_bytes(spec, slots, batch_local, tokens, kv_key), Fraction(1, split))
 
 

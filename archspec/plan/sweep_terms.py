@@ -82,16 +82,16 @@ def parse_vary(text: str, limit: int | None = LIMIT) -> Vary:
 
 
 def check_field(name: str, where: str) -> None:
-    """A spec field (`d_model`) or a field of a sub-table (`mlp.top_k`, `attention.sliding_window`), or a
-    SpecError naming the close ones."""
-    from archspec.spec.model import SUBTABLES, TABLES
+    """A spec field (`d_model`) or a field of a sub-table (`mlp.top_k`, `mixer.sliding_window`; `attention`
+    is the mixer's older name), or a SpecError naming the close ones."""
+    from archspec.spec.model import SUBTABLES, TABLES, newer_key
 
     if name == "name":
         raise SpecError(f"{where}: the model's name cannot be varied; vary a shape field such as d_model")
     fields = [f for f in ModelSpec.model_fields if f != "name"]
-    table, dot, sub = name.partition(".")
+    table, dot, sub = newer_key(name).partition(".")
     if not dot:
-        if name not in fields:
+        if table not in fields:
             raise SpecError(f"{where}: unknown field {shown(name)}{did_you_mean(name, fields)} (see `archspec schema`)")
         return
     if table in SUBTABLES:

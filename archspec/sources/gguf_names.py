@@ -86,7 +86,7 @@ def expected_tensors(spec, arch: str, kv_b_split: bool = True) -> dict[str, tupl
     gguf = gguf_package()
     fused_qkv = gguf.MODEL_TENSOR.ATTN_Q not in wanted or arch == "phi3"  # Phi-3's checkpoints fuse q, k, v
     fused_up = gguf.MODEL_TENSOR.FFN_GATE not in wanted  # Phi-3: gate and up in one ffn_up
-    latent = spec.attention.kind == "latent"
+    latent = spec.mixer.kind == "latent"
     out: dict[str, tuple[tuple[int, ...], str]] = {}
 
     def put(member: str, layer: int | None, suffix: str, shape: tuple[int, ...], component: str,
@@ -126,7 +126,7 @@ def expected_tensors(spec, arch: str, kv_b_split: bool = True) -> dict[str, tupl
             continue
         if module == "attention.kv_b" and kv_b_split:
             # (heads * (nope + v), kv_rank) -> k_b (heads, kv_rank, nope) and v_b (heads, v, kv_rank)
-            heads, nope = spec.n_heads, spec.d_head - spec.attention.rope_dims
+            heads, nope = spec.n_heads, spec.d_head - spec.mixer.rope_dims
             put("ATTN_K_B", layer, suffix, (heads, t.shape[1], nope), t.component)
             put("ATTN_V_B", layer, suffix, (heads, spec.d_value, t.shape[1]), t.component)
             continue

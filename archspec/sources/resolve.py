@@ -1,10 +1,10 @@
 """Model sources beyond presets and spec files: checkpoint folders, .safetensors files and Hub ids.
 
 `resolve(ref)` gives the spec of a checkpoint folder (config.json beside *.safetensors or an index),
-a .safetensors file with a config.json beside it, or a Hub id (`org/name[@REV]`), or None where `ref`
-is none of these (archspec.io.catalog then reads it as before). The spec carries its source: `source_of(spec)`
-gives the stored tensors and their formats to later steps (`check`, and the weights of `memory`,
-`inference` and `fit`).
+a .safetensors file with a config.json beside it, or a Hub id (`org/name[@REV]`), with its `Source`, or
+None where `ref` is none of these (archspec.io.catalog then reads it as before). The source travels with
+the spec in archspec.io.catalog.resolve's `Loaded`: the stored tensors and their formats for later steps
+(`check`, and the weights of `memory`, `inference` and `fit`: `stored(source)`, `weights_of(source, ...)`).
 """
 
 from __future__ import annotations
@@ -38,27 +38,6 @@ class Source:
         return sum(t.nbytes for t in self.tensors)
 
 
-# id(spec) -> (spec, source): the spec is held so that its id is not reused while the entry lives
-_ATTACHED: dict[int, tuple[ModelSpec, Source]] = {}
-_BY_REF: dict[str, Source] = {}
-
-
-def source_of(spec: ModelSpec) -> Source | None:
-    """The source a spec was read from, where it was a checkpoint or a Hub id (None otherwise)."""
-    entry = _ATTACHED.get(id(spec))
-    return entry[1] if entry is not None and entry[0] is spec else None
-
-
-def source_by_ref(ref: str) -> Source | None:
-    return _BY_REF.get(str(ref))
-
-
-def _attach(spec: ModelSpec, source: Source) -> ModelSpec:
-    _ATTACHED[id(spec)] = (spec, source)
-    _BY_REF[source.ref] = source
-    return spec
-
-
 def _exists(ref: str) -> bool:
     try:
         return Path(ref).exists()
@@ -66,9 +45,9 @@ def _exists(ref: str) -> bool:
         return False
 
 
-def resolve(ref: str) -> ModelSpec | None:
-    """The spec of a checkpoint folder, a .safetensors file or a Hub id, with its source attached; None
-    where `ref` names none of these (a spec file, a config.json, a folder with a config only)."""
+def resolve(ref: str) -> tuple[ModelSpec, Source] | None:
+    """The spec of a checkpoint folder, a .safetensors file or a Hub id, and its source; None where `ref`
+    names none of these (a spec file, a config.json, a folder with a config only)."""
     if _exists(ref):
         return _local(ref)
     from archspec.sources.hub import parse_ref
@@ -98,7 +77,7 @@ def _model_type(config: Path) -> str | None:
     return hf.CLASSES.get(cls, mt if isinstance(mt, str) else None)
 
 
-def _local(ref: str) -> ModelSpec | None:
+def _local(ref: str) -> tuple[ModelSpec, Source] | None:
     from archspec.sources import headers
 
     path = Path(ref)
@@ -130,10 +109,10 @@ def _local(ref: str) -> ModelSpec | None:
         ref, "checkpoint", "safetensors", config, str(config), _model_type(config), tuple(files), tuple(tensors)
     )
     _same_model(spec, source)
-    return _attach(spec, source)
+    return spec, source
 
 
-def _gguf(ref: str, path: Path) -> ModelSpec:
+def _gguf(ref: str, path: Path) -> tuple[ModelSpec, Source]:
     """A .gguf file: its header's architecture keys give the spec, its tensor infos the stored tensors."""
     from archspec.sources import gguf
 
@@ -143,7 +122,7 @@ def _gguf(ref: str, path: Path) -> ModelSpec:
         ref, "checkpoint", "gguf", None, ref, gguf.architecture(header, ref), tuple(files), tuple(stored),
         file_type=gguf.file_type(header),
     )  # fmt: skip
-    return _attach(spec, source)
+    return spec, source
 
 
 def _name(folder: Path) -> str:
@@ -152,7 +131,7 @@ def _name(folder: Path) -> str:
     return hf.spec_name(folder.resolve() / "config.json")
 
 
-def _hub(ref: str, hub_ref) -> ModelSpec:
+def _hub(ref: str, hub_ref) -> tuple[ModelSpec, Source]:
     from archspec import hf
     from archspec.io.loading import load_config
     from archspec.sources import hub
@@ -176,10 +155,10 @@ def _hub(ref: str, hub_ref) -> ModelSpec:
     )
     _same_model(spec, source)
     fetched.save()  # only a model that resolved is kept for later calls
-    return _attach(spec, source)
+    return spec, source
 
 
-def _hub_gguf(ref: str, hub_ref, fetched) -> ModelSpec:
+def _hub_gguf(ref: str, hub_ref, fetched) -> tuple[ModelSpec, Source]:
     """A GGUF file of a Hub repository: the spec from its header (kept in the cache), its tensors."""
     from archspec.sources import gguf
     from archspec.sources.gguf_header import parse_header
@@ -193,7 +172,7 @@ def _hub_gguf(ref: str, hub_ref, fetched) -> ModelSpec:
         fetched.commit, file_type=gguf.file_type(header),
     )  # fmt: skip
     fetched.save()
-    return _attach(spec, source)
+    return spec, source
 
 
 def _same_model(spec: ModelSpec, source: Source) -> None:
@@ -223,9 +202,9 @@ class Stored:
         return f"stored as {mix} of values, {human_bytes(self.bytes)} ({self.bytes:,} bytes) in the checkpoint's files"
 
 
-def stored(spec: ModelSpec) -> Stored | None:
-    """The stored formats of a spec read from a checkpoint, a GGUF file or a Hub repository with weights."""
-    source = source_of(spec)
+def stored(source: Source | None) -> Stored | None:
+    """The stored formats of a checkpoint, a GGUF file or a Hub repository with weights (None for a model
+    read from anything else: `source` None, or a repository of configs only)."""
     if source is None or not source.tensors:
         return None
     from collections import Counter
@@ -250,10 +229,10 @@ def stored(spec: ModelSpec) -> Stored | None:
     return Stored(fmt, sum(by_dtype.values()), dict(by_dtype), dict(values))
 
 
-def weights_of(spec: ModelSpec, given: str | None) -> tuple[str | None, str | None]:
-    """The --weights format to plan `spec` with and the note that says where it comes from: the option
-    where given, else the checkpoint's stored format (None, None for a model without stored weights)."""
-    s = stored(spec)
+def weights_of(source: Source | None, given: str | None) -> tuple[str | None, str | None]:
+    """The --weights format to plan a model read from `source` with and the note that says where it comes
+    from: the option where given, else the checkpoint's stored format (None, None without stored weights)."""
+    s = stored(source)
     if s is None:
         return given, None
     if given:

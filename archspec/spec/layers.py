@@ -159,7 +159,7 @@ def _runs(names: list[str] | tuple[str, ...]) -> tuple[tuple[str, int], ...]:
 def _legacy(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec]]:
     """The older fields as kinds: even/odd sliding windows ('sliding', 'full'), leading dense layers
     before the experts ('dense', 'moe'); both at once give kinds such as 'dense-sliding'."""
-    att, mlp = spec.attention, spec.mlp
+    att, mlp = spec.mixer, spec.mlp
     windows = att.kind == "standard" and bool(att.sliding_window) and att.sliding_layers != "all"
     dense = mlp.dense_layers if mlp.kind == "moe" else 0
     if not windows and not dense:
@@ -176,7 +176,7 @@ def _legacy(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec
     def spec_of(kind: str) -> ModelSpec:
         update = {}
         if windows:
-            update["attention"] = att.model_copy(update={"sliding_layers": "all"} if kind.endswith("sliding") else
+            update["mixer"] = att.model_copy(update={"sliding_layers": "all"} if kind.endswith("sliding") else
                                                  {"sliding_window": None, "sliding_layers": "all"})  # fmt: skip
         if dense:
             update["mlp"] = DenseMLP.model_construct() if kind.startswith("dense") else mlp.model_copy(

@@ -1,10 +1,13 @@
 """The token mixer's sub-tables: standard and latent attention (with DeepSeek's indexer), and the
 recurrent mixers Mamba, Mamba-2 and Gated DeltaNet, or none; each checks its own fields.
-archspec.spec.subtables re-exports them, and archspec.spec.model with it."""
+archspec.spec.subtables re-exports them, and archspec.spec.model with it.
+
+The spec's field and a layer kind's key for this table is `mixer`; files written before it had that
+name call it `attention`, and both spellings read the same (`newer_names`)."""
 
 # Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
 # every string annotation when the class is defined, at every start-up.
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -183,5 +186,31 @@ class NoMixer(_Member):
     kind: Literal["none"] = "none"
 
 
-Attention = _union(StandardAttention, LatentAttention, MambaMixer, Mamba2Mixer, GatedDeltaNet, NoMixer)
+Mixer = _union(StandardAttention, LatentAttention, MambaMixer, Mamba2Mixer, GatedDeltaNet, NoMixer)
+Attention = Mixer  # its older name
 MIXERS = ("mamba", "mamba2", "gated_deltanet")  # recurrent mixers: a constant state per sequence
+
+
+BOTH_NAMES = "mixer and attention name the same table (attention is its older name); give one of them"
+
+
+def newer_names(data: Any) -> Any:
+    """Spec (or layer-kind) data with the token mixer's older key `attention` read as `mixer`, in its
+    place (the file format is a contract: files that say `attention` keep loading); both is an error."""
+    if not isinstance(data, dict) or "attention" not in data:
+        return data
+    if "mixer" in data:
+        raise ValueError(BOTH_NAMES)
+    return {("mixer" if k == "attention" else k): v for k, v in data.items()}
+
+
+def over(defaults: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """A row's spec fields over shared defaults (a presets file's [defaults], a paper table's), each read
+    under the newer names first, so that a row's `mixer` replaces the defaults' `attention`."""
+    return {**newer_names(defaults), **newer_names(row)}
+
+
+def newer_key(key: str) -> str:
+    """A field's path (`attention`, `attention.sliding_window`: `--set`, `replace`) under the newer name."""
+    table, dot, field = key.partition(".")
+    return f"mixer{dot}{field}" if table == "attention" else key

@@ -23,6 +23,7 @@ from archspec.spec.rules import check_spec
 
 # the sub-tables live in archspec.spec.subtables; every name is re-exported here, the spec's one import path
 from archspec.spec.subtables import (
+    BOTH_NAMES,
     KIND_FIELDS,
     MIXERS,
     MLP,
@@ -48,6 +49,7 @@ from archspec.spec.subtables import (
     LMHead,
     Mamba2Mixer,
     MambaMixer,
+    Mixer,
     MLMHead,
     MoEMLP,
     NoHead,
@@ -67,14 +69,16 @@ from archspec.spec.subtables import (
     _Member,
     _shorthand,
     _Table,
+    newer_key,
+    newer_names,
 )
 
 __all__ = [
     "GATED_ACTIVATIONS", "KIND_FIELDS", "MIXERS", "MLP", "MTP", "NORM_AFFINE", "NORM_EPS", "SUBTABLES",
     "TABLES", "Activation", "AlibiPosition", "Attention", "Biases", "Block", "DenseMLP", "DisentangledPosition",
     "DiscriminatorHead", "Embedding", "EmbeddingScale", "GatedDeltaNet", "Head", "Indexer", "Init", "Kind",
-    "LatentAttention", "LayerKind", "LearnedPosition", "Layers", "LMHead", "Mamba2Mixer", "MambaMixer", "MLMHead",
-    "ModelSpec", "MoEMLP", "NoHead", "NoMixer", "NoMLP", "NoPosition", "Norm", "NormAffine", "NormPosition",
+    "LatentAttention", "LayerKind", "LearnedPosition", "Layers", "LMHead", "Mamba2Mixer", "MambaMixer", "Mixer",
+    "MLMHead", "ModelSpec", "MoEMLP", "NoHead", "NoMixer", "NoMLP", "NoPosition", "Norm", "NormAffine", "NormPosition",
     "Override", "ParallelBlock", "Position", "QKNorm", "RelativePosition", "RotaryPosition", "SequentialBlock",
     "SinusoidalPosition", "StandardAttention", "TransformerXLPosition",
 ]  # fmt: skip
@@ -203,9 +207,10 @@ class ModelSpec(BaseModel):
     block: Block = Field(
         default_factory=SequentialBlock.model_construct, description="sequential, or parallel attention and MLP"
     )
-    attention: Attention = Field(
+    mixer: Mixer = Field(
         default_factory=StandardAttention.model_construct,
-        description="standard (multi-head, grouped-query) or latent (DeepSeek)",
+        description="the token mixer: standard (multi-head, grouped-query) or latent (DeepSeek) attention, a "
+        "recurrent mixer (mamba, mamba2, gated_deltanet) or none; files may call it attention, its older name",
     )
     mlp: MLP = Field(default_factory=DenseMLP.model_construct, description="dense, or a mixture of experts")
     embedding: Embedding = Field(
@@ -261,6 +266,12 @@ class ModelSpec(BaseModel):
                 raise err from None
             raise filtered from None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, data: Any) -> Any:
+        """`attention`, the token mixer's older name, is read as `mixer` (archspec.spec.mixer_tables.newer_names)."""
+        return newer_names(data)
+
     @model_validator(mode="after")
     def _check_consistency(self) -> "ModelSpec":
         """The rules across fields and sub-tables (archspec.spec.rules; each sub-table checks its own fields)."""
@@ -314,6 +325,11 @@ class ModelSpec(BaseModel):
     # ---- derived views (never stored twice) ----
 
     @property
+    def attention(self) -> Mixer:
+        """The token mixer under its older name: the same as `mixer`, for scripts that read it."""
+        return self.mixer
+
+    @property
     def kind(self) -> Kind:
         if self.encoder_layers and self.decoder_layers:
             return "encoder-decoder"
@@ -360,7 +376,14 @@ class ModelSpec(BaseModel):
     def replace(self, **changes: Any) -> "ModelSpec":
         """A new spec with `changes`, validated again; derived defaults are re-derived. A dotted key
         changes one field of a sub-table (`**{"mlp.top_k": 1}`, `**{"position.base": 5e5}`); naming a
-        new kind (`**{"mlp.kind": "moe"}`) starts that kind's table from its defaults."""
+        new kind (`**{"mlp.kind": "moe"}`) starts that kind's table from its defaults. `attention` (and
+        `attention.FIELD`) is `mixer`, the token mixer's older name; naming both is a SpecError."""
+        renamed = {newer_key(k): v for k, v in changes.items()}
+        older = renamed.keys() != changes.keys()
+        if older:
+            if any(k.partition(".")[0] == "mixer" for k in changes):
+                raise SpecError(BOTH_NAMES)
+            changes = renamed
         if changes and changes.keys() <= _plain_fields(type(self)):
             fast = replaced(self, changes)
             if fast is not None:
@@ -384,7 +407,7 @@ class ModelSpec(BaseModel):
         try:
             return type(self).model_validate(data)
         except ValidationError as err:  # the API's one error type for bad input, on one line
-            raise SpecError(describe_spec_error(err)) from None
+            raise SpecError(describe_spec_error(err, older=older)) from None
 
     def resolved(self) -> dict[str, Any]:
         """Every field with its value, defaults resolved, in the table's order."""
@@ -395,6 +418,8 @@ class ModelSpec(BaseModel):
         return {k: getattr(self, k) for k in type(self).model_fields if k in self.model_fields_set}
 
 
-def describe_spec_error(err: ValidationError, where: str = "") -> str:
-    """A spec's validation error on one line, its fields and sub-tables named as a spec file writes them."""
-    return describe_validation_error(err, where, ModelSpec.model_fields, SUBTABLES)
+def describe_spec_error(err: ValidationError, where: str = "", older: bool = False) -> str:
+    """A spec's validation error on one line, its fields and sub-tables named as a spec file writes them
+    (`older`: the input calls the mixer `attention`, and so does the message)."""
+    written = {"mixer": "attention"} if older else {}
+    return describe_validation_error(err, where, ModelSpec.model_fields, SUBTABLES, written)

@@ -38,7 +38,7 @@ def check_position(spec: Any) -> None:
     if p.kind == "rotary":
         check_rotary(spec)
     elif p.kind == "disentangled":
-        if spec.decoder_layers or spec.attention.kind != "standard":
+        if spec.decoder_layers or spec.mixer.kind != "standard":
             raise ValueError("disentangled positions (DeBERTa) are for an encoder of standard attention; set "
                              "decoder_layers=0")  # fmt: skip
         if spec.n_kv_heads != spec.n_heads:
@@ -48,16 +48,16 @@ def check_position(spec: Any) -> None:
         if spec.encoder_layers:
             raise ValueError("transformer_xl positions (relative attention, Dai et al. 2019) are for a "
                              "decoder-only model; set encoder_layers=0")  # fmt: skip
-        if spec.attention.kind != "standard":
-            raise ValueError("transformer_xl positions score the queries of standard attention; attention kind "
-                             f"{spec.attention.kind!r} has none to score")  # fmt: skip
+        if spec.mixer.kind != "standard":
+            raise ValueError("transformer_xl positions score the queries of standard attention; mixer kind "
+                             f"{spec.mixer.kind!r} has none to score")  # fmt: skip
         if spec.d_model % 2:
             raise ValueError(f"transformer_xl positions need an even d_model for their sinusoidal encodings, got "
                              f"d_model={spec.d_model}")  # fmt: skip
 
 def check_rotary(spec: Any) -> None:
-    if spec.position.proportional and spec.attention.kind == "latent":
-        raise ValueError("position.proportional is for standard attention, not attention kind 'latent'")
+    if spec.position.proportional and spec.mixer.kind == "latent":
+        raise ValueError("position.proportional is for standard attention, not mixer kind 'latent'")
     if spec.rotary_dims % 2 or spec.rotary_dims < 2:
         if spec.position.fraction == 1:
             raise ValueError(f"rotary positions need an even d_head, got d_head={spec.d_head}")
@@ -77,7 +77,7 @@ def check_blocks(spec: Any) -> None:
         raise ValueError("share_layers=true needs every layer alike; mlp.dense_layers makes them differ")
 
 def check_latent(spec: Any) -> None:
-    a = spec.attention
+    a = spec.mixer
     if a.kind != "latent":
         return
     if spec.encoder_layers:
@@ -86,7 +86,7 @@ def check_latent(spec: Any) -> None:
         raise ValueError(f"latent attention has n_kv_heads = n_heads; got n_kv_heads={spec.n_kv_heads}")
     if a.rope_dims >= spec.d_head or a.rope_dims % 2:
         raise ValueError(
-            f"attention.rope_dims={a.rope_dims} must be even and smaller than d_head={spec.d_head} "
+            f"mixer.rope_dims={a.rope_dims} must be even and smaller than d_head={spec.d_head} "
             "(d_head = the no-rope width + rope_dims)"
         )
     if spec.position.kind != "rotary":
@@ -147,22 +147,22 @@ def check_norms(spec: Any) -> None:
 
 def check_mixer(spec: Any) -> None:
     """The token mixer against the rest of the model."""
-    a = spec.attention
+    a = spec.mixer
     if a.kind == "standard":
         if a.shared_kv and spec.d_value != spec.d_head:
             raise ValueError(
-                f"attention.shared_kv=true needs d_value = d_head, got {spec.d_value} and {spec.d_head}"
+                f"mixer.shared_kv=true needs d_value = d_head, got {spec.d_value} and {spec.d_head}"
             )
         if a.ssm is not None and spec.encoder_layers:
-            raise ValueError("attention.ssm (a Mamba-2 mixer beside the attention) is for decoder layers; "
+            raise ValueError("mixer.ssm (a Mamba-2 mixer beside the attention) is for decoder layers; "
                              "set encoder_layers=0")  # fmt: skip
         if a.ssm is not None and spec.block.kind == "parallel":
-            raise ValueError("attention.ssm runs beside the attention in the mixer sub-layer; it needs block "
+            raise ValueError("mixer.ssm runs beside the attention in the mixer sub-layer; it needs block "
                              "kind 'sequential', not 'parallel'")  # fmt: skip
     elif (a.kind in MIXERS or a.kind == "none") and spec.encoder_layers:
-        raise ValueError(f"attention kind {a.kind!r} is for decoder layers; set encoder_layers=0")
+        raise ValueError(f"mixer kind {a.kind!r} is for decoder layers; set encoder_layers=0")
     if a.kind == "none" and spec.mlp.kind == "none":
-        raise ValueError("a layer with attention='none' and mlp='none' does nothing; give it one of them")
+        raise ValueError("a layer with mixer='none' and mlp='none' does nothing; give it one of them")
 
 def check_mtp(spec: Any) -> None:
     if spec.mtp is not None and spec.kind != "decoder-only":
@@ -206,10 +206,10 @@ def check_placement(spec: Any) -> None:
                 f"layers.prefix and layers.pattern name {fit} layers, more than {stack}={depth}; the pattern "
                 "repeats over the stack and must fit in it"
             )
-    a = spec.attention
+    a = spec.mixer
     if a.kind == "standard" and a.sliding_window and a.sliding_layers != "all":
         raise ValueError(
-            "attention.sliding_layers places windows by parity; with [layers], give the window to a kind"
+            "mixer.sliding_layers places windows by parity; with [layers], give the window to a kind"
         )
     if spec.mlp.kind == "moe" and spec.mlp.dense_layers:
         raise ValueError("mlp.dense_layers places dense layers first; with [layers], give them a kind of their own")
@@ -228,7 +228,7 @@ def validated_kind(spec: Any, name: str) -> Any:
         first = err.errors()[0]
         loc = [str(x) for x in first["loc"] if not str(x).startswith(("function-", "tagged-"))]
         if len(loc) >= 2 and loc[0] in SUBTABLES and loc[1] in SUBTABLES[loc[0]]:
-            del loc[1]  # the member's kind: 'attention.mamba2.groups' is 'attention.groups'
+            del loc[1]  # the member's kind: 'mixer.mamba2.groups' is 'mixer.groups'
         where = ".".join(loc)
         msg = first["msg"].removeprefix("Value error, ")
         raise ValueError(f"kinds.{name}: {where + ': ' if where else ''}{msg}") from None

@@ -16,6 +16,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, mo
 
 # the token mixer's members live in archspec.spec.mixer_tables, re-exported here
 from archspec.spec.mixer_tables import (
+    BOTH_NAMES,
     MIXERS,
     Attention,
     GatedDeltaNet,
@@ -23,20 +24,24 @@ from archspec.spec.mixer_tables import (
     LatentAttention,
     Mamba2Mixer,
     MambaMixer,
+    Mixer,
     NoMixer,
     QKNorm,
     StandardAttention,
+    newer_key,
+    newer_names,
 )
 from archspec.spec.table import _Member, _shorthand, _Table, _union
 
 __all__ = [
     "KIND_FIELDS", "MIXERS", "MLP", "MTP", "SUBTABLES", "TABLES", "AlibiPosition", "Attention", "Biases", "Block",
     "DenseMLP", "DiscriminatorHead", "FrozenDict", "DisentangledPosition", "Embedding", "GatedDeltaNet", "Head",
-    "Indexer",
-    "LatentAttention", "LayerKind", "Layers", "LearnedPosition", "LMHead", "Mamba2Mixer", "MambaMixer", "MLMHead",
+    "Indexer", "LatentAttention", "LayerKind", "Layers", "LearnedPosition", "LMHead", "Mamba2Mixer", "MambaMixer",
+    "Mixer", "MLMHead",
     "MoEMLP", "NoHead", "NoMixer", "NoMLP", "NoPosition", "Override", "ParallelBlock", "Position", "QKNorm",
     "RelativePosition", "RotaryPosition", "SequentialBlock", "SinusoidalPosition", "StandardAttention",
-    "TransformerXLPosition", "_Member", "_Table", "_shorthand", "_union", "freeze",
+    "TransformerXLPosition", "_Member", "_Table", "_shorthand", "_union", "BOTH_NAMES", "freeze", "newer_key",
+    "newer_names",
 ]  # fmt: skip
 
 
@@ -354,7 +359,7 @@ SUBTABLES: dict[str, dict[str, type[_Member]]] = {
                                                              AlibiPosition, RelativePosition, DisentangledPosition,
                                                              TransformerXLPosition, NoPosition)},
     "block": {"sequential": SequentialBlock, "parallel": ParallelBlock},
-    "attention": {"standard": StandardAttention, "latent": LatentAttention, "mamba": MambaMixer,
+    "mixer": {"standard": StandardAttention, "latent": LatentAttention, "mamba": MambaMixer,
                   "mamba2": Mamba2Mixer, "gated_deltanet": GatedDeltaNet, "none": NoMixer},
     "mlp": {"dense": DenseMLP, "moe": MoEMLP, "none": NoMLP},
     "head": {"lm": LMHead, "mlm": MLMHead, "discriminator": DiscriminatorHead, "none": NoHead},
@@ -363,19 +368,19 @@ SUBTABLES: dict[str, dict[str, type[_Member]]] = {
 
 # -- layer kinds (heterogeneous stacks)
 
-KIND_FIELDS = ("attention", "mlp", "position", "n_heads", "n_kv_heads", "d_head", "d_value", "d_ff", "attention_norm")
+KIND_FIELDS = ("mixer", "mlp", "position", "n_heads", "n_kv_heads", "d_head", "d_value", "d_ff", "attention_norm")
 Override = Annotated[str | dict[str, Any], AfterValidator(freeze),
                      Field(description="a kind name, or a table of the fields to change")]  # fmt: skip
 
 
 class LayerKind(_Table):
     """One kind of layer: the parts of the model's defaults it changes. A table overrides only the
-    fields it names (`attention = {sliding_window = 512}` keeps the model's other attention fields);
-    naming another kind (`attention = "mamba2"` or `{kind = "mamba2", ...}`) starts from that kind's
-    defaults. Everything else comes from the model."""
+    fields it names (`mixer = {sliding_window = 512}` keeps the model's other mixer fields);
+    naming another kind (`mixer = "mamba2"` or `{kind = "mamba2", ...}`) starts from that kind's
+    defaults. Everything else comes from the model. `attention` is read as `mixer`, its older name."""
 
-    attention: Override | None = Field(
-        None, description="the token mixer: attention (its options) or a recurrent mixer"
+    mixer: Override | None = Field(
+        None, description="the token mixer: attention (its options) or a recurrent mixer (older name: attention)"
     )
     mlp: Override | None = Field(None, description="the MLP: dense, moe (its options) or none")
     position: Override | None = Field(
@@ -389,6 +394,16 @@ class LayerKind(_Table):
     attention_norm: bool | None = Field(
         None, description="false: no norm before this kind's token mixer (ModernBERT's first layer)"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, data: Any) -> Any:
+        return newer_names(data)
+
+    @property
+    def attention(self) -> Any:
+        """The token mixer's change under its older name: the same as `mixer`."""
+        return self.mixer
 
     @model_serializer(mode="wrap")
     def _only_changes(self, handler):

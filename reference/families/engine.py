@@ -127,7 +127,7 @@ def one_bias(s: ModelSpec) -> str | None:
 
 def scale(s: ModelSpec) -> float:
     """The score scale the spec computes with (1/sqrt(d_head) unless attention.scale says otherwise)."""
-    value = getattr(s.attention, "scale", None)
+    value = getattr(s.mixer, "scale", None)
     return s.d_head**-0.5 if value is None else value
 
 
@@ -146,7 +146,7 @@ def layer_specs(s: ModelSpec) -> list[ModelSpec]:
 
 def mixer(s: ModelSpec, kind: str):
     """The first layer's mixer of `kind` (its fields configure every such layer), or None."""
-    return next((k.attention for k in layer_specs(s) if k.attention.kind == kind), None)
+    return next((k.mixer for k in layer_specs(s) if k.mixer.kind == kind), None)
 
 
 def dense_kind(s: ModelSpec) -> ModelSpec | None:
@@ -159,7 +159,7 @@ def moe(s: ModelSpec):
 
 def layer_windows(s: ModelSpec) -> list[int | None]:
     """Each decoder layer's sliding window (None: full attention), as its kind says."""
-    return [k.attention.sliding_window if k.attention.kind == "standard" else None for k in layer_specs(s)]
+    return [k.mixer.sliding_window if k.mixer.kind == "standard" else None for k in layer_specs(s)]
 
 
 def layer_types(s: ModelSpec) -> list[str]:
@@ -197,12 +197,12 @@ def input_weighting(s: ModelSpec) -> str | None:
 # default of the field), on any layer kind (a need on a field reads the model's defaults only; layer kinds
 # override them).
 LAYER_OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
-    "attention.chunk": ("chunked attention (Llama 4)", frozenset({"llama4_text"})),
-    "attention.sinks": ("attention sinks (gpt-oss)", frozenset({"gpt_oss"})),
-    "attention.gate": ("gated attention output (Qwen3-Next)", frozenset({"qwen3_next"})),
-    "attention.shared_kv": ("keys serving as values (Gemma 4)", frozenset()),
-    "attention.value_norm": ("a norm over each value head (Gemma 4)", frozenset()),
-    "attention.ssm": ("a Mamba-2 mixer beside attention (Falcon-H1)", frozenset()),
+    "mixer.chunk": ("chunked attention (Llama 4)", frozenset({"llama4_text"})),
+    "mixer.sinks": ("attention sinks (gpt-oss)", frozenset({"gpt_oss"})),
+    "mixer.gate": ("gated attention output (Qwen3-Next)", frozenset({"qwen3_next"})),
+    "mixer.shared_kv": ("keys serving as values (Gemma 4)", frozenset()),
+    "mixer.value_norm": ("a norm over each value head (Gemma 4)", frozenset()),
+    "mixer.ssm": ("a Mamba-2 mixer beside attention (Falcon-H1)", frozenset()),
     "position.per_layer": ("a relative bias table in every layer (umT5)", frozenset()),
     "position.proportional": ("proportional rotary (Gemma 4)", frozenset()),
     "attention_norm": ("a layer without a norm before its mixer (ModernBERT)", frozenset()),
@@ -244,10 +244,10 @@ BASE: dict[str, tuple | Callable | None] = {
     "norm_position": ("pre",),
     "final_norm": (True,),
     "block.kind": ("sequential",),
-    "attention.kind": ("standard",),
-    "attention.qk_norm": (False,),
-    "attention.softcap": (None,),
-    "attention.sliding_window": (None,),
+    "mixer.kind": ("standard",),
+    "mixer.qk_norm": (False,),
+    "mixer.softcap": (None,),
+    "mixer.sliding_window": (None,),
     "mlp.kind": ("dense",),
     "head.kind": ("lm",),
     "head.bias": (False,),
@@ -257,7 +257,7 @@ BASE: dict[str, tuple | Callable | None] = {
 ROTARY = {"position.kind": ("rotary",), "position.fraction": (1.0,), "position.interleaved": (False,)}
 LLAMA_LIKE = {**BASE, **ROTARY, "activation": GATED}
 # decoders of several mixers: each layer's kind is checked by the family's relation
-HYBRID_BASE = {**BASE, "attention.kind": None, "attention.qk_norm": None, "mlp.kind": None}
+HYBRID_BASE = {**BASE, "mixer.kind": None, "mixer.qk_norm": None, "mlp.kind": None}
 
 DEC, ENC = "decoder.layers.{}.", "encoder.layers.{}."
 

@@ -37,15 +37,15 @@ def gemma3_layers(s: ModelSpec) -> str | None:
     sliding layers, one base for the global ones (rope_parameters per layer type)."""
     first: dict[bool, int] = {}
     layers = layer_specs(s)
-    unwindowed = s.attention.model_copy(update={"sliding_window": None})
+    unwindowed = s.mixer.model_copy(update={"sliding_window": None})
     for i, k in enumerate(layers):
-        sliding = k.attention.kind == "standard" and k.attention.sliding_window is not None
+        sliding = k.mixer.kind == "standard" and k.mixer.sliding_window is not None
         f = layers[first.setdefault(sliding, i)]
-        if k.attention != f.attention or k.position != f.position:
+        if k.mixer != f.mixer or k.position != f.position:
             kind = "sliding" if sliding else "global"
             return f"layer {i}: attention or position differs from layer {first[sliding]}'s (one per {kind} type)"
         widths = (k.d_ff, k.d_head, k.n_heads, k.n_kv_heads) == (s.d_ff, s.d_head, s.n_heads, s.n_kv_heads)
-        if not widths or k.mlp != s.mlp or k.attention.model_copy(update={"sliding_window": None}) != unwindowed:
+        if not widths or k.mlp != s.mlp or k.mixer.model_copy(update={"sliding_window": None}) != unwindowed:
             return f"layer {i}: differs from the model in more than its window and rotary base"
     return None
 
@@ -61,7 +61,7 @@ def gemma2_layers(s: ModelSpec) -> str | None:
 def _kind_base(s: ModelSpec, sliding: bool) -> float:
     """The rotary base of Gemma 3's sliding (or global) layers; the model's where it has none."""
     for k in layer_specs(s):
-        if (k.attention.kind == "standard" and k.attention.sliding_window is not None) == sliding:
+        if (k.mixer.kind == "standard" and k.mixer.sliding_window is not None) == sliding:
             return k.position.base
     return s.position.base
 
@@ -96,7 +96,7 @@ GEMMA_CONFIG = {
     "hidden_act": None,
     "attention_bias": lambda s: s.biases.qkv,
     "query_pre_attn_scalar": query_pre_attn_scalar,
-    "attn_logit_softcapping": lambda s: s.attention.softcap,
+    "attn_logit_softcapping": lambda s: s.mixer.softcap,
     "final_logit_softcapping": lambda s: s.head.softcap,
     "sliding_window": window,
     "layer_types": layer_types,
@@ -106,7 +106,7 @@ GEMMA_CONFIG = {
 CHECKPOINTS = [
     Checkpoint(
         "Gemma 2", "gemma2",
-        {**LLAMA_LIKE, "bias.mlp": (False,), "attention.softcap": None, "attention.sliding_window": None,
+        {**LLAMA_LIKE, "bias.mlp": (False,), "mixer.softcap": None, "mixer.sliding_window": None,
          "head.softcap": None},
         (gemma2_layers, one_window, one_attention_bias, integer_query_scalar, d_value_is_d_head,
          embedding_is_d_model),
@@ -115,8 +115,8 @@ CHECKPOINTS = [
     ),
     Checkpoint(
         "Gemma 3", "gemma3_text",
-        {**LLAMA_LIKE, "bias.mlp": (False,), "attention.qk_norm": ("head", True), "attention.softcap": None,
-         "attention.sliding_window": None, "head.softcap": None},
+        {**LLAMA_LIKE, "bias.mlp": (False,), "mixer.qk_norm": ("head", True), "mixer.softcap": None,
+         "mixer.sliding_window": None, "head.softcap": None},
         (gemma3_layers, one_attention_bias, integer_query_scalar, d_value_is_d_head, embedding_is_d_model),
         {
             **GEMMA_CONFIG,

@@ -29,7 +29,7 @@ def qwen3_next_layers(s: ModelSpec) -> str | None:
     """Qwen3-Next: Gated DeltaNet (fused projections) or gated attention with per-head QK-norm; dense or
     MoE MLPs with a gated shared expert, all experts alike."""
     for i, k in enumerate(layer_specs(s)):
-        a, m = k.attention, k.mlp
+        a, m = k.mixer, k.mlp
         if a.kind == "gated_deltanet" and a.projections != "fused":
             return f"layer {i}: attention.projections={a.projections!r} (needs 'fused')"
         if a.kind == "standard" and (a.qk_norm not in (True, "head") or not a.gate or a.scale is not None or
@@ -50,7 +50,7 @@ def qwen3_next_layers(s: ModelSpec) -> str | None:
 def nemotron_h_layers(s: ModelSpec) -> str | None:
     """Nemotron-H: each layer one sub-layer: a Mamba-2 mixer, attention (no positions), or a dense MLP."""
     for i, k in enumerate(layer_specs(s)):
-        a, m = k.attention, k.mlp
+        a, m = k.mixer, k.mlp
         one = (a.kind in ("mamba2", "standard")) != (m.kind == "dense")
         if not one or a.kind not in ("mamba2", "standard", "none") or m.kind not in ("dense", "none"):
             return f"layer {i}: attention={a.kind!r}, mlp={m.kind!r} (needs one of a Mamba-2 mixer, attention, MLP)"
@@ -64,12 +64,12 @@ def nemotron_h_layers(s: ModelSpec) -> str | None:
 
 
 def _qwen3_next_types(s: ModelSpec) -> list[str]:
-    return ["linear_attention" if k.attention.kind == "gated_deltanet" else "full_attention" for k in layer_specs(s)]
+    return ["linear_attention" if k.mixer.kind == "gated_deltanet" else "full_attention" for k in layer_specs(s)]
 
 
 def _nemotron_h_types(s: ModelSpec) -> list[str]:
     names = {"mamba2": "linear_attention", "standard": "full_attention"}
-    return [names.get(k.attention.kind, "mlp") for k in layer_specs(s)]
+    return [names.get(k.mixer.kind, "mlp") for k in layer_specs(s)]
 
 
 def _deltanet(s: ModelSpec, name: str, default: int = 1):
@@ -168,7 +168,7 @@ def jamba_layers(s: ModelSpec) -> str | None:
     """Jamba: Mamba (with dt/B/C norms) or plain attention without positions; a dense MLP or one MoE of
     un-renormalised softmax top-k, experts as wide as the dense MLP."""
     for i, k in enumerate(layer_specs(s)):
-        a, m = k.attention, k.mlp
+        a, m = k.mixer, k.mlp
         if a.kind == "mamba" and (a != mixer(s, "mamba") or not a.dt_norms):
             return f"layer {i}: one Mamba mixer with dt_norms for every such layer"
         if a.kind == "standard" and a != StandardAttention.model_construct():
@@ -194,7 +194,7 @@ def _period(s: ModelSpec, hit) -> tuple[int, int]:
 
 
 def jamba_periodic(s: ModelSpec) -> str | None:
-    checks = (("attention", lambda k: k.attention.kind == "standard"), ("experts", lambda k: k.mlp.kind == "moe"))
+    checks = (("attention", lambda k: k.mixer.kind == "standard"), ("experts", lambda k: k.mlp.kind == "moe"))
     for what, hit in checks:
         period, offset = _period(s, hit)
         if [hit(k) for k in layer_specs(s)] != [i % period == offset for i in range(s.decoder_layers)]:
@@ -208,8 +208,8 @@ JAMBA_CONFIG: dict[str, Callable[[ModelSpec], Any] | None] = {
     "head_dim": None,
     "num_experts": lambda s: moe(s).experts if moe(s) else 1,
     "num_experts_per_tok": lambda s: moe(s).top_k if moe(s) else 1,
-    "attn_layer_period": lambda s: _period(s, lambda k: k.attention.kind == "standard")[0],
-    "attn_layer_offset": lambda s: _period(s, lambda k: k.attention.kind == "standard")[1],
+    "attn_layer_period": lambda s: _period(s, lambda k: k.mixer.kind == "standard")[0],
+    "attn_layer_offset": lambda s: _period(s, lambda k: k.mixer.kind == "standard")[1],
     "expert_layer_period": lambda s: _period(s, lambda k: k.mlp.kind == "moe")[0],
     "expert_layer_offset": lambda s: _period(s, lambda k: k.mlp.kind == "moe")[1],
     "mamba_d_state": lambda s: mixer(s, "mamba").d_state,

@@ -30,7 +30,7 @@ NO_BIASES = {"bias.qkv": (False,), "bias.out": (False,), "bias.mlp": (False,)}
 
 
 def window_on_every_layer(s: ModelSpec) -> str | None:
-    att = s.attention
+    att = s.mixer
     ok = att.kind != "standard" or not att.sliding_window or att.sliding_layers == "all"
     if not ok:
         return f"attention.sliding_layers={att.sliding_layers!r} (needs 'all': one window for every layer)"
@@ -43,14 +43,14 @@ def llama4_layers(s: ModelSpec) -> str | None:
     full attention, one chunk; a dense MLP of one width or one MoE: sigmoid scores scaling the experts'
     inputs, not renormalised, a shared expert as wide as an expert."""
     layers = layer_specs(s)
-    if any(k.attention.kind != "standard" for k in layers):
+    if any(k.mixer.kind != "standard" for k in layers):
         return "attention.kind (needs standard attention on every layer)"
-    l2 = any(k.attention.qk_norm == "l2" for k in layers)
-    chunks = {k.attention.chunk for k in layers} - {None}
+    l2 = any(k.mixer.qk_norm == "l2" for k in layers)
+    chunks = {k.mixer.chunk for k in layers} - {None}
     if len(chunks) > 1:
         return f"attention.chunk: {sorted(chunks)} (one attention_chunk_size)"
     for i, k in enumerate(layers):
-        a, m, rotary = k.attention, k.mlp, k.position.kind == "rotary"
+        a, m, rotary = k.mixer, k.mlp, k.position.kind == "rotary"
         bare = a.model_copy(update={"chunk": None, "qk_norm": False})
         plain = bare == StandardAttention.model_construct()
         if not plain or a.qk_norm not in (False, "l2") or (a.qk_norm == "l2") != (l2 and rotary):
@@ -147,7 +147,7 @@ GPT_OSS_WEIGHTS = WeightMap("gpt-oss", strip=("model.",), rows=(
     row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight"),
     row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
     row("layers.{}.self_attn.o_proj.{w}", DEC + "attention.out.{w}"),
-    row("layers.{}.self_attn.sinks", DEC + "attention.sinks"),
+    row("layers.{}.self_attn.sinks", DEC + "mixer.sinks"),
     row("layers.{}.post_attention_layernorm.weight", DEC + "mlp_norm.weight"),
     row("layers.{}.mlp.router.{w}", DEC + "mlp.router.{w}"),
     row("layers.{}.mlp.experts.gate_up_proj", (DEC + "mlp.experts.gate.weight", DEC + "mlp.experts.up.weight"),
@@ -172,7 +172,7 @@ CHECKPOINTS = [
     ),
     Checkpoint(
         "Mixtral", "mixtral",
-        {**LLAMA_LIKE, "attention.sliding_window": None, "mlp.kind": ("moe",), "mlp.d_shared": (0,),
+        {**LLAMA_LIKE, "mixer.sliding_window": None, "mlp.kind": ("moe",), "mlp.d_shared": (0,),
          "mlp.shared_gate": (False,), "mlp.router_bias": (False,), "mlp.normalize": (True,), "mlp.dense_layers": (0,)},
         (window_on_every_layer, d_value_is_d_head, default_scale, embedding_is_d_model),
         {
@@ -187,7 +187,7 @@ CHECKPOINTS = [
     ),
     Checkpoint(
         "Qwen2", "qwen2",
-        {**LLAMA_LIKE, "attention.sliding_window": None},
+        {**LLAMA_LIKE, "mixer.sliding_window": None},
         (one_window, d_value_is_d_head, default_scale, embedding_is_d_model),
         {**LLAMA_CONFIG, "use_sliding_window": lambda s: window(s) is not None, "sliding_window": window,
          "layer_types": layer_types},
@@ -195,7 +195,7 @@ CHECKPOINTS = [
     ),
     Checkpoint(
         "OLMo 2", "olmo2",
-        {**LLAMA_LIKE, "bias.mlp": (False,), "attention.scale": None},  # default_scale says it
+        {**LLAMA_LIKE, "bias.mlp": (False,), "mixer.scale": None},  # default_scale says it
         (one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),
         {**LLAMA_CONFIG, "attention_bias": lambda s: s.biases.qkv},
         (OLMO2_WEIGHTS,),
@@ -203,7 +203,7 @@ CHECKPOINTS = [
     Checkpoint(
         "Llama 4", "llama4_text",
         {**LLAMA_LIKE, **NO_BIASES, "activation": ("swiglu",), "position.interleaved": (True,),
-         "attention.qk_norm": None, "mlp.kind": None},
+         "mixer.qk_norm": None, "mlp.kind": None},
         (llama4_layers, d_value_is_d_head, default_scale, embedding_is_d_model),
         {
             **LLAMA_CONFIG,
@@ -215,10 +215,10 @@ CHECKPOINTS = [
             "num_experts_per_tok": lambda s: moe(s).top_k if moe(s) else 1,
             "moe_layers": lambda s: [i for i, k in enumerate(layer_specs(s)) if k.mlp.kind == "moe"],
             "no_rope_layers": lambda s: [int(k.position.kind == "rotary") for k in layer_specs(s)],
-            "use_qk_norm": lambda s: any(getattr(k.attention, "qk_norm", False) == "l2" for k in layer_specs(s)),
-            "attention_chunk_size": lambda s: next((k.attention.chunk for k in layer_specs(s) if k.attention.chunk),
+            "use_qk_norm": lambda s: any(getattr(k.mixer, "qk_norm", False) == "l2" for k in layer_specs(s)),
+            "attention_chunk_size": lambda s: next((k.mixer.chunk for k in layer_specs(s) if k.mixer.chunk),
                                                    None),
-            "layer_types": lambda s: ["chunked_attention" if k.attention.chunk else "full_attention"
+            "layer_types": lambda s: ["chunked_attention" if k.mixer.chunk else "full_attention"
                                       for k in layer_specs(s)],
             "attention_bias": lambda s: s.biases.qkv,
             "router_jitter_noise": lambda s: 0.0,
@@ -228,8 +228,8 @@ CHECKPOINTS = [
     ),
     Checkpoint(
         "gpt-oss", "gpt_oss",
-        {**LLAMA_LIKE, "activation": ("clamped_swiglu",), "bias.mlp": (True,), "attention.sinks": (True,),
-         "attention.sliding_window": None, "mlp.kind": ("moe",), "mlp.d_shared": (0,), "mlp.shared_gate": (False,),
+        {**LLAMA_LIKE, "activation": ("clamped_swiglu",), "bias.mlp": (True,), "mixer.sinks": (True,),
+         "mixer.sliding_window": None, "mlp.kind": ("moe",), "mlp.d_shared": (0,), "mlp.shared_gate": (False,),
          "mlp.router_bias": (True,), "mlp.normalize": (True,), "mlp.dense_layers": (0,), "mlp.scoring": ("softmax",),
          "mlp.correction_bias": (False,), "mlp.routed_scale": (1.0,)},
         (one_window, one_attention_bias, d_value_is_d_head, default_scale, embedding_is_d_model),

@@ -68,7 +68,7 @@ CHECKPOINTS = [
         "T5", "t5",
         # the adapter fixes attention.scale = 1.0; `unscaled` names the scale the spec computes with
         {**BASE, "kind": ("encoder-decoder",), "position.kind": ("relative",), "activation": NON_GATED + GATED,
-         "head.scale": lambda s: (1.0, s.d_model**-0.5), "attention.scale": None},
+         "head.scale": lambda s: (1.0, s.d_model**-0.5), "mixer.scale": None},
         (unscaled, mha, d_value_is_d_head, embedding_is_d_model),
         {
             "num_decoder_layers": lambda s: s.decoder_layers,

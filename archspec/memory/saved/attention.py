@@ -22,7 +22,7 @@ def attention(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """The rule of an attention sub-layer (its part's form 'attention' or 'cross_attention')."""
     cross = part.form == "cross_attention"
     component = part.form
-    if spec.attention.kind == "latent":
+    if spec.mixer.kind == "latent":
         lat = LatentShape.of(spec)
         return latent_saved(spec, lat, lat.attend_shape(), component)
     a = AttentionShape.of(spec)
@@ -42,7 +42,7 @@ def explicit_attention(spec: ModelSpec, a: AttentionShape, cross: bool) -> Liter
     'fallback' when a bias on the scores (ALiBi, T5's relative bias) sends torch's fused call to its
     math fallback, which keeps what the explicit products keep, in fp32 (it upcasts 16-bit inputs
     on the CPU); None: the fused kernel."""
-    att = spec.attention
+    att = spec.mixer
     if a.d_head != a.d_value or (att.kind == "standard" and (att.softcap is not None or att.sinks)):
         return "explicit"
     return "fallback" if not cross and (spec.position.kind == "alibi" or spec.position.kind in SCORE_BIASES) else None
@@ -62,7 +62,7 @@ def attention_saved(spec: ModelSpec, a: AttentionShape, component: str, keys: Ro
     argmax of each row (int64); an output gate keeps sigmoid(gate) and the heads' output it scales;
     T5's relative bias, masked to the causal triangle inside the core, keeps the (T, S) boolean mask."""
     d, nh, dk, dv = spec.d_model, a.heads, a.d_head, a.d_value
-    att = spec.attention
+    att = spec.mixer
     std = att.kind == "standard" and not cross
     kv = (a.k + a.v) if cross else (a.q + a.gate + a.k + a.v)
     saved = [Saved(component, d), Saved(component, a.out_in), Saved(component, d, dtype="mask")]
@@ -193,7 +193,7 @@ def _value_norm_saved(spec: ModelSpec, a: AttentionShape, component: str, kv: in
     normed v is a new tensor, the core's input in the fused kernel and under selective recomputation. The fused
     output, which the core kept through its v view, stays kept in 16 bits only where q and k are views of it
     too (no rotation and no QK-norm)."""
-    v, mode = a.kv_heads * a.d_value, spec.attention.qk_norm
+    v, mode = a.kv_heads * a.d_value, spec.mixer.qk_norm
     if a.rotary_dims or mode:  # q and k are new tensors: the fused output is now kept by the norm's input alone
         saved = list(saved)
         # the first of each: a later entry may be alike (with shared_kv, the rotated q and k are as wide)
@@ -215,7 +215,7 @@ def _qk_norm_saved(spec: ModelSpec, a: AttentionShape, component: str, kv: int) 
     fused output is kept in eager mode too; without rotary the normalised q and k are the core's
     inputs; a per-head norm leaves q head-major, and so the fused kernel's output, which the output
     projection then copies. The L2 norm ('l2', after the rotation): its fp32 input and 1/rms per row."""
-    mode = "head" if spec.attention.qk_norm is True else spec.attention.qk_norm
+    mode = "head" if spec.mixer.qk_norm is True else spec.mixer.qk_norm
     qk, rows = a.q + a.k, a.heads + a.kv_heads
     rotary = a.rotary_dims > 0
     out: list[Saved] = []

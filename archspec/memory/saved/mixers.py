@@ -23,7 +23,7 @@ def _conv_saved(channels: int, K: int) -> tuple[Saved, Saved]:
 
 def mamba(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """Mamba (Jamba's JambaMambaMixer), the rule of the form 'mamba'."""
-    m, d = spec.attention, spec.d_model
+    m, d = spec.mixer, spec.d_model
     I, N, R, K = m.d_inner, m.d_state, m.dt_rank, m.d_conv
     per_model = dict(rows="first", dtype="fp32", per_batch=False)
     if m.dt_norms:  # each norm: its input in fp32, 1/rms, the normalised input; then dt_proj's input
@@ -49,7 +49,7 @@ def mamba(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
 def mamba2(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """Mamba-2 (Mamba2Mixer, NemotronHMamba2Mixer, FalconH1Mixer), the rule of the form 'mamba2': the
     layer's mixer table, or Falcon-H1's beside its attention (attention.ssm)."""
-    m, d = spec.attention if spec.attention.kind == "mamba2" else spec.attention.ssm, spec.d_model
+    m, d = spec.mixer if spec.mixer.kind == "mamba2" else spec.mixer.ssm, spec.d_model
     H, P, N, G, K = m.heads, m.head_dim, m.d_state, m.groups, m.d_conv
     I = H * P
     conv = I + 2 * G * N
@@ -77,7 +77,7 @@ def _mamba2_output_saved(norm: str, I: int, G: int) -> tuple[Saved, ...]:
 
 def gated_deltanet(spec: ModelSpec, part: Part) -> tuple[Saved, ...]:
     """Gated DeltaNet (Qwen3NextGatedDeltaNet, Qwen3_5GatedDeltaNet), the rule of the form 'gated_deltanet'."""
-    m, d = spec.attention, spec.d_model
+    m, d = spec.mixer, spec.d_model
     Hk, Hv, dk, dv, K = m.key_heads, m.value_heads, m.d_key, m.d_value_head, m.d_conv
     kd, vd = Hk * dk, Hv * dv
     conv = 2 * kd + vd
