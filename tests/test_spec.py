@@ -197,7 +197,8 @@ def test_describing_blocks_may_interleave_and_close_in_any_order(monkeypatch):
 
 MIXED = (
     'name = "mixed"\nvocab_size = 64\nd_model = 32\ndecoder_layers = 4\nn_heads = 4\nmax_positions = 64\n'
-    'position = "none"\nnorm = "rmsnorm"\n{top}\n[kinds.ssm]\n{kind} = {{ kind = "mamba2", heads = 2, head_dim = 16 }}\n'
+    'position = "none"\nnorm = "rmsnorm"\n{top}\n'
+    '[kinds.ssm]\n{kind} = {{ kind = "mamba2", heads = 2, head_dim = 16 }}\n'
     '[kinds.local]\n{kind} = {{ sliding_window = 8 }}\n[layers]\npattern = ["ssm", "local"]\n'
 )
 
