@@ -122,7 +122,7 @@ def test_spec_comes_back_from_its_transformers_config(entry, spec):
 
 
 # released configs whose layers a checkpoint entry does not build (each still refused for that reason)
-NOT_BUILT = {"nemotron-3-nano-30b-a3b": "attention='none', mlp='moe'"}  # Nemotron-H's E layers: no experts
+NOT_BUILT = {"nemotron-3-nano-30b-a3b": "mixer='none', mlp='moe'"}  # Nemotron-H's E layers: no experts
 
 
 def _released() -> list:
@@ -177,4 +177,4 @@ def test_features_no_checkpoint_builds_are_refused_by_every_one():
     for beside in (llama.replace(attention={"kind": "standard", "ssm": ssm}),
                    llama.replace(kinds={"h": {"attention": {"kind": "standard", "ssm": ssm}}, "plain": {}},
                                  layers={"prefix": ["h"], "pattern": ["plain"]})):  # fmt: skip
-        assert all(any("attention.ssm" in why for why in c.unsupported(beside)) for c in CHECKPOINTS.values())
+        assert all(any("mixer.ssm" in why for why in c.unsupported(beside)) for c in CHECKPOINTS.values())

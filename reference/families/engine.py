@@ -34,7 +34,7 @@ ACT = {"relu": "relu", "gelu": "gelu", "silu": "silu", "swiglu": "silu", "geglu"
 
 def _get(spec: ModelSpec, name: str):
     """A field as families compare it: a flat field as written (a sub-table by its shorthand), or a
-    dotted path into a sub-table ('attention.qk_norm', 'bias.qkv'); absent where the member has none."""
+    dotted path into a sub-table ('mixer.qk_norm', 'bias.qkv'); absent where the member has none."""
     if "." not in name:
         if name not in type(spec).model_fields:  # a derived view such as kind
             return getattr(spec, name)
@@ -52,7 +52,7 @@ def _show(name: str, value) -> str:
     """A flat field or a member's kind as Python writes it; a sub-table's field as the spec file does."""
     if "." not in name or name.endswith(".kind"):
         return repr(value)
-    if hasattr(value, "model_dump"):  # a member that is itself a sub-table (attention.ssm)
+    if hasattr(value, "model_dump"):  # a member that is itself a sub-table (mixer.ssm)
         value = value.model_dump(exclude_defaults=True) | {"kind": value.kind}
     return "absent" if value is None else json.dumps(value)
 
@@ -126,14 +126,14 @@ def one_bias(s: ModelSpec) -> str | None:
 
 
 def scale(s: ModelSpec) -> float:
-    """The score scale the spec computes with (1/sqrt(d_head) unless attention.scale says otherwise)."""
+    """The score scale the spec computes with (1/sqrt(d_head) unless mixer.scale says otherwise)."""
     value = getattr(s.mixer, "scale", None)
     return s.d_head**-0.5 if value is None else value
 
 
 def default_scale(s: ModelSpec) -> str | None:
     ok = abs(scale(s) - s.d_head**-0.5) <= 1e-12 * scale(s)
-    return None if ok else f"attention.scale={scale(s)!r} (needs 1/sqrt(d_head))"
+    return None if ok else f"mixer.scale={scale(s)!r} (needs 1/sqrt(d_head))"
 
 
 # ---------------------------------------------------------------- per-layer views
@@ -173,7 +173,7 @@ def window(s: ModelSpec) -> int | None:
 
 def one_window(s: ModelSpec) -> str | None:
     windows = sorted(set(layer_windows(s)) - {None})
-    return None if len(windows) <= 1 else f"attention.sliding_window: {windows} (one sliding_window for all layers)"
+    return None if len(windows) <= 1 else f"mixer.sliding_window: {windows} (one sliding_window for all layers)"
 
 
 def gemma4_moe(s: ModelSpec) -> str | None:
@@ -210,7 +210,7 @@ LAYER_OPTIONS: dict[str, tuple[str, frozenset[str]]] = {
 
 
 def _off(name: str) -> Any:
-    """The spec's default of a flat field or of a sub-table member's field ('attention.sinks')."""
+    """The spec's default of a flat field or of a sub-table member's field ('mixer.sinks')."""
     if "." not in name:
         return ModelSpec.model_fields[name].default
     table, field_name = name.split(".")

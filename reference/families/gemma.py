@@ -29,7 +29,7 @@ def query_pre_attn_scalar(s: ModelSpec) -> int:
 
 def integer_query_scalar(s: ModelSpec) -> str | None:
     ok = abs(query_pre_attn_scalar(s) ** -0.5 - scale(s)) <= 1e-12 * scale(s)
-    return None if ok else f"attention.scale={scale(s)!r} (needs n^-0.5 for an integer query_pre_attn_scalar n)"
+    return None if ok else f"mixer.scale={scale(s)!r} (needs n^-0.5 for an integer query_pre_attn_scalar n)"
 
 
 def gemma3_layers(s: ModelSpec) -> str | None:
@@ -55,7 +55,7 @@ def gemma2_layers(s: ModelSpec) -> str | None:
     them, the only layout its adapter reads), or no window at all."""
     windows = layer_windows(s)
     ok = not any(windows) or all(bool(w) == (i % 2 == 0) for i, w in enumerate(windows))
-    return None if ok else "attention.sliding_layers (needs the window on the even layers: sliding, full, ...)"
+    return None if ok else "mixer.sliding_layers (needs the window on the even layers: sliding, full, ...)"
 
 
 def _kind_base(s: ModelSpec, sliding: bool) -> float:

@@ -31,12 +31,12 @@ def qwen3_next_layers(s: ModelSpec) -> str | None:
     for i, k in enumerate(layer_specs(s)):
         a, m = k.mixer, k.mlp
         if a.kind == "gated_deltanet" and a.projections != "fused":
-            return f"layer {i}: attention.projections={a.projections!r} (needs 'fused')"
+            return f"layer {i}: mixer.projections={a.projections!r} (needs 'fused')"
         if a.kind == "standard" and (a.qk_norm not in (True, "head") or not a.gate or a.scale is not None or
                                      a.sliding_window or a.chunk or a.sinks or a.shared_kv or a.softcap):  # fmt: skip
             return f"layer {i}: attention (needs gate=true, qk_norm='head', nothing else)"
         if a.kind not in ("standard", "gated_deltanet"):
-            return f"layer {i}: attention.kind={a.kind!r} (needs 'standard' or 'gated_deltanet')"
+            return f"layer {i}: mixer.kind={a.kind!r} (needs 'standard' or 'gated_deltanet')"
         if m.kind == "moe" and (m != moe(s) or not m.shared_gate or not m.d_shared or m.router_bias or
                                 m.scoring != "softmax" or m.correction_bias or m.routed_scale != 1):  # fmt: skip
             return f"layer {i}: mlp (needs one softmax MoE with a gated shared expert)"
@@ -53,7 +53,7 @@ def nemotron_h_layers(s: ModelSpec) -> str | None:
         a, m = k.mixer, k.mlp
         one = (a.kind in ("mamba2", "standard")) != (m.kind == "dense")
         if not one or a.kind not in ("mamba2", "standard", "none") or m.kind not in ("dense", "none"):
-            return f"layer {i}: attention={a.kind!r}, mlp={m.kind!r} (needs one of a Mamba-2 mixer, attention, MLP)"
+            return f"layer {i}: mixer={a.kind!r}, mlp={m.kind!r} (needs one of a Mamba-2 mixer, attention, MLP)"
         if a.kind == "mamba2" and (a != mixer(s, "mamba2") or a.dt_max is not None):
             return f"layer {i}: one Mamba-2 mixer without dt_max for every such layer"
         if a.kind == "standard" and a != StandardAttention.model_construct():
@@ -174,7 +174,7 @@ def jamba_layers(s: ModelSpec) -> str | None:
         if a.kind == "standard" and a != StandardAttention.model_construct():
             return f"layer {i}: attention (needs plain attention)"
         if a.kind not in ("mamba", "standard"):
-            return f"layer {i}: attention.kind={a.kind!r} (needs 'mamba' or 'standard')"
+            return f"layer {i}: mixer.kind={a.kind!r} (needs 'mamba' or 'standard')"
         if m.kind == "none" or k.d_ff != s.d_ff:
             return f"layer {i}: mlp (needs a dense MLP or experts of d_ff={s.d_ff})"
         if m.kind == "moe" and (m != moe(s) or m.normalize or m.d_shared or m.router_bias or m.d_expert != s.d_ff
@@ -225,7 +225,7 @@ JAMBA_CONFIG: dict[str, Callable[[ModelSpec], Any] | None] = {
 def jamba_expand(s: ModelSpec) -> str | None:
     a = mixer(s, "mamba")
     ok = a is not None and a.d_inner % s.d_model == 0
-    return None if ok else "attention.d_inner (needs a Mamba mixer, d_inner a multiple of d_model: mamba_expand)"
+    return None if ok else "mixer.d_inner (needs a Mamba mixer, d_inner a multiple of d_model: mamba_expand)"
 
 
 JAMBA_WEIGHTS = WeightMap("Jamba", strip=("model.",), rows=(

@@ -33,7 +33,7 @@ def window_on_every_layer(s: ModelSpec) -> str | None:
     att = s.mixer
     ok = att.kind != "standard" or not att.sliding_window or att.sliding_layers == "all"
     if not ok:
-        return f"attention.sliding_layers={att.sliding_layers!r} (needs 'all': one window for every layer)"
+        return f"mixer.sliding_layers={att.sliding_layers!r} (needs 'all': one window for every layer)"
     windows = set(layer_windows(s))
     return None if len(windows) <= 1 else f"layers: windows {sorted(windows, key=str)} (one window for every layer)"
 
@@ -44,11 +44,11 @@ def llama4_layers(s: ModelSpec) -> str | None:
     inputs, not renormalised, a shared expert as wide as an expert."""
     layers = layer_specs(s)
     if any(k.mixer.kind != "standard" for k in layers):
-        return "attention.kind (needs standard attention on every layer)"
+        return "mixer.kind (needs standard attention on every layer)"
     l2 = any(k.mixer.qk_norm == "l2" for k in layers)
     chunks = {k.mixer.chunk for k in layers} - {None}
     if len(chunks) > 1:
-        return f"attention.chunk: {sorted(chunks)} (one attention_chunk_size)"
+        return f"mixer.chunk: {sorted(chunks)} (one attention_chunk_size)"
     for i, k in enumerate(layers):
         a, m, rotary = k.mixer, k.mlp, k.position.kind == "rotary"
         bare = a.model_copy(update={"chunk": None, "qk_norm": False})
@@ -147,7 +147,7 @@ GPT_OSS_WEIGHTS = WeightMap("gpt-oss", strip=("model.",), rows=(
     row("layers.{}.input_layernorm.weight", DEC + "attention_norm.weight"),
     row(each("layers.{}.self_attn.{x}_proj.{w}", "q", "k", "v"), DEC + "attention.qkv.{w}", "cat"),
     row("layers.{}.self_attn.o_proj.{w}", DEC + "attention.out.{w}"),
-    row("layers.{}.self_attn.sinks", DEC + "mixer.sinks"),
+    row("layers.{}.self_attn.sinks", DEC + "attention.sinks"),
     row("layers.{}.post_attention_layernorm.weight", DEC + "mlp_norm.weight"),
     row("layers.{}.mlp.router.{w}", DEC + "mlp.router.{w}"),
     row("layers.{}.mlp.experts.gate_up_proj", (DEC + "mlp.experts.gate.weight", DEC + "mlp.experts.up.weight"),

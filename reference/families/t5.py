@@ -19,7 +19,7 @@ from archspec.spec.model import ModelSpec
 
 
 def unscaled(s: ModelSpec) -> str | None:
-    return None if scale(s) == 1.0 else f"attention.scale={scale(s)!r} (needs 1.0: T5 does not scale scores)"
+    return None if scale(s) == 1.0 else f"mixer.scale={scale(s)!r} (needs 1.0: T5 does not scale scores)"
 
 
 def _t5_rows(gated: bool) -> tuple:
@@ -66,7 +66,7 @@ T5_WEIGHTS = (
 CHECKPOINTS = [
     Checkpoint(
         "T5", "t5",
-        # the adapter fixes attention.scale = 1.0; `unscaled` names the scale the spec computes with
+        # the adapter fixes mixer.scale = 1.0; `unscaled` names the scale the spec computes with
         {**BASE, "kind": ("encoder-decoder",), "position.kind": ("relative",), "activation": NON_GATED + GATED,
          "head.scale": lambda s: (1.0, s.d_model**-0.5), "mixer.scale": None},
         (unscaled, mha, d_value_is_d_head, embedding_is_d_model),
