@@ -97,89 +97,17 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from archspec.plan.hardware import accelerator
-    from archspec.plan.inference import estimate_inference
-    from archspec.render.text import human_bytes, table
 
     acc = accelerator(args.gpu)
     if args.weights and args.dtype and args.weights != args.dtype:
         raise SpecError(f"--dtype {args.dtype} and --weights {args.weights}: give one of them")
-    from archspec.sources.resolve import stored, weights_of
-
     objects, blocks, code = [], [], EXIT_OK
     for loaded in read_loaded(args):
         spec = loaded.spec
-        weights, stored_note = weights_of(loaded.source, args.weights or args.dtype)
-        weights = weights or "bf16"
-        e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
-                               args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
-                               expert_parallel=args.ep, pipeline_parallel=args.pp, engine=args.engine,
-                               memory_fraction=args.gpu_memory_utilization,
-                               price_per_hour=args.price_per_hour)  # fmt: skip
-        obj = e.to_dict()
-        if stored_note:
-            obj.update(weights_source="option" if args.weights or args.dtype else "stored",
-                       stored=stored(loaded.source).to_dict())  # fmt: skip
-        used = e.weights_bytes + e.kv_cache_bytes
-        context = e.prompt_len + e.gen_len
-        lay = e.layout
-        where = (
-            f"{human_bytes(e.capacity_bytes)} ({acc.memory_gib:g} GiB x the engine's share)"
-            if (e.capacity_bytes != acc.memory_bytes)
-            else f"{acc.memory_gib:g} GiB"
-        )
-        where += " per device" if lay.devices > 1 else ""
-        verdict = f"{'fits' if e.fits else 'does not fit'} ({used / e.capacity_bytes:.0%} of {where})"
+        e, obj, stored_note = _estimate(loaded, acc, args)
         if not e.fits:
             code = EXIT_MISMATCH
-            remedy = "; ".join(f"{s} would fit" for s in e.suggestions) or "no larger --tp or narrower --weights fits"
-            obj["message"] = (
-                f"{spec.name} does not fit: weights {human_bytes(e.weights_bytes)} + KV cache "
-                f"{human_bytes(e.kv_cache_bytes)} = {human_bytes(used)} on the fullest device, "
-                f"{human_bytes(e.shortfall_bytes)} more than {where}; {remedy}"
-            )
-        rows = []
-        if e.fits:
-            comm = _communication(e)
-            rows += [
-                ["prefill", _duration(e.prefill_seconds), f"{e.prefill_flops:,} FLOPs at {e.mfu:g} x peak"],
-                ["decode, per token", _duration(e.decode_seconds_per_token),
-                 f"{human_bytes(float(e.decode_bytes_per_token))} read per step at {e.mbu:g} x bandwidth{comm}"],
-                ["whole request", _duration(e.total_seconds), f"prefill + {e.gen_len:,} decode steps"],
-                ["tokens per second", f"{e.tokens_per_second:,.0f}" if e.tokens_per_second >= 100
-                 else f"{e.tokens_per_second:.3g}", f"{e.batch} x {e.gen_len:,} generated tokens"],
-            ]  # fmt: skip
-        rows += _cost_rows(e)
-        rows += [
-            ["max batch", f"{e.max_batch:,}", f"sequences of {context:,} tokens beside the weights"
-             + (" (the weights alone do not fit)" if e.weights_bytes > e.capacity_bytes else "")],
-            ["memory" + (" per device" if lay.devices > 1 else "") + " at this batch", human_bytes(used),
-             f"weights {human_bytes(e.weights_bytes)} + KV cache {human_bytes(e.kv_cache_bytes)}: {verdict}"],
-        ]  # fmt: skip
-        if e.expected_experts is not None:
-            tokens = f"{e.batch} token{'s' if e.batch > 1 else ''}"
-            rows.append(["routed experts read per MoE layer", f"{e.expected_experts:.3g}",
-                         f"of {spec.mlp.experts}, top-{spec.mlp.top_k}, {tokens} per step"])  # fmt: skip
-        degrees = f"tp {lay.tensor_parallel} x ep {lay.expert_parallel} x pp {lay.pipeline_parallel}"
-        layout = "" if lay.devices == 1 else f"; {degrees} = {lay.devices} devices"
-        lines = [
-            f"{spec.name} on {acc.title}: batch {e.batch}, prompt {e.prompt_len:,} + {e.gen_len:,} generated tokens, "
-            f"weights {e.dtype}"
-            + (f", experts {e.experts_dtype}" if e.experts_dtype else "")
-            + f", KV cache {e.kv_dtype}{layout}",
-            table(rows, ["roofline estimate", "value", "from"], args.format, colalign=("left", "right", "left")),
-        ]
-        if e.fits:
-            bound = (
-                "compute-bound" if e.prefill_compute_bound else "memory-bound, so its time above is an underestimate"
-            )
-            lines.append(f"prefill intensity {e.prefill_intensity:,.0f} FLOPs/byte vs ridge {e.ridge_intensity:,.0f}: "
-                         f"{bound}")  # fmt: skip
-            lines.append(
-                "decode time is a lower bound (engines reach a share of it): it leaves out "
-                + "; ".join(e.decode_leaves_out)
-            )
-        else:
-            lines.append(obj["message"] + "; no timings")
+        lines = _text(spec, e, acc, obj, args.format)
         if stored_note:
             lines.append(f"note: {stored_note}")
         lines += ["assumptions:", *(f"  - {a}" for a in e.assumptions)]
@@ -191,3 +119,104 @@ def run(args) -> int:
         if not obj["fits"]:
             sys.stderr.write(f"archspec: {obj['message']}\n")
     return code
+
+
+def _estimate(loaded, acc, args):
+    """One model's estimate, its JSON object (with what it is short by when it does not fit), and the note on
+    where its weights' format came from (None: from the options)."""
+    from archspec.plan.inference import estimate_inference
+    from archspec.render.text import human_bytes
+    from archspec.sources.resolve import stored, weights_of
+
+    spec = loaded.spec
+    weights, stored_note = weights_of(loaded.source, args.weights or args.dtype)
+    weights = weights or "bf16"
+    e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
+                           args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
+                           expert_parallel=args.ep, pipeline_parallel=args.pp, engine=args.engine,
+                           memory_fraction=args.gpu_memory_utilization,
+                           price_per_hour=args.price_per_hour)  # fmt: skip
+    obj = e.to_dict()
+    if stored_note:
+        obj.update(weights_source="option" if args.weights or args.dtype else "stored",
+                   stored=stored(loaded.source).to_dict())  # fmt: skip
+    if not e.fits:
+        used = e.weights_bytes + e.kv_cache_bytes
+        remedy = "; ".join(f"{s} would fit" for s in e.suggestions) or "no larger --tp or narrower --weights fits"
+        obj["message"] = (
+            f"{spec.name} does not fit: weights {human_bytes(e.weights_bytes)} + KV cache "
+            f"{human_bytes(e.kv_cache_bytes)} = {human_bytes(used)} on the fullest device, "
+            f"{human_bytes(e.shortfall_bytes)} more than {_capacity(e, acc)}; {remedy}"
+        )
+    return e, obj, stored_note
+
+
+def _capacity(e, acc) -> str:
+    """What the weights and cache may use of each device, in words."""
+    from archspec.render.text import human_bytes
+
+    where = (
+        f"{human_bytes(e.capacity_bytes)} ({acc.memory_gib:g} GiB x the engine's share)"
+        if (e.capacity_bytes != acc.memory_bytes)
+        else f"{acc.memory_gib:g} GiB"
+    )
+    return where + (" per device" if e.layout.devices > 1 else "")
+
+
+def _rows(spec, e, acc) -> list[list[str]]:
+    """The table: the timings (when it fits), the cost, the largest batch, the memory, the experts read."""
+    from archspec.render.text import human_bytes
+
+    used = e.weights_bytes + e.kv_cache_bytes
+    context = e.prompt_len + e.gen_len
+    verdict = f"{'fits' if e.fits else 'does not fit'} ({used / e.capacity_bytes:.0%} of {_capacity(e, acc)})"
+    rows = []
+    if e.fits:
+        comm = _communication(e)
+        rows += [
+            ["prefill", _duration(e.prefill_seconds), f"{e.prefill_flops:,} FLOPs at {e.mfu:g} x peak"],
+            ["decode, per token", _duration(e.decode_seconds_per_token),
+             f"{human_bytes(float(e.decode_bytes_per_token))} read per step at {e.mbu:g} x bandwidth{comm}"],
+            ["whole request", _duration(e.total_seconds), f"prefill + {e.gen_len:,} decode steps"],
+            ["tokens per second", f"{e.tokens_per_second:,.0f}" if e.tokens_per_second >= 100
+             else f"{e.tokens_per_second:.3g}", f"{e.batch} x {e.gen_len:,} generated tokens"],
+        ]  # fmt: skip
+    rows += _cost_rows(e)
+    rows += [
+        ["max batch", f"{e.max_batch:,}", f"sequences of {context:,} tokens beside the weights"
+         + (" (the weights alone do not fit)" if e.weights_bytes > e.capacity_bytes else "")],
+        ["memory" + (" per device" if e.layout.devices > 1 else "") + " at this batch", human_bytes(used),
+         f"weights {human_bytes(e.weights_bytes)} + KV cache {human_bytes(e.kv_cache_bytes)}: {verdict}"],
+    ]  # fmt: skip
+    if e.expected_experts is not None:
+        tokens = f"{e.batch} token{'s' if e.batch > 1 else ''}"
+        rows.append(["routed experts read per MoE layer", f"{e.expected_experts:.3g}",
+                     f"of {spec.mlp.experts}, top-{spec.mlp.top_k}, {tokens} per step"])  # fmt: skip
+    return rows
+
+
+def _text(spec, e, acc, obj, fmt: str) -> list[str]:
+    """One model's block: what it runs, the table, and whether prefill is compute-bound (or why it does not fit)."""
+    from archspec.render.text import table
+
+    lay = e.layout
+    degrees = f"tp {lay.tensor_parallel} x ep {lay.expert_parallel} x pp {lay.pipeline_parallel}"
+    layout = "" if lay.devices == 1 else f"; {degrees} = {lay.devices} devices"
+    lines = [
+        f"{spec.name} on {acc.title}: batch {e.batch}, prompt {e.prompt_len:,} + {e.gen_len:,} generated tokens, "
+        f"weights {e.dtype}"
+        + (f", experts {e.experts_dtype}" if e.experts_dtype else "")
+        + f", KV cache {e.kv_dtype}{layout}",
+        table(_rows(spec, e, acc), ["roofline estimate", "value", "from"], fmt, colalign=("left", "right", "left")),
+    ]
+    if e.fits:
+        bound = "compute-bound" if e.prefill_compute_bound else "memory-bound, so its time above is an underestimate"
+        lines.append(f"prefill intensity {e.prefill_intensity:,.0f} FLOPs/byte vs ridge {e.ridge_intensity:,.0f}: "
+                     f"{bound}")  # fmt: skip
+        lines.append(
+            "decode time is a lower bound (engines reach a share of it): it leaves out "
+            + "; ".join(e.decode_leaves_out)
+        )
+    else:
+        lines.append(obj["message"] + "; no timings")
+    return lines
