@@ -110,6 +110,19 @@ def test_a_guard_that_fails_takes_the_full_way_then_records_that_branch():
     assert got[0]["kv_cache_bytes_per_token"] != got[2]["kv_cache_bytes_per_token"]
 
 
+def test_a_line_that_fails_before_its_guard_takes_the_full_way():
+    def per_row(spec):  # the guard (a comparison) is written after the division it protects
+        if spec.vocab_size == 1:
+            raise SpecError("one token")
+        return 10**6 // (spec.vocab_size - 1)
+
+    gpt2 = archspec.preset("gpt2")
+    assert compiled.evaluate(("per_row",), per_row, gpt2) == compiled.evaluate(("per_row",), per_row, gpt2)
+    assert compiled.evaluate(("per_row",), per_row, gpt2.replace(vocab_size=1001)) == 1000
+    with pytest.raises(SpecError, match="one token"):  # the program divides by zero: the full way says why
+        compiled.evaluate(("per_row",), per_row, gpt2.replace(vocab_size=1))
+
+
 def test_a_spec_with_an_unhashable_or_traced_field_takes_the_full_way():
     from archspec.count.formula import derive
 
