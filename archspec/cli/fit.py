@@ -140,7 +140,7 @@ def _engine_note(args) -> str:
 def run(args) -> int:
     from archspec.memory import STORAGE
     from archspec.plan.compare import context_seq_len
-    from archspec.plan.fit import DTYPES, MAX_DEVICES, fit, native
+    from archspec.plan.fit import DTYPES, fit, native
     from archspec.render.text import GREEN, RED, human_bytes, paint, table
 
     accs = _accelerators(args)
@@ -180,28 +180,42 @@ def run(args) -> int:
                 devices = paint(f"{f.devices:,}", GREEN if f.devices == 1 else "") if f.devices else paint("-", RED)
                 rows.append([acc.name, f.dtype + (" (emulated)" if emulated else ""), devices, f.layout, used,
                              *_costs(f)])  # fmt: skip
-        what = {"inference": "weights + KV cache",
-                "training": "weights, gradients, optimizer states (mixed precision: 16 bytes per parameter for bf16 "
-                f"with AdamW) and activations ({args.attention or 'flash'} attention, recompute {recompute})",
-                "lora": f"the frozen base in the dtype, rank-{args.lora_rank} adapters on {args.lora_targets} with "
-                "their gradients and optimizer states (bf16 mixed precision) and activations "
-                f"({args.attention or 'flash'} attention, recompute {recompute}"
-                + (": gradient checkpointing, as peft's QLoRA guide runs it)" if recompute == "full" else ")")
-                }[args.task]  # fmt: skip
         at = f"{seq_len:,}" + (f" (its context; {args.seq_len:,} asked)" if clamped else "")
-        head = f"{spec.name}: {args.task}, batch {args.batch} x {at} tokens; {what} per device"
+        head = f"{spec.name}: {args.task}, batch {args.batch} x {at} tokens; {_held(args, recompute)} per device"
         priced = any(len(r) > 5 for r in rows)
         rows = [r + ["", ""] if priced and len(r) == 5 else r for r in rows]
         headers = ["gpu", "dtype", "devices", "layout", "per device"] + (COST_HEADERS if priced else [])
         align = ("left", "left", "right", "left", "right") + (("right", "right") if priced else ())
         head += f"\nnote: {stored_note}" if stored_note else ""
         blocks.append(head + "\n" + table(rows, headers, args.format, colalign=align))
+    note = _note(args, objects)
+    render(args, objects, lambda: "\n\n".join(blocks) + "\n\n" + note)
+    return EXIT_OK
+
+
+def _held(args, recompute: str) -> str:
+    """What each device holds for the task, in words."""
+    return {"inference": "weights + KV cache",
+            "training": "weights, gradients, optimizer states (mixed precision: 16 bytes per parameter for bf16 "
+            f"with AdamW) and activations ({args.attention or 'flash'} attention, recompute {recompute})",
+            "lora": f"the frozen base in the dtype, rank-{args.lora_rank} adapters on {args.lora_targets} with "
+            "their gradients and optimizer states (bf16 mixed precision) and activations "
+            f"({args.attention or 'flash'} attention, recompute {recompute}"
+            + (": gradient checkpointing, as peft's QLoRA guide runs it)" if recompute == "full" else ")")
+            }[args.task]  # fmt: skip
+
+
+def _note(args, objects: list[dict]) -> str:
+    """The closing note: what the devices and layouts mean, what the formats store, what is not counted."""
+    from archspec.plan.fit import MAX_DEVICES
+
+    lora = args.task == "lora"
     layouts = (
         "TP: tensor parallel (1, 2, 4 or 8, dividing the heads and d_ff), PP: pipeline stages beyond that"
         if args.task == "inference"
         else "ZeRO stage over DP data-parallel devices, with TP tensor parallelism (1, 2, 4 or 8) when needed"
     )
-    note = (
+    return (
         f"devices: the fewest that hold it ({layouts}), as `archspec memory` plans each layout; - : not on "
         f"{MAX_DEVICES:,}."
         + (
@@ -216,5 +230,3 @@ def run(args) -> int:
         + (COST_NOTE.format(price=_price(args)) if any("price_per_hour" in o for o in objects) else "")
         + " Workspace, fragmentation and framework overhead are not counted. GiB = 2^30 bytes."
     )
-    render(args, objects, lambda: "\n\n".join(blocks) + "\n\n" + note)
-    return EXIT_OK
