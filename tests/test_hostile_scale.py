@@ -193,3 +193,23 @@ def test_a_turned_table_splits_its_records_into_groups_that_fit():
     assert len(blocks) > 1 and all(b.splitlines()[0].startswith("model ") for b in blocks)
     assert [n for b in blocks for n in b.splitlines()[0].split()[1:]] == [r[0] for r in rows]
     assert table(rows, headers, "table", width=500, transpose=True) == table(rows, headers, "table", width=500)
+
+
+# ---------------------------------------------------------------- fit's layout search
+
+
+def test_the_layout_search_finds_the_smallest_as_a_scan_does():
+    from archspec.plan.fit import _smallest
+
+    for answer in [*range(1, 40), None]:
+        for lo in range(1, 12):
+            for hi in (lo - 1, lo, 17, 40):
+                asked = []
+
+                def ok(n, answer=answer, asked=asked):
+                    asked.append(n)
+                    return answer is not None and n >= answer
+
+                scan = next((n for n in range(lo, hi + 1) if ok(n)), None)
+                assert _smallest(lo, hi, ok) == scan, (answer, lo, hi)
+                assert all(lo <= n <= hi for n in asked)

@@ -106,9 +106,17 @@ def _valid_tp(spec: ModelSpec) -> list[int]:
 
 
 def _smallest(lo: int, hi: int, ok) -> int | None:
-    """The smallest n in [lo, hi] with ok(n), for ok monotone (false, then true); None if none."""
-    if hi < lo or not ok(hi):
+    """The smallest n in [lo, hi] with ok(n), for ok monotone (false, then true); None if none. Probed from
+    lo upward in doubling steps, then halved: a probe costs more the larger n is (a layout of n pipeline
+    stages), so the search stays near the answer when lo is near it."""
+    if hi < lo:
         return None
+    below, n, step = lo - 1, lo, 1
+    while not ok(n):
+        if n >= hi:
+            return None
+        below, n, step = n, min(hi, n + step), 2 * step
+    lo, hi = below + 1, n
     while lo < hi:
         mid = (lo + hi) // 2
         if ok(mid):
@@ -181,7 +189,8 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     in the share of each device the serving `engine` (default vLLM: 0.9) or `memory_fraction` leaves
     them (archspec.memory.runtime)."""
     from archspec.core.checks import check_args, check_text
-    from archspec.memory import canonical_dtype, canonical_format, estimate_memory, fits, lora_params, parallel_layout
+    from archspec.memory import canonical_dtype, canonical_format, estimate_memory, lora_params
+    from archspec.memory.roles import canonical_weights
     from archspec.memory.storage import DTYPE_BYTES
     from archspec.plan.hardware import accelerator
 
@@ -197,8 +206,6 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     memo = {} if memo is None else memo
     if task not in TASKS:
         raise SpecError(f"unknown task {shown(task)}; use one of {', '.join(TASKS)}")
-    from archspec.memory.roles import canonical_weights
-
     # inference of a format that is no computation dtype (fp8_block, a checkpoint's q4_k_m, a map by role):
     # weights stored so, computed in bf16
     if task == "inference":
@@ -226,12 +233,10 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
         raise SpecError("engine and memory_fraction are inference's (the serving engine's share of memory)")
     eng = (engine or DEFAULT_ENGINE) if task == "inference" else None
     cap = usable_bytes(acc.memory_bytes, eng, memory_fraction) if eng else acc.memory_bytes
-    # the plan of one layout: training's, or LoRA's over a frozen base stored in `key` (computed in bf16)
-    # (a stored format's inference is computed in bf16)
+    # the plan of one layout: training's, LoRA's over a frozen base stored in `key`, a stored format's (in bf16)
     plan = dict(dtype="bf16", weights=key, **lora) if lora or stored else dict(dtype=key)
     plan |= train
     tag = (task, key, *lora.values(), *sorted(train.items()))
-    best: tuple | None = None  # (devices, tie-breakers..., tp, pp, dp, zero, bytes)
 
     # no device holds less than its share of the whole: a plan that MAX_DEVICES cannot hold between them is
     # refused from one estimate, before any layout is searched
@@ -242,46 +247,72 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
         return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
                    acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
 
-    if task == "inference":
-
-        def per_device(tp: int, pp: int):
-            if (key, tp, pp) not in memo:
-                lay = parallel_layout(spec, tp * pp, tp, pp)
-                memo[key, tp, pp] = estimate_memory(spec, batch, seq_len, tensor_parallel=lay.tensor_parallel,
-                                                    pipeline_parallel=lay.pipeline_parallel, **plan)  # fmt: skip
-            return memo[key, tp, pp]
-
-        for tp in _valid_tp(spec):
-            top = min(spec.n_layers, MAX_DEVICES // tp)
-            pp = _smallest(1, top, lambda p, tp=tp: fits(per_device(tp, p), cap)["inference"])
-            if pp is None:
-                continue
-            m = per_device(tp, pp)
-            cand = (tp * pp, pp, tp, pp, 1, None, m.inference_total_bytes, m.seq_len)
-            best = cand if best is None or cand[:3] < best[:3] else best
-    else:
-
-        def per_device(tp: int, dp: int, zero: int):
-            if (*tag, tp, dp, zero) not in memo:
-                lay = parallel_layout(spec, tp * dp, tp, 1, zero)
-                memo[(*tag, tp, dp, zero)] = estimate_memory(spec, batch, seq_len, zero_stage=lay.zero_stage,
-                                                           data_parallel=lay.data_parallel,
-                                                           tensor_parallel=lay.tensor_parallel, **plan)  # fmt: skip
-            return memo[(*tag, tp, dp, zero)]
-
-        for tp in _valid_tp(spec):
-            for zero in ZERO_STAGES:
-                hi = 1 if zero == 0 else MAX_DEVICES // tp
-                dp = _smallest(1, hi, lambda d, tp=tp, z=zero: fits(per_device(tp, d, z), cap)["training"])
-                if dp is None:
-                    continue
-                m = per_device(tp, dp, zero)
-                z = 0 if tp * dp == 1 else zero  # one device: nothing to shard
-                cand = (tp * dp, z, tp, 1, dp, z, m.training_total_bytes, m.seq_len)
-                best = cand if best is None or cand[:3] < best[:3] else best
+    search = _inference_layouts if task == "inference" else _training_layouts
+    best = search(spec, memo, tag, plan, batch, seq_len, cap, whole)
     if best is None:
         return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
                    acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
     devices, _, tp, pp, dp, zero, used, T = best
     return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, acc.memory_bytes, **lora,
                usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
+
+
+def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batch: int, seq_len: int | None,
+                       cap: int, whole) -> tuple | None:  # fmt: skip
+    """The fewest devices that serve `spec`: tensor parallel 1 to 8, then pipeline stages; as
+    (devices, tie-breakers..., tp, pp, dp, zero, bytes, seq_len), None when no layout holds it."""
+    from archspec.core.compiled import full_way
+    from archspec.memory import estimate_memory, fits, parallel_layout
+
+    key, best = tag[1], None
+
+    def per_device(tp: int, pp: int):
+        if (key, tp, pp) not in memo:
+            lay = parallel_layout(spec, tp * pp, tp, pp)
+            with full_way():  # one question per layout: recording its program costs more than its answer
+                memo[key, tp, pp] = estimate_memory(spec, batch, seq_len, tensor_parallel=lay.tensor_parallel,
+                                                    pipeline_parallel=lay.pipeline_parallel, **plan)  # fmt: skip
+        return memo[key, tp, pp]
+
+    for tp in _valid_tp(spec):
+        top = min(spec.n_layers, MAX_DEVICES // tp)
+        fewest = min(top, max(1, whole.inference_total_bytes // (cap * tp)))  # no device holds less than its share
+        pp = _smallest(fewest, top, lambda p, tp=tp: fits(per_device(tp, p), cap)["inference"])
+        if pp is None:
+            continue
+        m = per_device(tp, pp)
+        cand = (tp * pp, pp, tp, pp, 1, None, m.inference_total_bytes, m.seq_len)
+        best = cand if best is None or cand[:3] < best[:3] else best
+    return best
+
+
+def _training_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batch: int, seq_len: int | None,
+                      cap: int, whole) -> tuple | None:  # fmt: skip
+    """The fewest devices that train `spec`: ZeRO stage 0 to 3 over data-parallel replicas, tensor parallel
+    1 to 8; as _inference_layouts answers."""
+    from archspec.core.compiled import full_way
+    from archspec.memory import estimate_memory, fits, parallel_layout
+
+    best = None
+
+    def per_device(tp: int, dp: int, zero: int):
+        if (*tag, tp, dp, zero) not in memo:
+            lay = parallel_layout(spec, tp * dp, tp, 1, zero)
+            with full_way():
+                memo[(*tag, tp, dp, zero)] = estimate_memory(spec, batch, seq_len, zero_stage=lay.zero_stage,
+                                                           data_parallel=lay.data_parallel,
+                                                           tensor_parallel=lay.tensor_parallel, **plan)  # fmt: skip
+        return memo[(*tag, tp, dp, zero)]
+
+    for tp in _valid_tp(spec):
+        for zero in ZERO_STAGES:
+            hi = 1 if zero == 0 else MAX_DEVICES // tp
+            fewest = min(hi, max(1, whole.training_total_bytes // (cap * tp)))
+            dp = _smallest(fewest, hi, lambda d, tp=tp, z=zero: fits(per_device(tp, d, z), cap)["training"])
+            if dp is None:
+                continue
+            m = per_device(tp, dp, zero)
+            z = 0 if tp * dp == 1 else zero  # one device: nothing to shard
+            cand = (tp * dp, z, tp, 1, dp, z, m.training_total_bytes, m.seq_len)
+            best = cand if best is None or cand[:3] < best[:3] else best
+    return best
