@@ -25,8 +25,9 @@ EXAMPLES = (
 UNUSED_UNLESS = [
     ("engine", lambda a: a.task == "inference",
      "--engine changes nothing without --task inference (it is the serving engine's share of memory)"),
-    ("gpu_memory_utilization", lambda a: a.task == "inference",
-     "--gpu-memory-utilization changes nothing without --task inference (it is the serving engine's share of memory)"),
+    *((dest, lambda a: a.task == "inference",
+       f"--{dest.replace('_', '-')} changes nothing without --task inference (it is the serving engine's reserve)")
+      for dest in ("gpu_memory_utilization", "max_batched_tokens", "context_reserve")),
     ("weights", lambda a: a.task == "inference",
      "--weights changes nothing without --task inference (training and lora plan their own dtypes)"),
     *((dest, lambda a: a.task != "inference",
@@ -125,16 +126,20 @@ def _price(args) -> str:
     return "the price_per_hour of its accelerator file"
 
 
-def _engine_note(args) -> str:
-    from archspec.memory.runtime import DEFAULT_ENGINE, engine
+def _reserve_lines(fits) -> list[str]:
+    """The engine's reserve on each accelerator of the rows, at the first row's tensor-parallel degree: a
+    line per item."""
+    from archspec.render.text import human_bytes
 
-    e = engine(args.engine or DEFAULT_ENGINE)
-    if args.gpu_memory_utilization is not None:
-        return f"--gpu-memory-utilization {args.gpu_memory_utilization:g} of each device for weights and KV cache"
-    return (
-        f"{e.name}, {e.fraction:g} of each device for weights and KV cache ({e.source}; --engine, "
-        "--gpu-memory-utilization)"
-    )
+    out, seen = [], set()
+    for f in fits:
+        if f.reserve is None or f.accelerator in seen:
+            continue
+        seen.add(f.accelerator)
+        tp = f" (TP {f.tensor_parallel})" if f.tensor_parallel and f.tensor_parallel > 1 else ""
+        out.append(f"reserve per {f.accelerator} device, {f.reserve.engine}{tp}:")
+        out += [f"  - {line}" for line in f.reserve.lines(human_bytes)]
+    return out
 
 
 def run(args) -> int:
@@ -149,7 +154,7 @@ def run(args) -> int:
                 if getattr(args, k) is not None}  # fmt: skip
     training |= {k: True for k in ("fp32_grads", "dropout") if getattr(args, k)}
     recompute = training.get("recompute", "full" if args.task == "lora" else "none")
-    objects, blocks = [], []
+    objects, blocks, fitted = [], [], []
     from archspec.sources.resolve import stored, weights_of
 
     for loaded in read_loaded(args):
@@ -165,17 +170,19 @@ def run(args) -> int:
         for acc in accs:
             for dtype in (as_stored,) if as_stored else every:
                 serve = (
-                    dict(engine=args.engine, memory_fraction=args.gpu_memory_utilization)
+                    dict(engine=args.engine, memory_fraction=args.gpu_memory_utilization,
+                         max_batched_tokens=args.max_batched_tokens, context_reserve=args.context_reserve)
                     if args.task == "inference"
                     else {}
-                )
+                )  # fmt: skip
                 f = fit(spec, acc, dtype, args.task, args.batch, seq_len, memo, training=training or None, **lora,
                         **serve, price_per_hour=args.price_per_hour)  # fmt: skip
                 emulated = args.task == "inference" and not native(acc, f.dtype)
                 objects.append({**f.to_dict(), "native": not emulated, "seq_len_clamped": clamped, **extra})
                 of = f"{acc.memory_gib:g} GiB"
                 if f.usable_bytes is not None and f.usable_bytes != acc.memory_bytes:
-                    of = f"{human_bytes(f.usable_bytes)} ({of} x {f.usable_bytes / acc.memory_bytes:.2g})"
+                    of = f"{human_bytes(f.usable_bytes)} ({of} less the reserve)"
+                fitted.append(f)
                 used = "" if f.per_device_bytes is None else f"{human_bytes(f.per_device_bytes)} of {of}"
                 devices = paint(f"{f.devices:,}", GREEN if f.devices == 1 else "") if f.devices else paint("-", RED)
                 rows.append([acc.name, f.dtype + (" (emulated)" if emulated else ""), devices, f.layout, used,
@@ -188,7 +195,7 @@ def run(args) -> int:
         align = ("left", "left", "right", "left", "right") + (("right", "right") if priced else ())
         head += f"\nnote: {stored_note}" if stored_note else ""
         blocks.append(head + "\n" + table(rows, headers, args.format, colalign=align))
-    note = _note(args, objects)
+    note = "\n".join([*_reserve_lines(fitted), _note(args, objects)])
     render(args, objects, lambda: "\n\n".join(blocks) + "\n\n" + note)
     return EXIT_OK
 
@@ -226,7 +233,7 @@ def _note(args, objects: list[dict]) -> str:
             else ""
         )
         + (" bf16, int8 and nf4 (QLoRA) store the frozen base; the adapters train in bf16." if lora else "")
-        + (f" The serving engine's share: {_engine_note(args)}." if args.task == "inference" else "")
         + (COST_NOTE.format(price=_price(args)) if any("price_per_hour" in o for o in objects) else "")
-        + " Workspace, fragmentation and framework overhead are not counted. GiB = 2^30 bytes."
+        + ("" if args.task == "inference" else " Workspace, fragmentation and framework overhead are not counted.")
+        + " GiB = 2^30 bytes."
     )

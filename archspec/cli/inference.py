@@ -110,6 +110,9 @@ def run(args) -> int:
         lines = _text(spec, e, acc, obj, args.format)
         if stored_note:
             lines.append(f"note: {stored_note}")
+        from archspec.render.text import human_bytes
+
+        lines += [f"reserve per device ({e.reserve.engine}):", *(f"  - {x}" for x in e.reserve.lines(human_bytes))]
         lines += ["assumptions:", *(f"  - {a}" for a in e.assumptions)]
         objects.append(obj)
         blocks.append("\n".join(lines))
@@ -134,8 +137,9 @@ def _estimate(loaded, acc, args):
     e = estimate_inference(spec, acc, args.batch, args.prompt_len, args.gen_len, weights, args.kv_dtype,
                            args.mfu, args.mbu, experts=args.experts, tensor_parallel=args.tp,
                            expert_parallel=args.ep, pipeline_parallel=args.pp, engine=args.engine,
-                           memory_fraction=args.gpu_memory_utilization,
-                           price_per_hour=args.price_per_hour)  # fmt: skip
+                           memory_fraction=args.gpu_memory_utilization, price_per_hour=args.price_per_hour,
+                           max_batched_tokens=args.max_batched_tokens,
+                           context_reserve=args.context_reserve)  # fmt: skip
     obj = e.to_dict()
     if stored_note:
         obj.update(weights_source="option" if args.weights or args.dtype else "stored",
@@ -156,7 +160,7 @@ def _capacity(e, acc) -> str:
     from archspec.render.text import human_bytes
 
     where = (
-        f"{human_bytes(e.capacity_bytes)} ({acc.memory_gib:g} GiB x the engine's share)"
+        f"{human_bytes(e.capacity_bytes)} ({acc.memory_gib:g} GiB less the {e.reserve.engine} reserve)"
         if (e.capacity_bytes != acc.memory_bytes)
         else f"{acc.memory_gib:g} GiB"
     )

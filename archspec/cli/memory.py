@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 
 from archspec.cli.models import read_loaded
-from archspec.cli.options import dtype_name, one_gpu_option, positive_int, storage_args, workload_args
+from archspec.cli.options import (
+    dtype_name,
+    engine_args,
+    one_gpu_option,
+    positive_int,
+    storage_args,
+    workload_args,
+)
 from archspec.cli.output import EXIT_OK, by_kind, fraction, render
 from archspec.core.errors import SpecError
 
@@ -24,6 +31,9 @@ def _memory_batch(args) -> int:
         raise SpecError("--lora-targets needs --lora RANK")
     if args.max_micro_batch and not args.gpu:
         raise SpecError("--max-micro-batch needs --gpu (the accelerator whose memory the micro-batch must fit)")
+    for dest in ("engine", "gpu_memory_utilization", "max_batched_tokens", "context_reserve"):
+        if getattr(args, dest) is not None and not args.gpu:
+            raise SpecError(f"--{dest.replace('_', '-')} needs --gpu (the device whose serving reserve it sets)")
     return args.micro_batch or args.batch
 
 
@@ -90,6 +100,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
         help="with --gpu: the largest micro-batch whose training memory fits on it in this layout",
     )
     p.add_argument("--offload", choices=list(OFFLOAD), help="optimizer: the optimizer states in host memory")
+    engine_args(p)  # with --gpu: what the serving engine's reserve leaves for inference weights and KV cache
 
 
 def run(args) -> int:
@@ -127,12 +138,29 @@ def _estimate(loaded, args, batch: int, acc):
     if stored_note:
         obj.update(weights_source="option" if args.weights else "stored", stored=stored(loaded.source).to_dict())
     if acc:
-        verdict = fits(m, acc.memory_bytes)
+        verdict, serving = fits(m, acc.memory_bytes), _serving(args, spec, acc, m)
         obj.update(accelerator=acc.name, accelerator_memory_bytes=acc.memory_bytes,
-                   fits_training=verdict["training"], fits_inference=verdict["inference"])  # fmt: skip
+                   fits_training=verdict["training"], fits_inference=serving["fits"],
+                   reserve=serving["reserve"].to_dict(), kv_capacity_tokens=serving["tokens"])  # fmt: skip
         if args.max_micro_batch:
             obj["max_micro_batch"] = max_micro_batch(spec, acc.memory_bytes, **options)
     return m, obj, stored_note
+
+
+def _serving(args, spec, acc, m) -> dict:
+    """The engine's reserve on one device of `acc` at the estimate's tensor-parallel degree, whether the
+    inference weights and cache fit what it leaves, and the tokens of cache the rest holds (stage 0)."""
+    from archspec.memory import stage_slots
+    from archspec.memory.paging import paging
+    from archspec.memory.serving import Serving
+
+    tp, pp = m.parallel["tensor_parallel"], m.parallel["pipeline_parallel"]
+    r = Serving(args.engine, args.gpu_memory_utilization, args.max_batched_tokens, args.context_reserve).reserve(
+        spec, acc, tp
+    )
+    pages = paging(spec, stage_slots(spec, pp)[0], m.kv_cache_dtype, r.engine, tp)
+    tokens = pages.capacity_tokens(r.usable_bytes - m.inference_weights_bytes)
+    return {"reserve": r, "fits": m.inference_total_bytes <= r.usable_bytes, "tokens": tokens}
 
 
 def _rows(m) -> list[list[str]]:
@@ -209,11 +237,18 @@ def _text(spec, args, m, obj, acc, stored_note: str | None) -> str:
         lines.append(f"largest micro-batch that fits on {acc.title} ({acc.memory_gib:g} GiB): "
                      f"{obj['max_micro_batch']:,}")  # fmt: skip
     if acc:
-        cap = acc.memory_gib * 2**30
+        from archspec.memory.runtime import engine
+        from archspec.memory.serving import reserve_note
+
+        cap, usable = acc.memory_gib * 2**30, obj["reserve"]["usable_bytes"]
         verdict = {True: "fits", False: "does not fit"}
-        lines.append(
+        share = pct(fraction(m.inference_total_bytes) / fraction(usable), 0)
+        r = _serving(args, spec, acc, m)["reserve"]
+        lines += [
             f"{acc.title} ({acc.memory_gib:g} GiB): training {verdict[obj['fits_training']]} "
             f"({pct(fraction(m.training_total_bytes) / fraction(cap), 0)}), inference "
-            f"{verdict[obj['fits_inference']]} ({pct(fraction(m.inference_total_bytes) / fraction(cap), 0)})"
-        )
+            f"{verdict[obj['fits_inference']]} ({share} of {human_bytes(usable)})",
+            f"inference: {reserve_note(r, human_bytes)}; KV cache beside the inference weights: "
+            f"{obj['kv_capacity_tokens']:,} tokens ({engine(r.engine).page_source})",
+        ]
     return "\n".join(lines)

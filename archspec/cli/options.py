@@ -181,15 +181,33 @@ def memory_fraction(text: str) -> float:
 
 
 def engine_args(p: argparse.ArgumentParser) -> None:
-    """--engine and --gpu-memory-utilization: the serving engine's share of each device (archspec.memory.runtime)."""
+    """--engine and its reserve on each device (archspec.memory.runtime): --gpu-memory-utilization,
+    --max-batched-tokens, --context-reserve."""
     from archspec.memory.runtime import DEFAULT_ENGINE, ENGINES
 
     p.add_argument("--engine", choices=list(ENGINES),
-                   help=f"the serving engine whose share of each device weights and KV cache may use (default "
-                   f"{DEFAULT_ENGINE}: gpu_memory_utilization 0.9; llama.cpp and none: all of it)")  # fmt: skip
-    p.add_argument("--gpu-memory-utilization", type=memory_fraction, metavar="F",
-                   help="the share of each device for weights and KV cache, in (0, 1] (vLLM's "
+                   help=f"the serving engine: its reserve on each device and how it pages the KV cache (default "
+                   f"{DEFAULT_ENGINE}: gpu_memory_utilization 0.9, blocks of 16 tokens; sglang: its "
+                   "mem_fraction_static formula, pages of 1 token; llama.cpp: no fraction, 256-cell contexts; "
+                   "none: the whole device, unpaged)")  # fmt: skip
+    p.add_argument("--gpu-memory-utilization", "--mem-fraction-static", type=memory_fraction, metavar="F",
+                   help="the engine's memory fraction: the share of each device it uses, in (0, 1] (vLLM's "
                    "--gpu-memory-utilization, SGLang's --mem-fraction-static); default: the engine's")  # fmt: skip
+    p.add_argument("--max-batched-tokens", type=positive_length, metavar="N",
+                   help="the largest prefill chunk, whose activations the engine reserves (vLLM's "
+                   "--max-num-batched-tokens, SGLang's --chunked-prefill-size, llama.cpp's --ubatch-size); "
+                   "default: the engine's for the device")  # fmt: skip
+    p.add_argument("--context-reserve", type=gib_size, metavar="GIB",
+                   help="GiB of each device for the CUDA context, communication buffers and allocator slack "
+                   "(default: 3.2 %% of the device, from vLLM's memory profiles; none: 0)")  # fmt: skip
+
+
+def gib_size(text: str) -> int:
+    """A non-negative number of GiB, in bytes."""
+    value = number_type("a number of GiB", integer=False)(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0 GiB, got {text.strip()}")
+    return int(value * 2**30)
 
 
 def price_option(p: argparse.ArgumentParser, what: str) -> None:

@@ -11,7 +11,10 @@ One module per concept, each a sum over the model's description (archspec.descri
 - ``activations``: the bytes autograd saves for backward, summed from a rule set's records;
 - ``lora``: LoRA adapters' targets and parameters;
 - ``training``: ``estimate_memory``, one device's training and inference bytes (its
-  ``MemoryEstimate``), the largest micro-batch that fits.
+  ``MemoryEstimate``), the largest micro-batch that fits;
+- ``roles``: storage by role (``--weights`` maps and released layouts);
+- ``runtime``: the serving engine's reserve on each device; ``paging``: the KV cache in the engine's
+  pages; ``serving``: what each device of a serving layout holds and the largest batch.
 
 Every public name is importable from ``archspec.memory``; docs/architecture.md shows where the
 package sits in the flow.

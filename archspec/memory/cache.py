@@ -43,7 +43,11 @@ def kv_dtype_asked(kv_dtype: object, weights: str) -> str:
 def kv_cache_dtype(dtype: str) -> str:
     """The one policy for the KV cache's dtype: the dtype asked for, except a weight-only format (int4
     as GPTQ and AWQ store it, nf4, mxfp4, the GGUF kinds), whose keys and values stay in bf16. Every
-    command and function asks this one."""
+    command and function asks this one. A map by role or a released layout keeps a bf16 cache."""
+    from archspec.memory.roles import LAYOUTS
+
+    if isinstance(dtype, str) and ("=" in dtype or dtype_key(dtype) in LAYOUTS):
+        return "bf16"
     key = canonical_format(dtype, "dtype") if isinstance(dtype, str) and dtype.strip().lower() in STORAGE else None
     key = key or canonical_dtype(dtype)
     return "bf16" if STORAGE[key].quantised else key

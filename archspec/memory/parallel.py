@@ -296,3 +296,31 @@ def check_split(spec: ModelSpec, tensor_parallel: int, pipeline_parallel: int) -
             f"pipeline_parallel={pipeline_parallel} is more stages than {spec.name} has layers ({spec.n_layers}); "
             "each stage needs at least one layer"
         )
+
+
+def check_layout(spec: ModelSpec, layout) -> None:
+    """Refuse, by name, a layout the model cannot be split into: tensor parallelism splits query heads,
+    key/value heads (latent attention: heads only) and the MLP widths; expert parallelism splits the
+    routed experts; pipeline parallelism needs a layer per stage. `layout`: archspec.plan.inference.Layout."""
+    from archspec.spec.layers import moe_specs
+
+    for what, n in (("tensor_parallel", layout.tensor_parallel), ("expert_parallel", layout.expert_parallel),
+                    ("pipeline_parallel", layout.pipeline_parallel)):  # fmt: skip
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise SpecError(f"{what} must be a positive whole number, got {n!r}")
+    check_split(spec, layout.tensor_parallel, layout.pipeline_parallel)
+    t, e = layout.tensor_parallel, layout.expert_parallel
+    moes = [k.mlp for k in moe_specs(spec)]
+    for m in moes if t > 1 else ():
+        for what, n in (("mlp.d_expert", m.d_expert), ("mlp.d_shared", m.d_shared)):
+            if n and n % t:
+                raise SpecError(f"tensor_parallel={t} does not divide {what}={n} of {spec.name}")
+    if e > 1:
+        if not moes:
+            raise SpecError(f"expert_parallel={e}: {spec.name} has no routed experts to spread")
+        for m in moes:
+            if m.experts % e:
+                raise SpecError(
+                    f"expert_parallel={e} does not divide mlp.experts={m.experts} of {spec.name}; "
+                    "expert parallelism puts the same number of experts on every device"
+                )

@@ -26,6 +26,7 @@ from typing import Any
 from archspec.core.errors import SpecError, shown
 from archspec.core.records import record, rendered
 from archspec.core.vocab import ZERO_STAGES
+from archspec.memory.runtime import Reserve
 from archspec.plan.hardware import Accelerator
 from archspec.spec.model import ModelSpec
 
@@ -58,8 +59,10 @@ class Fit:
     capacity_bytes: int
     lora_rank: int | None = None
     lora_targets: str | None = None
-    usable_bytes: int | None = None  # inference: what the engine lets weights and cache use of each device
+    usable_bytes: int | None = None  # inference: what the engine's reserve leaves weights and cache of each device
     engine: str | None = None
+    # inference: the engine's reserve per device at the layout's tensor-parallel degree (archspec.memory.runtime)
+    reserve: Reserve | None = field(default=None, metadata=rendered(convert=lambda r: r and r.to_dict()))
     # inference at a price (archspec.plan.cost): what one device costs an hour, the user's figure, and what this
     # layout's tokens cost at it (None where it does not fit or generates nothing); recorded only with a price
     price_per_hour: Fraction | None = field(default=None, metadata=rendered(hidden=True))
@@ -140,7 +143,8 @@ def native(acc: Accelerator, weights: str) -> bool:
 def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
         seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
         lora_targets: str | None = None, training: dict | None = None, engine: str | None = None,
-        memory_fraction: float | None = None, price_per_hour: float | None = None) -> Fit:  # fmt: skip
+        memory_fraction: float | None = None, price_per_hour: float | None = None,
+        max_batched_tokens: int | None = None, context_reserve: int | None = None) -> Fit:  # fmt: skip
     """The fewest devices of `acc` that hold `spec` for `task` with weights in `dtype` (see _fewest). With
     `price_per_hour` (what one device costs an hour, in your currency; default: the accelerator file's
     `price_per_hour`), an inference fit also carries what its tokens cost on that layout (archspec.plan.cost):
@@ -152,8 +156,9 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
     if price is not None and task != "inference":
         raise SpecError(f"price_per_hour prices serving (task inference), not {task}; for training, "
                         "training_cost takes it")  # fmt: skip
-    f = _fewest(spec, acc, dtype, task, batch, seq_len, memo, lora_rank, lora_targets, training, engine,
-                memory_fraction)  # fmt: skip
+    serve = dict(engine=engine, memory_fraction=memory_fraction, max_batched_tokens=max_batched_tokens,
+                 context_reserve=context_reserve)  # fmt: skip
+    f = _fewest(spec, acc, dtype, task, batch, seq_len, memo, lora_rank, lora_targets, training, **serve)
     if task != "inference":
         return f
     from archspec.plan.hardware import accelerator
@@ -169,8 +174,7 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
     from archspec.plan.inference import estimate_inference
 
     e = estimate_inference(spec, acc, batch, f.seq_len - 1, 1, f.dtype, tensor_parallel=f.tensor_parallel,
-                           pipeline_parallel=f.pipeline_parallel, engine=engine, memory_fraction=memory_fraction,
-                           price_per_hour=price)  # fmt: skip
+                           pipeline_parallel=f.pipeline_parallel, price_per_hour=price, **serve)  # fmt: skip
     return replace(f, price_per_hour=price, cost_per_million_generated=e.cost.cost_per_million_generated,
                    cost_per_million_prefilled=e.cost.cost_per_million_prefilled)  # fmt: skip
 
@@ -178,7 +182,8 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
 def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
             seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
             lora_targets: str | None = None, training: dict | None = None, engine: str | None = None,
-            memory_fraction: float | None = None) -> Fit:  # fmt: skip
+            memory_fraction: float | None = None, max_batched_tokens: int | None = None,
+            context_reserve: int | None = None) -> Fit:  # fmt: skip
     """The fewest devices of `acc` that hold `spec` for `task` with weights in `dtype`. `memo` (a dict
     kept by the caller for one spec, batch and sequence length) remembers the plans of each layout
     across accelerators. `lora_rank` (default LORA_RANK) and `lora_targets` (default LORA_TARGETS)
@@ -186,8 +191,9 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     training options (recompute, attention, optimizer, fp32_grads, dropout, offload) for training and
     lora; a LoRA fine-tune recomputes its activations (gradient checkpointing) unless told otherwise.
     Inference takes any --weights value (a format, a map by role, a layout), and fits weights and cache
-    in the share of each device the serving `engine` (default vLLM: 0.9) or `memory_fraction` leaves
-    them (archspec.memory.runtime)."""
+    in what the serving `engine` (default vLLM) leaves of each device after its reserve at each
+    tensor-parallel degree (archspec.memory.runtime: `memory_fraction`, `max_batched_tokens`,
+    `context_reserve` bytes override its defaults)."""
     from archspec.core.checks import check_args, check_text
     from archspec.memory import canonical_dtype, canonical_format, estimate_memory, lora_params
     from archspec.memory.roles import canonical_weights
@@ -227,12 +233,16 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
         raise SpecError(f"{', '.join(training)}: training options, not inference's")
     train = {"recompute": "full"} if task == "lora" else {}
     train |= training or {}
-    from archspec.memory.runtime import DEFAULT_ENGINE, usable_bytes
+    from archspec.memory.serving import Serving
 
-    if task != "inference" and (engine is not None or memory_fraction is not None):
-        raise SpecError("engine and memory_fraction are inference's (the serving engine's share of memory)")
-    eng = (engine or DEFAULT_ENGINE) if task == "inference" else None
-    cap = usable_bytes(acc.memory_bytes, eng, memory_fraction) if eng else acc.memory_bytes
+    serve = (engine, memory_fraction, max_batched_tokens, context_reserve)
+    if task != "inference" and any(x is not None for x in serve):
+        raise SpecError("engine, memory_fraction, max_batched_tokens and context_reserve are inference's (the "
+                        "serving engine's reserve)")  # fmt: skip
+    # inference: what the engine's reserve leaves of each device at each tensor-parallel degree
+    reserves = {tp: Serving(*serve).reserve(spec, acc, tp) for tp in _valid_tp(spec)} if task == "inference" else {}
+    cap = {tp: r.usable_bytes for tp, r in reserves.items()} if reserves else acc.memory_bytes
+    none = dict(usable_bytes=None, engine=reserves and next(iter(reserves.values())).engine)
     # the plan of one layout: training's, LoRA's over a frozen base stored in `key`, a stored format's (in bf16)
     plan = dict(dtype="bf16", weights=key, **lora) if lora or stored else dict(dtype=key)
     plan |= train
@@ -243,23 +253,25 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     if (*tag, "whole") not in memo:
         memo[(*tag, "whole")] = estimate_memory(spec, batch, seq_len, **plan)
     whole = memo[(*tag, "whole")]
-    if (whole.inference_total_bytes if task == "inference" else whole.training_total_bytes) > cap * MAX_DEVICES:
+    most = max(cap.values()) if reserves else cap
+    if (whole.inference_total_bytes if task == "inference" else whole.training_total_bytes) > most * MAX_DEVICES:
         return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
-                   acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
+                   acc.memory_bytes, **lora, **none)  # fmt: skip
 
     search = _inference_layouts if task == "inference" else _training_layouts
     best = search(spec, memo, tag, plan, batch, seq_len, cap, whole)
     if best is None:
         return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
-                   acc.memory_bytes, **lora, usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
+                   acc.memory_bytes, **lora, **none)  # fmt: skip
     devices, _, tp, pp, dp, zero, used, T = best
+    r = reserves.get(tp)
     return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, acc.memory_bytes, **lora,
-               usable_bytes=cap if eng else None, engine=eng)  # fmt: skip
+               usable_bytes=r and r.usable_bytes, engine=r and r.engine, reserve=r)  # fmt: skip
 
 
 def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batch: int, seq_len: int | None,
-                       cap: int, whole) -> tuple | None:  # fmt: skip
-    """The fewest devices that serve `spec`: tensor parallel 1 to 8, then pipeline stages; as
+                       caps: dict, whole) -> tuple | None:  # fmt: skip
+    """The fewest devices that serve `spec` in caps[tp] bytes each: tensor parallel 1 to 8, then pipeline stages; as
     (devices, tie-breakers..., tp, pp, dp, zero, bytes, seq_len), None when no layout holds it."""
     from archspec.core.compiled import full_way
     from archspec.memory import estimate_memory, fits, parallel_layout
@@ -274,10 +286,10 @@ def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batc
                                                     pipeline_parallel=lay.pipeline_parallel, **plan)  # fmt: skip
         return memo[key, tp, pp]
 
-    for tp in _valid_tp(spec):
+    for tp, cap in caps.items():
         top = min(spec.n_layers, MAX_DEVICES // tp)
         fewest = min(top, max(1, whole.inference_total_bytes // (cap * tp)))  # no device holds less than its share
-        pp = _smallest(fewest, top, lambda p, tp=tp: fits(per_device(tp, p), cap)["inference"])
+        pp = _smallest(fewest, top, lambda p, tp=tp, cap=cap: fits(per_device(tp, p), cap)["inference"])
         if pp is None:
             continue
         m = per_device(tp, pp)

@@ -23,8 +23,8 @@ A request is B sequences of P prompt tokens that each generate G tokens.
   into p stages. Devices = t x e x p. Communication per step (archspec.plan.collectives: the bytes over the
   interconnect's bandwidth and each collective's latency) is added to the time, not overlapped.
 - ``tokens_per_second`` = B x G generated tokens / (prefill + G decode steps).
-- ``max_batch`` = the most sequences of P + G tokens whose KV cache fits on every device beside its
-  weights (activations and framework overhead not counted).
+- ``max_batch`` = the most sequences of P + G tokens whose KV cache, in the serving engine's pages, fits
+  on every device beside its weights in what the engine's reserve leaves (archspec.memory.runtime).
 - A layout whose weights and cache do not fit has no timings (``fits`` False, timings None).
 
 Every figure is an estimate from the accelerator table (``archspec.plan.hardware``) and the exact
@@ -40,8 +40,10 @@ from typing import ClassVar
 
 from archspec.core.errors import SpecError
 from archspec.core.records import Exact, record, rendered
+from archspec.memory.parallel import check_layout
+from archspec.memory.runtime import Reserve
 from archspec.plan.cost import ServingCost, exact_number, exact_price, serving_cost
-from archspec.plan.hardware import MATH_DTYPES, Accelerator, accelerator
+from archspec.plan.hardware import Accelerator, accelerator
 from archspec.spec.layers import moe_specs
 from archspec.spec.model import ModelSpec
 
@@ -101,7 +103,9 @@ class InferenceEstimate:
     # bytes per second per direction
     interconnect: float | None = field(metadata=rendered("interconnect_bytes_per_second"))
     mbu: float
-    capacity_bytes: int
+    capacity_bytes: int  # what weights and cache may use of each device: its memory less the engine's reserve
+    # the engine's reserve per device, item by item (archspec.memory.runtime)
+    reserve: Reserve = field(metadata=rendered(convert=lambda r: r.to_dict()))
     assumptions: tuple[str, ...] = field(default=())
     prefill_communication_seconds: float = field(metadata=rendered(hidden=True))
     # what one device costs an hour, the user's figure (archspec.plan.cost); the costs follow it in the record
@@ -202,34 +206,6 @@ class InferenceEstimate:
         ))  # fmt: skip
 
 
-def check_layout(spec: ModelSpec, layout: Layout) -> None:
-    """Refuse, by name, a layout the model cannot be split into: tensor parallelism splits query heads,
-    key/value heads (latent attention: heads only) and the MLP widths; expert parallelism splits the
-    routed experts; pipeline parallelism needs a layer per stage."""
-    from archspec.memory import check_split
-
-    for what, n in (("tensor_parallel", layout.tensor_parallel), ("expert_parallel", layout.expert_parallel),
-                    ("pipeline_parallel", layout.pipeline_parallel)):  # fmt: skip
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise SpecError(f"{what} must be a positive whole number, got {n!r}")
-    check_split(spec, layout.tensor_parallel, layout.pipeline_parallel)
-    t, e = layout.tensor_parallel, layout.expert_parallel
-    moes = [k.mlp for k in moe_specs(spec)]
-    for m in moes if t > 1 else ():
-        for what, n in (("mlp.d_expert", m.d_expert), ("mlp.d_shared", m.d_shared)):
-            if n and n % t:
-                raise SpecError(f"tensor_parallel={t} does not divide {what}={n} of {spec.name}")
-    if e > 1:
-        if not moes:
-            raise SpecError(f"expert_parallel={e}: {spec.name} has no routed experts to spread")
-        for m in moes:
-            if m.experts % e:
-                raise SpecError(
-                    f"expert_parallel={e} does not divide mlp.experts={m.experts} of {spec.name}; "
-                    "expert parallelism puts the same number of experts on every device"
-                )
-
-
 def touched(moe, batch: int) -> Fraction:
     """The expected share of a layer's routed experts that `batch` tokens touch, each choosing top_k of
     the experts uniformly and independently: 1 - (1 - k/E)^B. An expectation, not a count: computed in
@@ -304,6 +280,8 @@ def estimate_inference(
     pipeline_parallel: int = 1,
     engine: str | None = None,
     memory_fraction: float | None = None,
+    max_batched_tokens: int | None = None,
+    context_reserve: int | None = None,
     price_per_hour: float | None = None,
 ) -> InferenceEstimate:
     """Roofline estimate of generating `gen_len` tokens after a `prompt_len`-token prompt, for `batch`
@@ -315,14 +293,17 @@ def estimate_inference(
     `dtype`: bf16 beside fp8, int8 or a weight-only format). `mfu` scales the peak FLOP/s for prefill, `mbu` the peak
     bandwidth for decode; both in (0, 1]. When it does not fit, `suggestions` names the smallest
     tensor-parallel degree and the widest weight format with which it would. Weights and cache fit in
-    the share of each device the serving `engine` (default vLLM's gpu_memory_utilization 0.9) or
-    `memory_fraction` leaves them (archspec.memory.runtime; `capacity_bytes`). With `price_per_hour`
+    what the serving `engine` (vllm, the default, sglang, llama.cpp or none) leaves of each device after
+    its reserve (archspec.memory.runtime: its memory fraction or `memory_fraction`, the activations of
+    its largest prefill chunk or of `max_batched_tokens` tokens, the CUDA context or `context_reserve`
+    bytes; `capacity_bytes`, `reserve`), the cache paged as the engine pages it. With `price_per_hour`
     (what one device costs an hour, in your currency; default: the accelerator file's `price_per_hour`),
     the estimate carries the cost per million tokens generated and prefilled (archspec.plan.cost).
     """
     import dataclasses
 
     from archspec.core.checks import check_args
+    from archspec.memory.serving import Serving
 
     check_args("estimate_inference", spec=spec)
     if not isinstance(gpu, str | Accelerator):
@@ -330,20 +311,20 @@ def estimate_inference(
                         f"{type(gpu).__name__}")  # fmt: skip
     acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
     price = exact_price(price_per_hour if price_per_hour is not None else acc.price_per_hour)
+    serving = Serving(engine, memory_fraction, max_batched_tokens, context_reserve)
     e = _estimate(spec, acc, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
-                  expert_parallel, pipeline_parallel, engine, memory_fraction)  # fmt: skip
+                  expert_parallel, pipeline_parallel, serving)  # fmt: skip
     e = dataclasses.replace(e, price_per_hour=price)
     if e.fits:
         return e
-    return dataclasses.replace(e, suggestions=_suggestions(spec, acc, e, kv_dtype, engine, memory_fraction))
+    return dataclasses.replace(e, suggestions=_suggestions(spec, acc, e, kv_dtype, serving))
 
 
-def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
-              expert_parallel, pipeline_parallel, engine=None, memory_fraction=None) -> InferenceEstimate:  # fmt: skip
-    from archspec.count.flops import count_flops
-    from archspec.memory import STORAGE, canonical_format, default_kv_dtype, stage_slots
+def _checked(spec, acc, batch, prompt_len, gen_len, mfu, mbu, layout, dtype, experts, kv_dtype):
+    """Refuse, by name, a request archspec cannot estimate; (weights' format, experts', cache's)."""
+    from archspec.memory import canonical_format, default_kv_dtype
+    from archspec.memory.roles import canonical_weights
 
-    acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
     if spec.kind != "decoder-only":
         raise SpecError(f"{spec.name} is {spec.kind}; the inference estimate models generation by a decoder-only model")
     for what, n in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
@@ -352,53 +333,34 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
     for what, x in (("mfu", mfu), ("mbu", mbu)):
         if not 0 < x <= 1:
             raise SpecError(f"{what} must be in (0, 1], got {x}")
-    layout = Layout(tensor_parallel, expert_parallel, pipeline_parallel)
     check_layout(spec, layout)
-    from archspec.memory.roles import canonical_weights
-
     key = canonical_weights(dtype, "dtype")
     x_key = canonical_format(experts, "--experts") if experts else None
     if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
-    kv_key = default_kv_dtype(key, kv_dtype)
     context = prompt_len + gen_len
     if spec.position.kind == "learned" and context > spec.max_positions:
         raise SpecError(
             f"prompt_len + gen_len = {context} is longer than {spec.name}'s learned position table "
             f"(max_positions={spec.max_positions})"
         )
-    tp, ep, pp = tensor_parallel, expert_parallel, pipeline_parallel
     if layout.devices > 1 and acc.interconnect_gbs is None:
         raise SpecError(
             f"{acc.name} has no interconnect bandwidth in the accelerator table ({acc.interconnect_source}); "
             "a parallel layout needs one for its communication time"
         )
-    interconnect = acc.interconnect_gbs * 1e9 if acc.interconnect_gbs else None
-    b_local = -(-batch // ep)  # sequences one expert-parallel rank serves
+    return key, x_key, default_kv_dtype(key, kv_dtype)
 
-    peak = acc.peak(key if key in STORAGE and STORAGE[key].dtype else "bf16")
-    prefill_flops = count_flops(spec, batch, prompt_len).forward
-    stages = stage_slots(spec, pp)
 
-    weights = kv_full = 0
-    decode_w = decode_kv = Fraction(0)
-    per_stage = []
-    for slots in stages:
-        always, routed, read = _stage_weights(spec, slots, key, x_key, layout, batch)
-        w = math.ceil(always + routed)
-        kv = _kv_device(spec, slots, b_local, context, kv_key, tp)
-        per_stage.append((w, slots))
-        if w + kv > weights + kv_full:
-            weights, kv_full = w, kv
-        decode_w += always + read
-        # step i of G reads the cache of the P + i tokens before it (a window or a state caps it): the mean
-        # over the G steps, summed exactly
-        decode_kv += _mean_kv(spec, slots, b_local, prompt_len, gen_len, kv_key, tp)
-
-    # communication per decode step (rows = the sequences of one expert-parallel rank) and for prefill
+def _communication(spec, stages, layout, acc, interconnect):
+    """(seconds to send `rows` rows of activations per step, the collectives' latency per step, the
+    collectives, the link): the tensor-parallel all-reduces, the experts' all-to-all and the stage
+    hand-overs over the interconnect's bandwidth, plus each collective's latency (archspec.plan.collectives),
+    not overlapped."""
     from archspec.describe.blocks import Pointwise
-    from archspec.plan.collectives import LINKS, bandwidth_seconds, collectives, latency_note, latency_seconds
+    from archspec.plan.collectives import LINKS, bandwidth_seconds, collectives, latency_seconds
 
+    tp, ep, pp = layout.tensor_parallel, layout.expert_parallel, layout.pipeline_parallel
     sublayers = sum(s.layers * sum(isinstance(e, Pointwise) and e.cost == "residual" for e in s.part.entries)
                     for st in stages for s in st if s.part.layered)  # fmt: skip
     experts_slots = [s for st in stages for s in st if s.part.role == "expert"]
@@ -413,55 +375,45 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
             return 0.0
         return bandwidth_seconds(steps, rows, spec.d_model, moe_routes, tp, ep, interconnect) + latency
 
-    from archspec.memory.runtime import DEFAULT_ENGINE, usable_bytes
-    from archspec.memory.runtime import engine as engine_of
+    return comm, latency, steps, link
 
-    eng = engine or DEFAULT_ENGINE
-    capacity = usable_bytes(acc.memory_bytes, eng, memory_fraction)
-    share = memory_fraction if memory_fraction is not None else capacity / acc.memory_bytes
-    mb = _max_batch(spec, per_stage, ep, tp, context, kv_key, capacity)
-    per_device = "" if layout.devices == 1 else " per device"
-    assumptions = [
-        "prefill compute-bound: exact forward matmul FLOPs (full attention score matrix; a mixture of experts "
-        f"its top-k experts: the active FLOPs) / ({acc.title} dense peak {peak / 1e12:g} TFLOP/s x mfu {mfu:g}"
-        + (f" x {tp * ep} devices of a stage" if tp * ep > 1 else "") + ")"
-        + ("; quantised and 8-bit weights computed at the 16-bit peak" if key not in MATH_DTYPES
-           else ""),
-        f"decode memory-bound: (weights read + mean KV cache read) / (bandwidth {acc.bandwidth_gbs:g} GB/s x mbu "
-        f"{mbu:g}) per step{', stages one after another' if pp > 1 else ''}; kernel launches and compute not "
-        "modelled",
-        f"weights in {key}" + (f", routed experts in {x_key}" if x_key else "") + f", KV cache in {kv_key}",
-    ]  # fmt: skip
+
+def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
+              expert_parallel, pipeline_parallel, serving=None) -> InferenceEstimate:  # fmt: skip
+    from archspec.count.flops import count_flops
+    from archspec.memory import STORAGE, stage_slots
+    from archspec.memory.serving import Serving, max_batch, stage
+    from archspec.plan.assumptions import assumptions
+    from archspec.plan.collectives import latency_note
+
+    acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
+    layout = Layout(tensor_parallel, expert_parallel, pipeline_parallel)
+    key, x_key, kv_key = _checked(spec, acc, batch, prompt_len, gen_len, mfu, mbu, layout, dtype, experts, kv_dtype)
+    context = prompt_len + gen_len
+    tp, ep, pp = tensor_parallel, expert_parallel, pipeline_parallel
+    interconnect = acc.interconnect_gbs * 1e9 if acc.interconnect_gbs else None
+    b_local = -(-batch // ep)  # sequences one expert-parallel rank serves
+    serving = serving or Serving()
+    res = serving.reserve(spec, acc, tp)
+
+    peak = acc.peak(key if key in STORAGE and STORAGE[key].dtype else "bf16")
+    stages = stage_slots(spec, pp)
+    weights = kv_full = 0
+    decode_w = decode_kv = Fraction(0)
+    devices = []
+    for slots in stages:
+        always, routed, read = _stage_weights(spec, slots, key, x_key, layout, batch)
+        dev = stage(spec, slots, math.ceil(always + routed), kv_key, res.engine, tp)
+        kv = dev.cache_bytes(b_local, context)  # the batch's cache in the engine's pages
+        devices.append(dev)
+        if dev.weights + kv > weights + kv_full:
+            weights, kv_full = dev.weights, kv
+        decode_w += always + read
+        # step i of G reads the cache of the P + i tokens before it (a window or a state caps it): the mean
+        # over the G steps, summed exactly
+        decode_kv += _mean_kv(spec, slots, b_local, prompt_len, gen_len, kv_key, tp)
+    comm, latency, steps, link = _communication(spec, stages, layout, acc, interconnect)
     moes = [k.mlp for k in moe_specs(spec)]
-    moe = moes[0] if moes else None
-    for m in moes:
-        assumptions.append(
-            f"routing uniform and independent: a decode step of {batch} token{'s' if batch > 1 else ''} reads "
-            "E(1 - (1 - k/E)^B) = "
-            f"{float(m.experts * touched(m, batch)):.3g} of {m.experts} routed experts per MoE layer (top-{m.top_k}); "
-            "shared experts, routers, dense layers, attention, embeddings and head read every step"
-        )
-    if layout.devices > 1:
-        assumptions.append(
-            f"layout tp {tp} x ep {ep} x pp {pp} = {layout.devices} devices: Megatron-LM column/row splits"
-            + (f"; experts spread over {ep} devices that serve {b_local} sequences each (data-parallel attention)"
-               if ep > 1 else "")
-            + (f"; {pp} stages of {-(-spec.n_layers // pp)} layers, one batch in flight" if pp > 1 else "")
-            + f"; communication over {acc.interconnect_gbs:g} GB/s per direction ({acc.interconnect_source}): "
-            "ring all-reduce after every sublayer, MoE all-to-all dispatch and combine, stage hand-overs, bf16 "
-            f"activations, not overlapped with compute; {latency_note(link, steps)}"
-        )  # fmt: skip
-    assumptions += [
-        f"max_batch: sequences of {context:,} tokens whose KV cache fits beside the weights in {share:.3g} x "
-        f"{acc.memory_gib:g} GiB{per_device} ("
-        + (
-            f"--gpu-memory-utilization {memory_fraction:g}"
-            if memory_fraction is not None
-            else f"engine {eng}: {engine_of(eng).source}"
-        )
-        + "); the engine's activations, workspace and fragmentation beyond that share not counted",
-        "tokens_per_second: batch x gen_len generated tokens over prefill + gen_len decode steps",
-    ]
     return InferenceEstimate(
         name=spec.name,
         accelerator=acc.name,
@@ -477,8 +429,9 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         peak_flops=peak,
         bandwidth=acc.bandwidth,
         interconnect=interconnect,
-        capacity_bytes=capacity,
-        prefill_flops=prefill_flops,
+        capacity_bytes=res.usable_bytes,
+        reserve=res,
+        prefill_flops=count_flops(spec, batch, prompt_len).forward,
         weights_bytes=weights,
         kv_cache_bytes=kv_full,
         decode_weights_bytes=Exact(decode_w),
@@ -486,32 +439,15 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         communication_seconds_per_token=comm(b_local),
         communication_latency_seconds_per_token=latency,
         prefill_communication_seconds=comm(b_local * prompt_len),
-        expected_experts=float(moe.experts * touched(moe, batch)) if moe else None,
-        max_batch=mb,
-        assumptions=tuple(assumptions),
+        expected_experts=float(moes[0].experts * touched(moes[0], batch)) if moes else None,
+        max_batch=max_batch(devices, res.usable_bytes, context, ep),
+        assumptions=assumptions(
+            spec, acc, key, x_key, kv_key, layout, batch, context, peak, mfu, mbu, res, latency_note(link, steps)
+        ),
     )
 
 
-def _max_batch(spec, per_stage, ep, tp, tokens, kv_key, capacity) -> int:
-    """The most sequences whose cache fits on every device beside its stage's weights: each of the ep
-    ranks serves ceil(B / ep) of them."""
-    room = min(capacity - w for w, _ in per_stage)
-    if room < 0:
-        return 0
-
-    def fits(b_local: int) -> bool:
-        return all(w + _kv_device(spec, slots, b_local, tokens, kv_key, tp) <= capacity for w, slots in per_stage)
-
-    per_seq = max(_kv_device(spec, slots, 1, tokens, kv_key, tp) for _, slots in per_stage)
-    b = room // per_seq if per_seq else 0
-    while b > 0 and not fits(b):  # the cache rounds up per call (sub-byte formats): settle against it
-        b -= 1
-    while fits(b + 1):
-        b += 1
-    return b * ep
-
-
-def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype, engine=None, memory_fraction=None) -> tuple[str, ...]:
+def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype, serving) -> tuple[str, ...]:
     """The smallest --tp, and the widest --weights, with which the same request would fit."""
     from archspec.memory import STORAGE
 
@@ -520,8 +456,7 @@ def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype, engine=None, memory_
     def trial(weights: str, tp: int) -> bool:
         try:
             return _estimate(spec, acc, e.batch, e.prompt_len, e.gen_len, weights, kv_dtype, e.mfu, e.mbu,
-                             e.experts_dtype, tp, lay.expert_parallel, lay.pipeline_parallel, engine,
-                             memory_fraction).fits  # fmt: skip
+                             e.experts_dtype, tp, lay.expert_parallel, lay.pipeline_parallel, serving).fits  # fmt: skip
         except SpecError:  # a degree the model cannot be split into
             return False
 
