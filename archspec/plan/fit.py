@@ -195,9 +195,7 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     tensor-parallel degree (archspec.memory.runtime: `memory_fraction`, `max_batched_tokens`,
     `context_reserve` bytes override its defaults)."""
     from archspec.core.checks import check_args, check_text
-    from archspec.memory import canonical_dtype, canonical_format, estimate_memory, lora_params
-    from archspec.memory.roles import canonical_weights
-    from archspec.memory.storage import DTYPE_BYTES
+    from archspec.memory import estimate_memory
     from archspec.plan.hardware import accelerator
 
     check_args("fit", spec=spec, batch=batch, seq_len=seq_len)
@@ -212,6 +210,46 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     memo = {} if memo is None else memo
     if task not in TASKS:
         raise SpecError(f"unknown task {shown(task)}; use one of {', '.join(TASKS)}")
+    key, plan, lora, tag = _plan(spec, task, dtype, lora_rank, lora_targets, training)
+    from archspec.memory.serving import Serving
+
+    serve = (engine, memory_fraction, max_batched_tokens, context_reserve)
+    if task != "inference" and any(x is not None for x in serve):
+        raise SpecError("engine, memory_fraction, max_batched_tokens and context_reserve are inference's (the "
+                        "serving engine's reserve)")  # fmt: skip
+    # inference: what the engine's reserve leaves of each device at each tensor-parallel degree
+    reserves = {tp: Serving(*serve).reserve(spec, acc, tp) for tp in _valid_tp(spec)} if task == "inference" else {}
+    cap = {tp: r.usable_bytes for tp, r in reserves.items()} if reserves else acc.memory_bytes
+    none = dict(usable_bytes=None, engine=reserves and next(iter(reserves.values())).engine)
+    # no device holds less than its share of the whole: a plan that MAX_DEVICES cannot hold between them is
+    # refused from one estimate, before any layout is searched
+    if (*tag, "whole") not in memo:
+        memo[(*tag, "whole")] = estimate_memory(spec, batch, seq_len, **plan)
+    whole = memo[(*tag, "whole")]
+    most = max(cap.values()) if reserves else cap
+    if (whole.inference_total_bytes if task == "inference" else whole.training_total_bytes) > most * MAX_DEVICES:
+        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
+                   acc.memory_bytes, **lora, **none)  # fmt: skip
+
+    search = _inference_layouts if task == "inference" else _training_layouts
+    best = search(spec, memo, tag, plan, batch, seq_len, cap, whole)
+    if best is None:
+        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
+                   acc.memory_bytes, **lora, **none)  # fmt: skip
+    devices, _, tp, pp, dp, zero, used, T = best
+    r = reserves.get(tp)
+    return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, acc.memory_bytes, **lora,
+               usable_bytes=r and r.usable_bytes, engine=r and r.engine, reserve=r)  # fmt: skip
+
+
+def _plan(spec: ModelSpec, task: str, dtype: str, lora_rank: int | None, lora_targets: str | None,
+          training: dict | None) -> tuple[str, dict, dict, tuple]:  # fmt: skip
+    """One fit's weights (their key), estimate_memory's options for every layout, the LoRA adapters, and the
+    tag its plans are remembered by; the options a task does not take are refused."""
+    from archspec.memory import canonical_dtype, canonical_format, lora_params
+    from archspec.memory.roles import canonical_weights
+    from archspec.memory.storage import DTYPE_BYTES
+
     # inference of a format that is no computation dtype (fp8_block, a checkpoint's q4_k_m, a map by role):
     # weights stored so, computed in bf16
     if task == "inference":
@@ -233,40 +271,10 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
         raise SpecError(f"{', '.join(training)}: training options, not inference's")
     train = {"recompute": "full"} if task == "lora" else {}
     train |= training or {}
-    from archspec.memory.serving import Serving
-
-    serve = (engine, memory_fraction, max_batched_tokens, context_reserve)
-    if task != "inference" and any(x is not None for x in serve):
-        raise SpecError("engine, memory_fraction, max_batched_tokens and context_reserve are inference's (the "
-                        "serving engine's reserve)")  # fmt: skip
-    # inference: what the engine's reserve leaves of each device at each tensor-parallel degree
-    reserves = {tp: Serving(*serve).reserve(spec, acc, tp) for tp in _valid_tp(spec)} if task == "inference" else {}
-    cap = {tp: r.usable_bytes for tp, r in reserves.items()} if reserves else acc.memory_bytes
-    none = dict(usable_bytes=None, engine=reserves and next(iter(reserves.values())).engine)
     # the plan of one layout: training's, LoRA's over a frozen base stored in `key`, a stored format's (in bf16)
     plan = dict(dtype="bf16", weights=key, **lora) if lora or stored else dict(dtype=key)
     plan |= train
-    tag = (task, key, *lora.values(), *sorted(train.items()))
-
-    # no device holds less than its share of the whole: a plan that MAX_DEVICES cannot hold between them is
-    # refused from one estimate, before any layout is searched
-    if (*tag, "whole") not in memo:
-        memo[(*tag, "whole")] = estimate_memory(spec, batch, seq_len, **plan)
-    whole = memo[(*tag, "whole")]
-    most = max(cap.values()) if reserves else cap
-    if (whole.inference_total_bytes if task == "inference" else whole.training_total_bytes) > most * MAX_DEVICES:
-        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
-                   acc.memory_bytes, **lora, **none)  # fmt: skip
-
-    search = _inference_layouts if task == "inference" else _training_layouts
-    best = search(spec, memo, tag, plan, batch, seq_len, cap, whole)
-    if best is None:
-        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
-                   acc.memory_bytes, **lora, **none)  # fmt: skip
-    devices, _, tp, pp, dp, zero, used, T = best
-    r = reserves.get(tp)
-    return Fit(spec.name, acc.name, task, key, batch, T, devices, tp, pp, dp, zero, used, acc.memory_bytes, **lora,
-               usable_bytes=r and r.usable_bytes, engine=r and r.engine, reserve=r)  # fmt: skip
+    return key, plan, lora, (task, key, *lora.values(), *sorted(train.items()))
 
 
 def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batch: int, seq_len: int | None,
