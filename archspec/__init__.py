@@ -19,7 +19,6 @@ from archspec.core.errors import SpecError
 from archspec.count.params import COMPONENTS, ParamCount, count_params
 from archspec.io.catalog import get_preset, preset, preset_names, resolve_model
 from archspec.io.loading import load_spec
-from archspec.plan.sweep import sweep
 from archspec.spec.model import ModelSpec
 
 __version__ = "0.4.0"  # the package's version (pyproject reads it here); CHANGELOG.md says what each holds
@@ -36,6 +35,10 @@ def __getattr__(name: str):
         from archspec.count import flops
 
         return getattr(flops, name)
+    if name == "sweep":
+        from archspec.plan.sweep import sweep
+
+        return sweep
     if name == "to_pandas":
         from archspec.render.notebook import to_pandas
 

@@ -20,62 +20,58 @@ Every public name is importable from ``archspec.memory``; docs/architecture.md s
 package sits in the flow.
 """
 
-from archspec.core.vocab import (  # the vocabulary's, re-exported for the planners' callers
-    ATTENTION,
-    RECOMPUTE,
-    ZERO_STAGES,
-)
-from archspec.memory.activations import (
-    activation_bytes_per_layer,
-    attention_mode,
-    korthikanti_bytes_per_layer,
-    saved_bytes,
-)
-from archspec.memory.cache import (
-    KV_DTYPES,
-    cached_bytes,
-    default_kv_dtype,
-    kv_cache_bytes,
-    kv_cache_bytes_per_token,
-    kv_cache_dtype,
-    kv_dtype_asked,
-    kv_stage_bytes,
-)
-from archspec.memory.lora import LORA_GROUPS, LORA_PROJECTIONS, lora_params, lora_targets_of
-from archspec.memory.parallel import (
-    COLUMN_PARALLEL,
-    ROW_PARALLEL,
-    ParallelLayout,
-    Slot,
-    check_split,
-    module_name,
-    more_bits_layers,
-    parallel_layout,
-    rank_elements,
-    slot_bytes,
-    stage_slots,
-    stored_weights_bytes,
-    weights_bytes,
-)
-from archspec.memory.storage import (
-    DTYPE_BYTES,
-    STORAGE,
-    Storage,
-    canonical_dtype,
-    canonical_format,
-    dtype_bytes,
-    nbytes,
-    use_more_bits,
-)
-from archspec.memory.training import (
-    OPTIMIZERS,
-    MemoryEstimate,
-    estimate_memory,
-    fits,
-    layer_kinds_memory,
-    max_micro_batch,
-    training_bytes_per_param,
-)
+# Every public name and the module that holds it: imported on first use (PEP 562), so that a command
+# that needs the KV cache's bytes does not load the training planner, the LoRA targets and the rules of
+# what autograd keeps.
+_HOME = {
+    "ATTENTION": "archspec.core.vocab",
+    "RECOMPUTE": "archspec.core.vocab",
+    "ZERO_STAGES": "archspec.core.vocab",
+    "activation_bytes_per_layer": "archspec.memory.activations",
+    "attention_mode": "archspec.memory.activations",
+    "korthikanti_bytes_per_layer": "archspec.memory.activations",
+    "saved_bytes": "archspec.memory.activations",
+    "KV_DTYPES": "archspec.memory.cache",
+    "cached_bytes": "archspec.memory.cache",
+    "default_kv_dtype": "archspec.memory.cache",
+    "kv_cache_bytes": "archspec.memory.cache",
+    "kv_cache_bytes_per_token": "archspec.memory.cache",
+    "kv_cache_dtype": "archspec.memory.cache",
+    "kv_dtype_asked": "archspec.memory.cache",
+    "kv_stage_bytes": "archspec.memory.cache",
+    "LORA_GROUPS": "archspec.memory.lora",
+    "LORA_PROJECTIONS": "archspec.memory.lora",
+    "lora_params": "archspec.memory.lora",
+    "lora_targets_of": "archspec.memory.lora",
+    "COLUMN_PARALLEL": "archspec.memory.parallel",
+    "ParallelLayout": "archspec.memory.parallel",
+    "ROW_PARALLEL": "archspec.memory.parallel",
+    "Slot": "archspec.memory.parallel",
+    "check_split": "archspec.memory.parallel",
+    "module_name": "archspec.memory.parallel",
+    "more_bits_layers": "archspec.memory.parallel",
+    "parallel_layout": "archspec.memory.parallel",
+    "rank_elements": "archspec.memory.parallel",
+    "slot_bytes": "archspec.memory.parallel",
+    "stage_slots": "archspec.memory.parallel",
+    "stored_weights_bytes": "archspec.memory.parallel",
+    "weights_bytes": "archspec.memory.parallel",
+    "DTYPE_BYTES": "archspec.memory.storage",
+    "STORAGE": "archspec.memory.storage",
+    "Storage": "archspec.memory.storage",
+    "canonical_dtype": "archspec.memory.storage",
+    "canonical_format": "archspec.memory.storage",
+    "dtype_bytes": "archspec.memory.storage",
+    "nbytes": "archspec.memory.storage",
+    "use_more_bits": "archspec.memory.storage",
+    "MemoryEstimate": "archspec.memory.training",
+    "OPTIMIZERS": "archspec.memory.training",
+    "estimate_memory": "archspec.memory.training",
+    "fits": "archspec.memory.training",
+    "layer_kinds_memory": "archspec.memory.training",
+    "max_micro_batch": "archspec.memory.training",
+    "training_bytes_per_param": "archspec.memory.training",
+}  # fmt: skip
 
 __all__ = [
     "ATTENTION",
@@ -126,3 +122,17 @@ __all__ = [
     "use_more_bits",
     "weights_bytes",
 ]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name]), name)
+    if not name.startswith("_"):  # a module of the package: archspec.memory.cache
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
