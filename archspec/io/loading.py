@@ -36,7 +36,7 @@ from archspec.io.values import parse_value as parse_value
 from archspec.spec.model import ModelSpec, describe_spec_error
 
 if TYPE_CHECKING:
-    from archspec.sources.resolve import Source
+    from archspec.sources.stored import Source
 
 SUFFIXES = (".toml", ".json", ".yaml", ".yml")
 
@@ -384,7 +384,7 @@ class Loaded:
     """A model as read: its spec, what reading it told the user (a Hugging Face config.json's notes: a
     multimodal wrapper's uncounted towers, an alias, a tying that transformers overrides; a spec file and
     a preset tell nothing), and, for a checkpoint, a GGUF file or a Hub id, where it was read from
-    (archspec.sources.resolve.Source: its stored tensors and their formats, for `check` and the weights
+    (archspec.sources.stored.Source: its stored tensors and their formats, for `check` and the weights
     of `memory`, `inference` and `fit`)."""
 
     spec: ModelSpec

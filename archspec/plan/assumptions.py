@@ -5,6 +5,7 @@ lines the estimate travels with."""
 from __future__ import annotations
 
 from archspec.plan.hardware import MATH_DTYPES
+from archspec.plan.routing import touched
 from archspec.spec.layers import moe_specs
 
 
@@ -14,7 +15,6 @@ def assumptions(spec, acc, key, x_key, kv_key, layout, batch, context, peak, mfu
     collectives' latency note (archspec.plan.collectives)."""
     from archspec.memory.runtime import engine as engine_of
     from archspec.memory.serving import reserve_note
-    from archspec.plan.inference import touched
     from archspec.render.text import human_bytes
 
     tp, ep, pp = layout.tensor_parallel, layout.expert_parallel, layout.pipeline_parallel

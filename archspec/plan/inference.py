@@ -44,6 +44,7 @@ from archspec.memory.parallel import check_layout
 from archspec.memory.runtime import Reserve
 from archspec.plan.cost import ServingCost, exact_number, exact_price, serving_cost
 from archspec.plan.hardware import Accelerator, accelerator
+from archspec.plan.routing import touched
 from archspec.spec.layers import moe_specs
 from archspec.spec.model import ModelSpec
 
@@ -204,21 +205,6 @@ class InferenceEstimate:
             ("decode_bytes_per_token", "kv_cache_bytes", float), ("prefill_compute_bound", "capacity_bytes"),
             ("decode_leaves_out", "assumptions"),
         ))  # fmt: skip
-
-
-def touched(moe, batch: int) -> Fraction:
-    """The expected share of a layer's routed experts that `batch` tokens touch, each choosing top_k of
-    the experts uniformly and independently: 1 - (1 - k/E)^B. An expectation, not a count: computed in
-    floating point (-expm1(B log1p(-k/E)), accurate for small k/E), as exact powers would hold numbers of
-    B digits (batch 10^12), and held as the Fraction of that float; exact up to EXACT_TOUCHED_UP_TO."""
-    if moe.top_k >= moe.experts:
-        return Fraction(1)
-    if batch <= EXACT_TOUCHED_UP_TO:  # exact while the power stays small (numbers of about 8 x batch bits)
-        return 1 - (1 - Fraction(moe.top_k, moe.experts)) ** batch
-    return Fraction(-math.expm1(batch * math.log1p(-moe.top_k / moe.experts)))
-
-
-EXACT_TOUCHED_UP_TO = 1024
 
 
 def _stage_weights(spec, slots, fmt, experts, layout, batch: int) -> tuple[Fraction, Fraction, Fraction]:

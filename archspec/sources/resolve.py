@@ -13,29 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archspec.core.errors import SpecError
-from archspec.sources.stored import StoredTensor
+from archspec.sources.stored import Source
 from archspec.spec.model import ModelSpec
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a spec came from: `kind` 'checkpoint' (a local folder or file) or 'hub'; `format` the weights'
-    file format ('safetensors', 'gguf', or 'config' where there are none); the files read and their tensors."""
-
-    ref: str
-    kind: str
-    format: str
-    config: Path | None
-    where: str  # what messages call the config
-    model_type: str | None
-    files: tuple[str, ...]
-    tensors: tuple[StoredTensor, ...]
-    commit: str | None = None
-    file_type: str | None = None  # a GGUF file's general.file_type, as llama.cpp names it ('Q4_K_M')
-
-    @property
-    def stored_bytes(self) -> int:
-        return sum(t.nbytes for t in self.tensors)
 
 
 def _exists(ref: str) -> bool:
