@@ -1443,7 +1443,7 @@ OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[st
         "tokens": [(["--tokens", "1e9"], []), (["-D", "1e9"], [])], "causal_half": [(["--causal-half"], [])],
         "gpu": [(["--gpu", "h100"], ["--tokens", "1e9"])], "gpus": [(["--gpus", "8"], GPU)],
         "peak_tflops": [(["--peak-tflops", "100"], ["--tokens", "1e9"])], "mfu": [(["--mfu", "0.5"], GPU)],
-        "dtype": [(["--dtype", "fp32"], GPU)]}),
+        "dtype": [(["--dtype", "fp32"], GPU)], "price_per_hour": [(["--price-per-hour", "2.5"], GPU)]}),
     "memory": (["gpt2"], {
         "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
         "batch": [(["--batch", "2"], [])], "seq_len": [(["--seq-len", "64"], [])],
@@ -1480,7 +1480,8 @@ OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[st
         "weights": [(["--weights", "int8"], [])], "experts": [(["--experts", "int4"], MOE)],
         "engine": [(["--engine", "none"], [])], "gpu_memory_utilization": [(["--gpu-memory-utilization", "0.5"], [])],
         "max_batched_tokens": [(["--max-batched-tokens", "64K"], [])],
-        "context_reserve": [(["--context-reserve", "1"], [])]}),
+        "context_reserve": [(["--context-reserve", "1"], [])],
+        "price_per_hour": [(["--price-per-hour", "2.5"], [])]}),
     "fit": (["gpt2", "--gpu", "h100"], {
         "format": [(["--format", "csv"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
         "gpu": [(["--gpu", "rtx4090"], [])], "task": [(["--task", "training"], [])],
@@ -1496,7 +1497,8 @@ OPTION_CASES: dict[str, tuple[list[str], dict[str, list[tuple[list[str], list[st
         "optimizer": [(["--optimizer", "sgd"], ["--task", "training"])],
         "fp32_grads": [(["--fp32-grads"], ["--task", "training"])],
         "dropout": [(["--dropout"], ["--task", "training"])],
-        "offload": [(["--offload", "optimizer"], ["--task", "training"])]}),
+        "offload": [(["--offload", "optimizer"], ["--task", "training"])],
+        "price_per_hour": [(["--price-per-hour", "2.5"], [])]}),
     "hardware": ([], {"format": [(["--format", "csv"], [])], "gpu": [(["--gpu", "h100"], [])]}),
     "import": (["{hf}/bert-base-uncased.json"], {
         "format": [(["--format", "json"], [])], "overrides": [(["--set", "vocab_size=100"], [])],
