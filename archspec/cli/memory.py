@@ -158,7 +158,7 @@ def _serving(args, spec, acc, m) -> dict:
     r = Serving(args.engine, args.gpu_memory_utilization, args.max_batched_tokens, args.context_reserve).reserve(
         spec, acc, tp
     )
-    pages = paging(spec, stage_slots(spec, pp)[0], m.kv_cache_dtype, r.engine, tp)
+    pages = paging(spec, stage_slots(spec, pp, sorted({0, pp - 1}))[0], m.kv_cache_dtype, r.engine, tp)
     tokens = pages.capacity_tokens(r.usable_bytes - m.inference_weights_bytes)
     return {"reserve": r, "fits": m.inference_total_bytes <= r.usable_bytes, "tokens": tokens}
 

@@ -54,38 +54,74 @@ class Slot(NamedTuple):
         return min(self.layers, 1) if self.part.shared else self.layers
 
 
-def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1) -> list[list[Slot]]:
+def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1, only: list[int] | None = None) -> list[list[Slot]]:
     """The parts of each of `pipeline_parallel` stages: stage s holds layers s·k .. (s + 1)·k - 1 of all
     the stacks' layers in data-flow order, k = ceil(layers / p); a part outside the blocks sits with the
     next block (embeddings on the first stage, final norm and head on the last); a tied head keeps a
-    copy of its table on the last stage (as Megatron-LM does) when p > 1."""
+    copy of its table on the last stage (as Megatron-LM does) when p > 1. `only` (sorted stage indices
+    that hold the last stage and the first stage of each part's layers, as distinct_stages gives them):
+    the parts of those stages alone, in their order."""
     parts = [p for p in describe(spec)]
+    which = range(pipeline_parallel) if only is None else only
     total = spec.n_layers
     k = -(-total // pipeline_parallel)
     offsets, at = {}, 0
     for st in stack_shapes(spec):
         offsets[st.name] = at
         at += st.layers
-    stages: list[list[Slot]] = [[] for _ in range(pipeline_parallel)]
+    stages: list[list[Slot]] = [[] for _ in which]
     pending: list[Part] = []
     for part in parts:
         if not part.layered:
             pending.append(part)
             continue
         g0, depth = offsets[part.stack.name], part.stack.layers
-        for s in range(pipeline_parallel):
+        for i, s in enumerate(which):
             lo, hi = max(g0, s * k) - g0, min(g0 + depth, (s + 1) * k) - g0
             n = part.group.placement.count_in(part.kind, lo, hi) if lo < hi else 0
             if n:
-                stages[s] += [Slot(p, 0, 1) for p in pending]
+                stages[i] += [Slot(p, 0, 1) for p in pending]
                 pending = []
-                stages[s].append(Slot(part, lo, hi, n))
+                stages[i].append(Slot(part, lo, hi, n))
     stages[-1] += [Slot(p, 0, 1) for p in pending]
     head = next((p for p in parts if p.role == "head"), None)
     tied = head is not None and any(isinstance(e, Linear) and e.tied for e in head.entries)
     if pipeline_parallel > 1 and tied:
         stages[-1] += [Slot(p, 0, 1) for p in parts if p.path == "embed"]
     return stages
+
+
+def distinct_stages(spec: ModelSpec, pipeline_parallel: int = 1) -> list[tuple[int, int]]:
+    """(stage, how many stages it stands for), by stage: every stage of `pipeline_parallel` is stood for
+    by one that holds the same bytes of each part (the same parts, the same layers of each kind, as many
+    that use_more_bits picks, the stack's first or last layer alike). A stage whose layers lie in one
+    region of every stack (between its first layer, its last, its n/8 and 7n/8 marks, the ends of its
+    placement's runs) holds what the stage m later in that region holds, m·k layers being a multiple of
+    L = lcm(3, the patterns' periods); so the stages that cross a region's edge, the first and last, and
+    the first m of each stretch between them stand for all, however many stages there are."""
+    k = -(-spec.n_layers // pipeline_parallel)
+    edges, period, at = {0, spec.n_layers}, 3, 0
+    parts = [p for p in describe(spec) if p.layered]
+    for st in stack_shapes(spec):
+        n = st.layers
+        edges |= {at + x for x in (0, 1, n // 8, 7 * n // 8, n - 1, n)}
+        for g in {p.group.placement for p in parts if p.stack.name == st.name}:
+            run = 0
+            for _, r in g.runs:
+                run += r
+                edges.add(at + min(run, g.depth))
+            edges.add(at + g.depth)
+            period = math.lcm(period, len(g.pattern))
+        at += n
+    picked = {0, pipeline_parallel - 1} | {min(x // k, pipeline_parallel - 1) for x in edges}
+    picked |= {min(max(x - 1, 0) // k, pipeline_parallel - 1) for x in edges}
+    marks = sorted(picked)
+    out = {s: 1 for s in marks}
+    m = period // math.gcd(k, period)
+    for a, b in zip(marks, marks[1:]):  # the stretch a + 1 .. b - 1: its first m stand for the rest
+        for r in range(min(m, b - a - 1)):
+            out[a + 1 + r] = -(-(b - a - 1 - r) // m)
+    return sorted(out.items())
 
 
 def module_name(part: Part, entry_name: str) -> str:
@@ -208,7 +244,8 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
             return slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
         return memo[key]
 
-    return max(math.ceil(sum(held(s) for s in stage)) for stage in stage_slots(spec, pipeline_parallel))
+    stages = stage_slots(spec, pipeline_parallel, [s for s, _ in distinct_stages(spec, pipeline_parallel)])
+    return max(math.ceil(sum(held(s) for s in stage)) for stage in stages)
 
 
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:

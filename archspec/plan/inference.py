@@ -338,7 +338,7 @@ def _checked(spec, acc, batch, prompt_len, gen_len, mfu, mbu, layout, dtype, exp
     return key, x_key, default_kv_dtype(key, kv_dtype)
 
 
-def _communication(spec, stages, layout, acc, interconnect):
+def _communication(spec, stages, counts, layout, acc, interconnect):
     """(seconds to send `rows` rows of activations per step, the collectives' latency per step, the
     collectives, the link): the tensor-parallel all-reduces, the experts' all-to-all and the stage
     hand-overs over the interconnect's bandwidth, plus each collective's latency (archspec.plan.collectives),
@@ -347,12 +347,13 @@ def _communication(spec, stages, layout, acc, interconnect):
     from archspec.plan.collectives import LINKS, bandwidth_seconds, collectives, latency_seconds
 
     tp, ep, pp = layout.tensor_parallel, layout.expert_parallel, layout.pipeline_parallel
-    sublayers = sum(s.layers * sum(isinstance(e, Pointwise) and e.cost == "residual" for e in s.part.entries)
-                    for st in stages for s in st if s.part.layered)  # fmt: skip
-    experts_slots = [s for st in stages for s in st if s.part.role == "expert"]
+    # `counts`: how many stages each of `stages` stands for
+    sublayers = sum(s.layers * c * sum(isinstance(e, Pointwise) and e.cost == "residual" for e in s.part.entries)
+                    for st, c in zip(stages, counts) for s in st if s.part.layered)  # fmt: skip
+    experts = [(s, c) for st, c in zip(stages, counts) for s in st if s.part.role == "expert"]
     # routed rows per token over all MoE layers: each MoE kind's layers times its top_k
-    moe_routes = sum(s.layers * s.part.group.spec.mlp.top_k for s in experts_slots)
-    steps = collectives(sublayers, sum(s.layers for s in experts_slots), tp, ep, pp)
+    moe_routes = sum(s.layers * c * s.part.group.spec.mlp.top_k for s, c in experts)
+    steps = collectives(sublayers, sum(s.layers * c for s, c in experts), tp, ep, pp)
     link = LINKS.get(acc.link) if layout.devices > 1 and acc.link else None
     latency = latency_seconds(link, steps)
 
@@ -367,7 +368,7 @@ def _communication(spec, stages, layout, acc, interconnect):
 def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
               expert_parallel, pipeline_parallel, serving=None) -> InferenceEstimate:  # fmt: skip
     from archspec.count.flops import count_flops
-    from archspec.memory import STORAGE, stage_slots
+    from archspec.memory import STORAGE, distinct_stages, stage_slots
     from archspec.memory.serving import Serving, max_batch, stage
     from archspec.plan.assumptions import assumptions
     from archspec.plan.collectives import latency_note
@@ -383,22 +384,25 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
     res = serving.reserve(spec, acc, tp)
 
     peak = acc.peak(key if key in STORAGE and STORAGE[key].dtype else "bf16")
-    stages = stage_slots(spec, pp)
+    # a stage computed once for all the stages that hold what it holds (archspec.memory.distinct_stages)
+    picked = distinct_stages(spec, pp)
+    stages = stage_slots(spec, pp, [s for s, _ in picked])
+    counts = [c for _, c in picked]
     weights = kv_full = 0
     decode_w = decode_kv = Fraction(0)
     devices = []
-    for slots in stages:
+    for slots, c in zip(stages, counts):
         always, routed, read = _stage_weights(spec, slots, key, x_key, layout, batch)
         dev = stage(spec, slots, math.ceil(always + routed), kv_key, res.engine, tp)
         kv = dev.cache_bytes(b_local, context)  # the batch's cache in the engine's pages
         devices.append(dev)
         if dev.weights + kv > weights + kv_full:
             weights, kv_full = dev.weights, kv
-        decode_w += always + read
+        decode_w += (always + read) * c
         # step i of G reads the cache of the P + i tokens before it (a window or a state caps it): the mean
         # over the G steps, summed exactly
-        decode_kv += _mean_kv(spec, slots, b_local, prompt_len, gen_len, kv_key, tp)
-    comm, latency, steps, link = _communication(spec, stages, layout, acc, interconnect)
+        decode_kv += _mean_kv(spec, slots, b_local, prompt_len, gen_len, kv_key, tp) * c
+    comm, latency, steps, link = _communication(spec, stages, counts, layout, acc, interconnect)
     moes = [k.mlp for k in moe_specs(spec)]
     return InferenceEstimate(
         name=spec.name,
