@@ -213,3 +213,21 @@ def test_the_layout_search_finds_the_smallest_as_a_scan_does():
                 scan = next((n for n in range(lo, hi + 1) if ok(n)), None)
                 assert _smallest(lo, hi, ok) == scan, (answer, lo, hi)
                 assert all(lo <= n <= hi for n in asked)
+
+
+def test_a_pipeline_stage_left_without_a_layer_is_refused_by_name(run_cli):
+    """32 layers on 10 stages at ceil(32/10) = 4 a stage fill 8 stages: two devices would hold nothing."""
+    code, _, err = run_cli("inference", "llama-3-8b", "--gpu", "h100", "--pp", "10", "-p", "16", "-g", "16")
+    assert code == 2 and "leaves 2 stages of llama-3-8b without a layer" in err and err.count("\n") == 1
+    with pytest.raises(archspec.SpecError, match="without a layer"):
+        archspec.estimate_memory(archspec.preset("llama-3-8b"), 1, 16, pipeline_parallel=10)
+
+
+def test_a_stage_that_caches_nothing_limits_no_batch():
+    """nemotron-h-56b at one layer a stage: some stages hold only an MLP layer and cache nothing; the
+    largest batch is the caching stages' (each stage holds one layer: the attention layer's stage decides)."""
+    from archspec.plan.inference import estimate_inference
+
+    spec = archspec.preset("nemotron-h-56b")
+    e = estimate_inference(spec, "h100", batch=1, prompt_len=16, gen_len=16, pipeline_parallel=spec.n_layers)
+    assert e.max_batch is not None and e.max_batch > 0

@@ -81,7 +81,7 @@ class Paging:
 
     def sequence_bytes(self, tokens: int) -> int:
         """The cache one sequence of `tokens` tokens takes, in whole pages."""
-        if self.engine == "vllm":
+        if self.engine == "vllm" and self.caches:
             v = self._vllm()
             return v[0] * v[1] * self._blocks(tokens, v)
         if self.engine == "llama.cpp":
@@ -92,7 +92,7 @@ class Paging:
         """The most sequences of `tokens` tokens whose cache fits in `free` bytes."""
         if free < 0:
             return 0
-        if self.engine == "vllm":
+        if self.engine == "vllm" and self.caches:
             v = self._vllm()
             blocks = self._blocks(tokens, v)
             return free // (v[0] * v[1]) // blocks if blocks else 0
@@ -104,7 +104,7 @@ class Paging:
         tokens; otherwise free // bytes per token of every layer (windows and states left out)."""
         if free <= 0:
             return 0
-        if self.engine == "vllm":
+        if self.engine == "vllm" and self.caches:
             page, group, kinds = self._vllm()
             groups = sum(n for _, n, _ in kinds)
             return free // (page * group) // groups * min(b for _, _, b in kinds)

@@ -333,6 +333,13 @@ def check_split(spec: ModelSpec, tensor_parallel: int, pipeline_parallel: int) -
             f"pipeline_parallel={pipeline_parallel} is more stages than {spec.name} has layers ({spec.n_layers}); "
             "each stage needs at least one layer"
         )
+    per = -(-spec.n_layers // pipeline_parallel)  # stage_slots' k: each stage holds ceil(layers / p)
+    if -(-spec.n_layers // per) < pipeline_parallel:
+        raise SpecError(
+            f"pipeline_parallel={pipeline_parallel} leaves {pipeline_parallel - -(-spec.n_layers // per)} stages of "
+            f"{spec.name} without a layer ({spec.n_layers} layers at {per} a stage fill {-(-spec.n_layers // per)}); "
+            "each stage needs at least one layer"
+        )
 
 
 def check_layout(spec: ModelSpec, layout) -> None:

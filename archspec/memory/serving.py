@@ -42,7 +42,11 @@ def stage(spec, slots, weights: int, kv_dtype: str, engine: str, tp: int) -> Sta
 def max_batch(stages: list[Stage], usable: int, tokens: int, expert_parallel: int = 1) -> int:
     """The most sequences of `tokens` tokens whose paged cache fits on every device beside its stage's
     weights in `usable` bytes; each of the expert-parallel ranks serves its own sequences."""
-    return min(s.pages.max_sequences(usable - s.weights, tokens) for s in stages) * expert_parallel
+    if any(usable < s.weights for s in stages):
+        return 0
+    # a stage that caches nothing (only MLP layers) limits no batch once its weights fit
+    caching = [s.pages.max_sequences(usable - s.weights, tokens) for s in stages if s.pages.caches]
+    return min(caching) * expert_parallel if caching else 0
 
 
 def reserve_note(r: Reserve, human) -> str:

@@ -108,6 +108,13 @@ def _valid_tp(spec: ModelSpec) -> list[int]:
     return out
 
 
+def _stages(spec: ModelSpec, pp: int) -> int:
+    """The stages that `pp` fills: each holds ceil(layers / pp) layers (archspec.memory.stage_slots), so a
+    degree that would leave stages empty holds what fewer stages hold, on fewer devices."""
+    per = -(-spec.n_layers // pp)
+    return -(-spec.n_layers // per)
+
+
 def _smallest(lo: int, hi: int, ok) -> int | None:
     """The smallest n in [lo, hi] with ok(n), for ok monotone (false, then true); None if none. Probed from
     lo upward in doubling steps, then halved: a probe costs more the larger n is (a layout of n pipeline
@@ -287,6 +294,7 @@ def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batc
     key, best = tag[1], None
 
     def per_device(tp: int, pp: int):
+        pp = _stages(spec, pp)
         if (key, tp, pp) not in memo:
             lay = parallel_layout(spec, tp * pp, tp, pp)
             with full_way():  # one question per layout: recording its program costs more than its answer
@@ -298,6 +306,8 @@ def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batc
         top = min(spec.n_layers, MAX_DEVICES // tp)
         fewest = min(top, max(1, whole.inference_total_bytes // (cap * tp)))  # no device holds less than its share
         pp = _smallest(fewest, top, lambda p, tp=tp, cap=cap: fits(per_device(tp, p), cap)["inference"])
+        if pp is not None:
+            pp = _stages(spec, pp)
         if pp is None:
             continue
         m = per_device(tp, pp)
