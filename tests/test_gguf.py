@@ -603,5 +603,5 @@ def test_a_mistral_model_is_written_as_llama_without_its_window(gguf_dir, tmp_pa
     a, b = count_params(from_gguf), count_params(from_config)
     assert (a.total, dict(a.components)) == (b.total, dict(b.components))
     differ = {k for k, v in from_gguf.model_dump(exclude={"name"}).items() if from_config.model_dump()[k] != v}
-    assert differ == {"attention"} and from_config.attention.sliding_window == 4096
-    assert from_gguf.attention.sliding_window is None
+    assert differ == {"mixer"} and from_config.mixer.sliding_window == 4096
+    assert from_gguf.mixer.sliding_window is None
