@@ -252,3 +252,13 @@ def test_the_module_paths_from_before_the_folders_import_as_the_same_modules():
         assert importlib.import_module(old) is importlib.import_module(new)
         assert getattr(archspec, old.rpartition(".")[2]) is importlib.import_module(new)
     from archspec.sizing import pad_vocab  # noqa: F401  (the import statement form)
+
+
+def test_every_package_of_the_tree_is_in_the_wheel():
+    """pyproject.toml lists the packages a wheel holds: a folder of archspec/ or reference/ left out
+    of the list imports from a clone and is missing from an install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    tree = {module_of(p) for folder in ("archspec", "reference") for p in (ROOT / folder).rglob("__init__.py")}
+    assert tree - listed == set(), f"packages missing from pyproject.toml's [tool.setuptools] packages: {tree - listed}"
