@@ -195,8 +195,9 @@ def _value(cfg: Config, key: str) -> Any:
     return nested.get(sub) if isinstance(nested, dict) else None
 
 
-def _text_of(wrapper: Wrapper, raw: dict[str, Any], where: str) -> tuple[dict[str, Any], str]:
-    """The text model's config of a multimodal wrapper, with the class and head tying transformers builds."""
+def _text_of(wrapper: Wrapper, raw: dict[str, Any], where: str) -> tuple[dict[str, Any], str, str | None]:
+    """The text model's config of a multimodal wrapper, the class archspec counts, the head's tying (the
+    checkpoint's, see _wrapper_tie) and a note where transformers 5 ties it otherwise."""
     text = raw.get("text_config")
     if text is None:
         text = {}  # transformers builds the text config class's defaults
@@ -214,9 +215,52 @@ def _text_of(wrapper: Wrapper, raw: dict[str, Any], where: str) -> tuple[dict[st
     if "ForCausalLM" not in family.classes:  # pragma: no cover - every wrapped family has one
         raise SpecError(f"{where}: {text_type} has no causal-LM class")
     out = {**text, "model_type": text_type, "architectures": [family.prefix + "ForCausalLM"]}
+    note = None
     if wrapper.head == "wrapper":
-        out["tie_word_embeddings"] = raw.get("tie_word_embeddings", wrapper.tie)
-    return out, arch
+        out["tie_word_embeddings"], note = _wrapper_tie(wrapper, family, raw, text, arch)
+    return out, arch, note
+
+
+def _writer(raw: dict[str, Any]) -> int | None:
+    """The major version of the transformers that wrote the file (its `transformers_version`), or None."""
+    version = raw.get("transformers_version")
+    found = re.match(r"\s*(\d+)\.", version) if isinstance(version, str) else None
+    return int(found.group(1)) if found else None
+
+
+def _wrapper_tie(
+    wrapper: Wrapper, family: Family, raw: dict[str, Any], text: dict[str, Any], arch: str
+) -> tuple[bool, str | None]:
+    """Whether the head on a wrapper is tied, as the checkpoint the file came with stores it, and a note where
+    transformers 5 builds the file otherwise. transformers 5 ties by the wrapper's own tie_word_embeddings
+    (default: the wrapper class's); transformers 4 tied by the text config's (get_text_config(decoder=True);
+    default: the text config class's) and saved the head beside the embedding where that said false. A
+    file written by transformers 4 (Mistral Small 3.1's, 4.50) is read as 4 built and saved it."""
+    top, own = raw.get("tie_word_embeddings"), text.get("tie_word_embeddings")
+    as_5 = bool(top if top is not None else wrapper.tie)
+    as_4 = bool(own if own is not None else family.defaults.get("tie_word_embeddings", True))
+    default = f"{family.model_type}'s default {str(as_4).lower()}"
+    said = f"tie_word_embeddings={own}" if own is not None else f"no tie_word_embeddings ({default})"
+    why = f"={top}" if top is not None else f", default {str(wrapper.tie).lower()}"
+    built = f"transformers 5 builds {arch} with its head {_tied(as_5)} (the wrapper's tie_word_embeddings{why})"
+    major = _writer(raw)
+    if major is not None and major < 5:
+        if as_4 == as_5:
+            return as_4, None
+        saves = "saves no lm_head.weight" if as_4 else "saves lm_head.weight beside the token embedding"
+        return as_4, (
+            f"text_config says {said}: transformers {raw['transformers_version']}, which wrote the file, ties the "
+            f"head as the text config says and {saves}; archspec counts the head {_tied(as_4)}, "
+            f"as the checkpoint holds it (as vLLM and llama.cpp load it); {built}: --set "
+            f"tie_embeddings={str(as_5).lower()} counts that model"
+        )
+    if own is not None and bool(own) != as_5:
+        return as_5, f"text_config says {said}, but {built}, and so does archspec"
+    return as_5, None
+
+
+def _tied(tied: bool) -> str:
+    return "tied" if tied else "untied"
 
 
 def _non_finite(value: Any, at: str = "") -> str | None:
@@ -239,16 +283,14 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
     model_type = raw.get("model_type")
     if isinstance(model_type, str) and model_type in WRAPPERS and model_type not in FAMILIES:
         wrapper = WRAPPERS[model_type]
-        text, arch = _text_of(wrapper, raw, where)
+        text, arch, tie_note = _text_of(wrapper, raw, where)
         inner = from_mapping(text, name, where)
         present = [k.removesuffix("_config") for k in ("vision_config", "audio_config") if raw.get(k)]
         towers = (" and ".join(present) + (" towers" if len(present) > 1 else " tower")) if present else wrapper.towers
         notes = [f"{model_type} is a multimodal wrapper: archspec counts its text model ({inner.model_type}) with "
                  f"the output head of {arch}; the {towers} and projector are not counted"]  # fmt: skip
-        own = (raw.get("text_config") or {}).get("tie_word_embeddings")
-        if wrapper.head == "wrapper" and own is not None and bool(own) != bool(text["tie_word_embeddings"]):
-            notes.append(f"text_config says tie_word_embeddings={own}, but {arch} ties its head as the wrapper's "
-                         f"tie_word_embeddings={text['tie_word_embeddings']} says, and so does archspec")  # fmt: skip
+        if tie_note:
+            notes.append(tie_note)
         return Imported(inner.data, inner.model_type, arch, (*notes, *inner.notes))
     family, alias = _family_of(raw, where, name)
     cfg = _canonical(family, raw)
