@@ -273,7 +273,9 @@ def test_a_closed_stderr_still_exits_2():
 
 @pytest.mark.parametrize(("redirect", "argv", "code"), [
     (">&-", "params gpt2", 0), ("2>&-", "params nope", 2), (">&- 2>&-", "params nope", 2),
-    (">&-", "compare gpt2 bert-base --format json", 0),
+    (">&-", "compare gpt2 bert-base --format json", 0), (">&-", "list", 0),
+    (">&-", "sweep gpt2 --vary d_model=768,1536 -o - --format csv", 0), ("2>&-", "sweep gpt2 --vary d_model=1:1e20", 2),
+    ("2>&-", "memory gpt2 --gpu h100 --gpu a100", 2),
 ])  # fmt: skip
 def test_closed_descriptors_in_a_shell(redirect, argv, code):
     import shutil
@@ -544,12 +546,14 @@ ANYTHING = st.one_of(
 )  # fmt: skip
 
 
-def _one_line_refusal(call) -> None:
+def _one_line_refusal(call, names=()) -> None:
+    """`call` answers, or refuses in one line; a TypeError names one of `names` (the arguments given)."""
     try:
         call()
     except (archspec.SpecError, TypeError) as exc:
         text = str(exc)
         assert text and "\n" not in text and len(text) < 1100, text[:300]
+        assert not names or not isinstance(exc, TypeError) or any(n in text for n in names), text[:300]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -643,3 +647,314 @@ def test_colour_follows_no_color_term_and_a_tty(monkeypatch, env, colour):
     assert colour_enabled(__import__("io").StringIO()) is False  # never off a terminal
     monkeypatch.setattr("sys.stderr", _Tty())
     assert on_terminal() is (env.get("TERM") != "dumb")  # the progress line redraws only where it can
+
+
+# ---------------------------------------------------------------- the planners' keyword arguments fuzzed, and sweep
+
+_KEYWORD_VALUES = st.one_of(
+    ANYTHING, st.integers(-3, 70), st.dictionaries(st.text(max_size=4), st.integers(0, 3), max_size=2),
+    st.sampled_from(["nf4", "mxfp4", "fp8", "sgd", "all", "q", "gate", "optimizer", "vllm", "llama.cpp", "flash",
+                     "full", "selective", "attention", "mlp", "8k", "mlp=fp8", {"optimizer": "sgd"}]),
+)  # fmt: skip
+
+
+def _keywords(function, *positional: str):
+    """The names of `function`'s keyword arguments, less the spec and those given by position."""
+    import inspect
+
+    return [p for p in inspect.signature(function).parameters if p not in ("spec", *positional)]
+
+
+def _memory_keywords():
+    return _keywords(archspec.estimate_memory)
+
+
+def _inference_keywords():
+    from archspec.plan.inference import estimate_inference
+
+    return _keywords(estimate_inference, "gpu")
+
+
+def _fit_keywords():
+    from archspec.plan.fit import fit
+
+    return _keywords(fit, "acc", "dtype")
+
+
+@pytest.mark.parametrize("model", ["gpt2", "mixtral-8x7b", "nemotron-h-56b"])
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_estimate_memory_with_keywords_of_any_value(model, data):
+    kw = data.draw(st.dictionaries(st.sampled_from(_memory_keywords()), _KEYWORD_VALUES, min_size=1, max_size=3))
+    _one_line_refusal(lambda: archspec.estimate_memory(archspec.preset(model), **kw), names=kw)
+
+
+@pytest.mark.parametrize("model", ["gpt2", "mixtral-8x7b", "nemotron-h-56b"])
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_estimate_inference_with_keywords_of_any_value(model, data):
+    from archspec.plan.inference import estimate_inference
+
+    kw = data.draw(st.dictionaries(st.sampled_from(_inference_keywords()), _KEYWORD_VALUES, min_size=1, max_size=3))
+    _one_line_refusal(lambda: estimate_inference(archspec.preset(model), "h100", **kw), names=kw)
+
+
+@pytest.mark.parametrize("model", ["gpt2", "mixtral-8x7b"])
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fit_with_keywords_of_any_value(model, data):
+    from archspec.plan.fit import fit
+
+    kw = data.draw(st.dictionaries(st.sampled_from(_fit_keywords()), _KEYWORD_VALUES, min_size=1, max_size=3))
+    _one_line_refusal(lambda: fit(archspec.preset(model), "h100", "bf16", **kw), names=kw)
+
+
+_FIELDS = st.sampled_from(["d_model", "n_heads", "decoder_layers", "d_ff", "vocab_size", "activation", "nope", ""])
+_VALUES = st.one_of(ANYTHING, st.lists(ANYTHING, max_size=3), st.sampled_from(["768,1536", "512:2048:512", "1:1e20",
+                    "gelu,swiglu", "a:b", "1:", range(768, 1537, 768), range(1, 10**20)]))  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(base=st.one_of(st.just(archspec.preset("gpt2")), ANYTHING),
+       vary=st.one_of(st.dictionaries(_FIELDS, _VALUES, max_size=2), ANYTHING,
+                      st.lists(st.sampled_from(["d_model=768,1536", "d_model=1:1e20", "n_heads", "=", "x=1"]),
+                               max_size=2)),
+       kw=st.dictionaries(st.sampled_from(["seq_len", "dtype", "where", "zipped", "keep", "limit", "progress",
+                                           "strict"]), _KEYWORD_VALUES, max_size=3))  # fmt: skip
+def test_sweep_with_arguments_of_any_type(base, vary, kw):
+    """A sweep of any base, ranges and options: a one-line SpecError or TypeError, or rows (of the first
+    few combinations: the limit holds the size, not this test)."""
+    import itertools
+
+    def rows():
+        s = archspec.sweep(base, vary, **kw)
+        for row in itertools.islice(s, 3):
+            assert row["name"] == base.name and isinstance(row["total"], int)
+
+    _one_line_refusal(rows, names=["spec", "vary", *kw])
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda e, g: e(g, "h100", mfu="0.4"), TypeError, "estimate_inference: mfu must be a number, got str"),
+    (lambda e, g: e(g, "h100", mbu=[1]), TypeError, "estimate_inference: mbu must be a number, got list"),
+    (lambda e, g: e(g, "h100", mbu=None), TypeError, "estimate_inference: mbu must be a number"),
+    (lambda e, g: e(g, "h100", mfu=1.5), archspec.SpecError, r"mfu must be in \(0, 1\], got 1.5"),
+    (lambda e, g: e(g, "h100", engine={"vllm": 1}), TypeError, "engine must be an engine's name"),
+    (lambda e, g: e(g, "h100", dtype=g), archspec.SpecError, "dtype must be a storage format.*got ModelSpec"),
+])  # fmt: skip
+def test_inference_keywords_of_the_wrong_type_are_named(call, error, message):
+    from archspec.plan.inference import estimate_inference
+
+    with pytest.raises(error, match=message) as caught:
+        call(estimate_inference, archspec.preset("gpt2"))
+    assert len(str(caught.value)) < 300
+
+
+def test_an_exact_utilisation_is_the_float_it_equals():
+    from fractions import Fraction
+
+    from archspec.plan.inference import estimate_inference
+
+    gpt2 = archspec.preset("gpt2")
+    exact = estimate_inference(gpt2, "h100", mfu=Fraction(1, 2), mbu=Fraction(3, 4))
+    assert exact == estimate_inference(gpt2, "h100", mfu=0.5, mbu=0.75)
+
+
+@pytest.mark.parametrize(("training", "message"), [
+    ("adamw", "fit: training must be a dict of training options"), (["sgd"], "training must be a dict"),
+    ({"optimiser": "sgd"}, "fit: training has no option 'optimiser'; its options: recompute"),
+    ({"optimizer": ["sgd"]}, r"fit: training\['optimizer'\] must be a str"),
+    ({"dropout": "yes"}, r"fit: training\['dropout'\] must be True or False"),
+])  # fmt: skip
+def test_fit_training_options_of_the_wrong_type_are_named(training, message):
+    from archspec.plan.fit import fit
+
+    with pytest.raises(TypeError, match=message):
+        fit(archspec.preset("gpt2"), "h100", "bf16", "training", training=training)
+    with pytest.raises(TypeError, match="engine must be an engine.s name"):
+        fit(archspec.preset("gpt2"), "h100", "bf16", engine=["vllm"])
+
+
+def test_fit_offloads_only_an_optimizer_that_keeps_something():
+    from archspec.plan.fit import fit
+
+    gpt2 = archspec.preset("gpt2")
+    with pytest.raises(archspec.SpecError, match="optimizer 'none' in bf16 keeps no states"):
+        fit(gpt2, "h100", "bf16", "training", training={"optimizer": "none", "offload": "optimizer"})
+    refused("fit", "gpt2", "--gpu", "h100", "--task", "training", "--optimizer", "none", "--offload", "optimizer",
+            message="nothing to offload")  # fmt: skip
+    moved = fit(gpt2, "h100", "bf16", "training", training={"offload": "optimizer"})
+    kept = fit(gpt2, "h100", "bf16", "training")
+    assert moved.devices == kept.devices == 1 and moved.per_device_bytes < kept.per_device_bytes
+
+
+# ---------------------------------------------------------------- the walk of every case, CLI and API side by side
+
+
+@pytest.mark.parametrize("command", [["inference", "gpt2"], ["memory", "gpt2"], ["flops", "gpt2", "--tokens", "1k"],
+                                     ["plot", "memory", "gpt2", "-o", "m.svg"]])  # fmt: skip
+def test_a_second_gpu_on_a_command_of_one_accelerator_is_refused(tmp_path, command):
+    """The second --gpu never silently replaces the first (fit, hardware and report take several)."""
+    mine = _accelerator_file(tmp_path, "mine.toml", "mine")
+    refused(*command, "--gpu", "h100", "--gpu", mine, message="argument --gpu: given twice ('h100', then")
+    refused(*command, "--gpu", mine, "--gpu", mine, message="given twice")
+
+
+def test_sweep_output_dash_is_standard_output(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["sweep", "gpt2", "--vary", "d_model=768,1536", "--format", "csv"]
+    code, out, err = cli(*argv, "-o", "-")
+    assert code == 0 and out == cli(*argv)[1] and not (tmp_path / "-").exists(), err
+    assert out.splitlines()[1].startswith(f"gpt2,768,{archspec.count_params(archspec.preset('gpt2')).total},")
+    assert _with_closed("stdout", *argv, "-o", "-") == (0, "")
+
+
+@pytest.mark.parametrize("argv", [
+    ["list"], ["hardware"], ["compare", "gpt2", "bert-base"], ["fit", "gpt2", "--gpu", "h100"],
+    ["sweep", "gpt2", "--vary", "d_model=768,1536", "--format", "jsonl"], ["show", "gpt2"],
+])  # fmt: skip
+def test_a_closed_stdout_ends_quietly_on_every_command(argv):
+    assert _with_closed("stdout", *argv) == (0, "")
+    try:  # a bad option is refused by argparse, which exits 2 itself
+        code, out = _with_closed("stderr", *argv, "--nope")
+    except SystemExit as exc:
+        code, out = exc.code, ""
+    assert code == 2 and out == ""
+
+
+@pytest.mark.parametrize("length", ["8k", "8K", "8192"])
+def test_every_length_option_of_every_command_reads_8k_as_8192(length):
+    from archspec.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    seen = set()
+    for name, sub in commands.items():
+        for action in sub._actions:
+            if action.dest in ("seq_len", "prompt_len", "gen_len", "src_len"):
+                assert action.type(length) == 8 * 1024, (name, action.dest)
+                seen.add(name)
+    assert {"flops", "memory", "inference", "fit", "sweep", "compare", "report", "plot"} <= seen
+    (row,) = json_rows("sweep", "llama-3-8b", "--vary", "d_model=4096", "--seq-len", length)
+    assert row["seq_len"] == 8192
+
+
+def json_rows(*argv):
+    import json
+
+    code, out, err = cli(*argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_table_of_numbers_with_thousands_separators_wraps_on_a_narrow_terminal():
+    from archspec.render.text import table
+
+    rows = [["a100-40gb", "NVIDIA A100 40GB SXM4, the long title of it", "1,555", "300"],
+            ["h100", "NVIDIA H100 SXM", "3,350", "450"]]  # fmt: skip
+    headers = ["name", "accelerator", "bandwidth", "link"]
+    text = table(rows, headers, "table", width=56)
+    assert max(map(len, text.splitlines())) <= 56 and "1,555" in text and "3,350" in text
+    assert "NVIDIA A100 40GB SXM4, the" in text and "title of it" in text  # wrapped, not dropped
+
+
+@pytest.mark.skipif(__import__("sys").platform == "win32", reason="pseudo-terminals are POSIX")
+@pytest.mark.parametrize(("env", "coloured"), [({"TERM": "xterm"}, True), ({"TERM": "dumb"}, False),
+                                               ({"TERM": "xterm", "NO_COLOR": "1"}, False)])  # fmt: skip
+def test_hardware_on_a_terminal_of_100_columns(env, coloured):
+    import re
+
+    from test_frontdoor import on_terminal
+
+    seen = on_terminal(["hardware"], 100, env)
+    assert ("\x1b[" in seen) is coloured
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", seen).replace("\r", "")
+    assert "Traceback" not in plain and "1,555" in plain  # the A100 40GB's bandwidth, as the table prints it
+
+
+@pytest.mark.parametrize(("name", "supported"), [
+    ("gemma-3-1b-it", "full_attention, sliding_attention"), ("gpt-oss-20b", "full_attention, sliding_attention"),
+    ("qwen3.5-27b", "linear_attention / full_attention"), ("smollm3-3b", "sliding_attention and full_attention"),
+    ("granite-4.0-350m", "mamba / attention"),
+])  # fmt: skip
+def test_an_unknown_layer_type_is_refused_naming_the_types_there_are(tmp_path, name, supported):
+    import json
+    from pathlib import Path
+
+    raw = json.loads((Path(__file__).parent / "data" / "hf" / f"{name}.json").read_text(encoding="utf-8"))
+    text = raw.get("text_config", raw)
+    text["layer_types"] = ["bogus_attention"] * text["num_hidden_layers"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    refused("params", path, message=supported)
+    with pytest.raises(archspec.SpecError, match=f"bogus_attention.*{supported}"):
+        archspec.load_spec(path)
+
+
+def test_a_pattern_naming_a_kind_that_is_not_there_names_the_kinds(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text('name = "m"\nvocab_size = 100\nd_model = 64\ndecoder_layers = 2\nn_heads = 4\nmax_positions = 16\n'
+                    '[kinds.local.attention]\nsliding_window = 4\n[layers]\npattern = ["local", "nope"]\n')  # fmt: skip
+    refused("params", path, message="layers names kind 'nope', which is not one of the kinds (local)")
+    with pytest.raises(archspec.SpecError, match=r"kind 'nope', which is not one of the kinds \(local\)"):
+        archspec.load_spec(path)
+
+
+@pytest.mark.parametrize("text", ["d_model=1:1e20", "d_model=1:1e20:1", "d_model=-1e20:1e20", "d_model=0:2**70"])
+def test_a_range_past_what_python_indexes_is_one_line(text):
+    from archspec.plan.sweep import parse_vary
+
+    for limit in (10**6, None):
+        with pytest.raises(archspec.SpecError, match=r"--vary|d_model"):
+            parse_vary(text, limit)
+    with pytest.raises(archspec.SpecError, match="d_model"):
+        archspec.sweep(archspec.preset("gpt2"), [text], limit=None)
+    refused("sweep", "gpt2", "--vary", text, message="--vary")
+    refused("sweep", "gpt2", "--vary", text, "--force", message="--vary")
+
+
+def test_a_wide_step_over_a_huge_range_is_its_few_values():
+    from archspec.plan.sweep import parse_vary
+
+    assert list(parse_vary("d_model=1:1e20:1e19", None).values) == list(range(1, 10**20 + 1, 10**19))
+    huge = archspec.sweep(archspec.preset("gpt2"), {"d_model": range(1, 10**20)}, limit=None)
+    assert huge.n_combinations == 10**20 - 1
+    with pytest.raises(archspec.SpecError, match="over the limit"):
+        archspec.sweep(archspec.preset("gpt2"), {"d_model": range(1, 10**20)})
+
+
+@pytest.mark.parametrize(("name", "config"), [("Llama-3.1-8B", "llama-3.1-8b"),
+                                              ("LLAMA-3.3-70B", "llama-3.3-70b-instruct")])  # fmt: skip
+def test_the_names_people_type_are_presets_that_match_their_released_configs(name, config):
+    from pathlib import Path
+
+    released = archspec.load_spec(Path(__file__).parent / "data" / "hf" / f"{config}.json")
+    assert archspec.count_params(archspec.preset(name)).total == archspec.count_params(released).total
+    (row,) = json_rows("params", name)
+    assert row["name"] == name.lower() and row["total"] == archspec.count_params(released).total
+
+
+@pytest.mark.parametrize("kv_dtype", ["mxfp4", "nf4"])
+def test_a_kv_dtype_no_cache_is_held_in_on_every_command(kv_dtype):
+    from archspec.plan.fit import fit
+
+    refused("memory", "gpt2", "--kv-dtype", kv_dtype, message=f"--kv-dtype: invalid choice: '{kv_dtype}'")
+    refused("inference", "gpt2", "--gpu", "h100", "--kv-dtype", kv_dtype, message=f"invalid choice: '{kv_dtype}'")
+    refused("fit", "gpt2", "--kv-dtype", kv_dtype, message="`archspec fit` has no option --kv-dtype")
+    with pytest.raises(TypeError, match="kv_dtype"):  # fit plans the cache beside its weights' format
+        fit(archspec.preset("gpt2"), "h100", "bf16", kv_dtype=kv_dtype)
+
+
+def test_lora_on_a_mamba_only_spec_file_through_the_command_line(tmp_path):
+    import json
+
+    path = tmp_path / "mamba-only.json"
+    path.write_text(json.dumps(_mamba_only().model_dump(mode="json")), encoding="utf-8")
+    refused("memory", path, "--lora", "8", "--lora-targets", "q,v", message="mamba-only has no q, v projection")
+    refused("fit", path, "--gpu", "h100", "--task", "lora", "--lora-targets", "attention",
+            message="mamba-only has no 'attention' projection")  # fmt: skip
+    refused("fit", "gpt2", "--gpu", "h100", "--task", "lora", "--lora-targets", "gate", message="gpt2 has no gate")
+    (m,) = json_rows("memory", path, "--lora", "8", "--lora-targets", "mlp")
+    from archspec.memory import lora_params
+
+    assert m["lora"]["adapter_bytes"] == 2 * lora_params(_mamba_only(), 8, "up,down")[0] > 0  # bf16 adapters

@@ -8,7 +8,7 @@ import sys
 from typing import Any, NoReturn
 
 from archspec.cli.output import EXIT_BAD_INPUT, write_stdout
-from archspec.core.errors import SpecError, clip, one_line
+from archspec.core.errors import SpecError, clip, one_line, shown
 from archspec.render.text import FORMATS
 
 
@@ -230,9 +230,20 @@ def gpu_option(p: argparse.ArgumentParser, what: str) -> None:
 ACCELERATOR_HELP = "a name from `archspec hardware` (any case), or a .toml file describing your own (see the README)"
 
 
+class OneGpu(argparse.Action):
+    """--gpu of a command that plans on one accelerator: a second --gpu is refused, never silently the one used."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest) is not None:
+            first = shown(getattr(namespace, self.dest), 100)
+            raise argparse.ArgumentError(self, f"given twice ({first}, then {shown(values, 100)}); this command plans "
+                                         "on one accelerator (fit, hardware and report take several)")  # fmt: skip
+        setattr(namespace, self.dest, values)
+
+
 def one_gpu_option(p: argparse.ArgumentParser, what: str, required: bool = False) -> None:
     """--gpu NAME|FILE for a command that plans on one accelerator, as fit's and hardware's --gpu take it."""
-    p.add_argument("--gpu", required=required, metavar="NAME|FILE", help=f"{what}: {ACCELERATOR_HELP}")
+    p.add_argument("--gpu", required=required, action=OneGpu, metavar="NAME|FILE", help=f"{what}: {ACCELERATOR_HELP}")
 
 
 def accelerators(names: list[str] | None):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import DTYPE_HELP, dtype_name, positive_int, positive_length
+from archspec.cli.options import DTYPE_HELP, OneGpu, dtype_name, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
 from archspec.core.errors import SpecError
 
@@ -51,8 +51,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", required=True, metavar="FILE", help="the picture to write: .png or .svg")
     p.add_argument("--vary", action="append", metavar="FIELD=VALUES", help="scaling: the field and its values, "
                    "e.g. d_model=512:4096:512 (one field)")  # fmt: skip
-    p.add_argument("--gpu", metavar="NAME|FILE", help="memory: draw this accelerator's capacity (a name from "
-                   f"{', '.join(list(ACCELERATORS)[:3])}, ... (`archspec hardware`), or a .toml file)")  # fmt: skip
+    p.add_argument("--gpu", action=OneGpu, metavar="NAME|FILE", help="memory: draw this accelerator's capacity (a "
+                   f"name from {', '.join(list(ACCELERATORS)[:3])}, ... (`archspec hardware`), "
+                   "or a .toml file)")  # fmt: skip
     p.add_argument("--batch", "-b", type=positive_int, help="memory: sequences per step (default 1)")
     p.add_argument("--dtype", type=dtype_name, choices=list(DTYPE_BYTES), help="memory: " + DTYPE_HELP)
     p.add_argument("--recompute", choices=list(RECOMPUTE), help="memory: activation recomputation (default none)")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from archspec.cli.models import read_specs
-from archspec.cli.options import DTYPE_HELP, dtype_name, positive_int
+from archspec.cli.options import DTYPE_HELP, dtype_name, positive_int, positive_length
 from archspec.cli.output import EXIT_MISMATCH, EXIT_OK, ROUNDING_NOTE, OutputError, emit, fmt_value, progress_callback
 from archspec.core.errors import SpecError, shown
 
@@ -71,7 +71,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
         "('total within 1%% of 7e9'); FIELD is a spec field or a figure of the row",
     )
     p.add_argument(
-        "--seq-len", type=positive_int, help="sequence length for FLOPs per token (default: each row's max_positions)"
+        "--seq-len",
+        type=positive_length,
+        help="sequence length for FLOPs per token (default: each row's max_positions)",
     )
     p.add_argument("--dtype", default="bf16", type=dtype_name, choices=list(DTYPE_BYTES), help=DTYPE_HELP)
     p.add_argument(
@@ -87,7 +89,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
         "--output",
         metavar="FILE",
         help="write the rows to FILE (CSV, JSON lines, JSON or markdown by --format or the suffix), streamed; "
-        "the file appears when the sweep is done, never half-written",
+        "the file appears when the sweep is done, never half-written; - is standard output",
     )
 
 
@@ -126,6 +128,8 @@ def output_format(args) -> str:
     """--format, or the output file's suffix; the file's folder must exist and be writable (checked before
     any row is made)."""
     given = "format" in getattr(args, "given", set())
+    if args.output == "-":  # standard output, as the other tools of a pipe read it
+        args.output = None
     if args.output is None:
         return args.format
     path = Path(args.output)

@@ -82,7 +82,10 @@ def canonical_weights(text: str, what: str = "--weights") -> str:
     """'bfloat16' -> 'bf16', 'MLP=FP8_row, attention=bf16' -> 'attention=bf16,mlp=fp8_row', a layout's
     name as is; a SpecError naming an unknown format, an unknown role or a role given twice."""
     if not isinstance(text, str):
-        raise SpecError(f"{what} must be a storage format, a map by role or a layout name, got {text!r}")
+        raise SpecError(
+            f"{what} must be a storage format, a map by role or a layout name, got "
+            f"{type(text).__name__} {shown(text, 60)}"
+        )
     key = dtype_key(text)
     if key in STORAGE or key in LAYOUTS:
         return key

@@ -81,6 +81,9 @@ DEFAULT_ENGINE = "vllm"
 
 
 def engine(name: str) -> Engine:
+    if not isinstance(name, str):
+        raise TypeError(f"engine must be an engine's name ({', '.join(ENGINES)}) or None, got {type(name).__name__} "
+                        f"{shown(name, 60)}")  # fmt: skip
     if name not in ENGINES:
         raise SpecError(f"unknown engine {shown(name)}; use one of {', '.join(ENGINES)}")
     return ENGINES[name]
@@ -88,7 +91,7 @@ def engine(name: str) -> Engine:
 
 def check_fraction(f: object, what: str = "memory fraction") -> float:
     if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
-        raise SpecError(f"{what} must be in (0, 1], got {f!r}")
+        raise SpecError(f"{what} must be in (0, 1], got {shown(f, 60)}")
     return float(f)
 
 
@@ -201,7 +204,9 @@ def chunk_activation_bytes(spec, tokens: int, tp: int = 1, sampled_rows: int = 0
 
 def _check_size(value: object, what: str, capacity: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < capacity:
-        raise SpecError(f"{what} must be a whole number of bytes from 0 to the device's {capacity:,}, got {value!r}")
+        raise SpecError(
+            f"{what} must be a whole number of bytes from 0 to the device's {capacity:,}, got {shown(value, 60)}"
+        )
     return value
 
 
@@ -222,7 +227,7 @@ def reserve(spec, acc, engine_name: str | None = None, tp: int = 1, fraction: fl
         chunk = {"sglang": sglang_chunk(cap), "llama.cpp": 512}.get(e.name, 0)
     if max_batched_tokens is not None:
         if isinstance(max_batched_tokens, bool) or not isinstance(max_batched_tokens, int) or max_batched_tokens < 1:
-            raise SpecError(f"max_batched_tokens must be a positive whole number, got {max_batched_tokens!r}")
+            raise SpecError(f"max_batched_tokens must be a positive whole number, got {shown(max_batched_tokens, 60)}")
         chunk = max_batched_tokens
     given = fraction is not None
     f = check_fraction(fraction if given else e.fraction if e.fraction is not None else sglang_fraction(cap, tp, chunk))

@@ -274,6 +274,7 @@ def _plan(spec: ModelSpec, task: str, dtype: str, lora_rank: int | None, lora_ta
         lora_params(spec, lora["lora_rank"], lora["lora_targets"])  # a bad rank or target: refused before any plan
     elif lora_rank is not None or lora_targets is not None:
         raise SpecError(f"lora_rank and lora_targets are the adapters of task lora, not {task}")
+    _check_training(training)
     if training and task == "inference":
         raise SpecError(f"{', '.join(training)}: training options, not inference's")
     train = {"recompute": "full"} if task == "lora" else {}
@@ -282,6 +283,30 @@ def _plan(spec: ModelSpec, task: str, dtype: str, lora_rank: int | None, lora_ta
     plan = dict(dtype="bf16", weights=key, **lora) if lora or stored else dict(dtype=key)
     plan |= train
     return key, plan, lora, (task, key, *lora.values(), *sorted(train.items()))
+
+
+TRAINING_OPTIONS = ("recompute", "attention", "optimizer", "fp32_grads", "dropout", "offload")
+
+
+def _check_training(training: Any) -> None:
+    """`training` is None or a dict of estimate_memory's TRAINING_OPTIONS, each of its type (a TypeError naming it);
+    their values estimate_memory checks."""
+    from archspec.core.checks import check_bool, check_text
+
+    if training is None:
+        return
+    if not isinstance(training, dict):
+        raise TypeError(f"fit: training must be a dict of training options ({', '.join(TRAINING_OPTIONS)}) or None, "
+                        f"got {type(training).__name__} {shown(training, 60)}")  # fmt: skip
+    for name, value in training.items():
+        if name not in TRAINING_OPTIONS:
+            raise TypeError(
+                f"fit: training has no option {shown(name, 60)}; its options: {', '.join(TRAINING_OPTIONS)}"
+            )
+        if name in ("fp32_grads", "dropout"):
+            check_bool(f"training[{name!r}]", value, "fit")
+        elif not (name == "offload" and value is None):
+            check_text(f"training[{name!r}]", value, "fit")
 
 
 def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batch: int, seq_len: int | None,

@@ -308,6 +308,7 @@ def estimate_inference(
 
 def _checked(spec, acc, batch, prompt_len, gen_len, mfu, mbu, layout, dtype, experts, kv_dtype):
     """Refuse, by name, a request archspec cannot estimate; (weights' format, experts', cache's)."""
+    from archspec.core.checks import check_real
     from archspec.memory import canonical_format, default_kv_dtype
     from archspec.memory.roles import canonical_weights
 
@@ -317,8 +318,7 @@ def _checked(spec, acc, batch, prompt_len, gen_len, mfu, mbu, layout, dtype, exp
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise SpecError(f"{what} must be a positive whole number, got {n!r}")
     for what, x in (("mfu", mfu), ("mbu", mbu)):
-        if not 0 < x <= 1:
-            raise SpecError(f"{what} must be in (0, 1], got {x}")
+        check_real(what, x, "estimate_inference", at_most=1.0)
     check_layout(spec, layout)
     key = canonical_weights(dtype, "dtype")
     x_key = canonical_format(experts, "--experts") if experts else None
@@ -376,6 +376,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
     acc = gpu if isinstance(gpu, Accelerator) else accelerator(gpu)
     layout = Layout(tensor_parallel, expert_parallel, pipeline_parallel)
     key, x_key, kv_key = _checked(spec, acc, batch, prompt_len, gen_len, mfu, mbu, layout, dtype, experts, kv_dtype)
+    mfu, mbu = float(mfu), float(mbu)  # a Fraction or a Decimal as the float the roofline computes in
     context = prompt_len + gen_len
     tp, ep, pp = tensor_parallel, expert_parallel, pipeline_parallel
     interconnect = acc.interconnect_gbs * 1e9 if acc.interconnect_gbs else None

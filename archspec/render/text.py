@@ -175,8 +175,9 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], fmt: str, colal
             return turned
     if width and _widest(text) > width:
         limits = _column_limits(body, heads, width)
-        if limits is not None:
-            text = tabulate(body, headers=heads, tablefmt=style, maxcolwidths=limits, maxheadercolwidths=limits, **kw)
+        if limits is not None:  # wrapped here: tabulate's own wrapping reads "1,555" as an int and fails
+            text = tabulate([_wrap_cells(r, limits) for r in body], headers=_wrap_cells(heads, limits),
+                            tablefmt=style, **kw)  # fmt: skip
         if limits is None or _widest(text) > width:
             return _records(body, heads)
     return _bold_headers(text) if colour_enabled() else text
@@ -235,6 +236,18 @@ def _column_limits(rows: list[list[str]], headers: list[str], width: int) -> lis
         j = max(cols, key=lambda j: limits[j] - floor[j])  # the column with the most room to give
         limits[j] -= 1
     return limits
+
+
+def _wrap_cells(cells: list[str], limits: list[int]) -> list[str]:
+    """Each cell wrapped at spaces to its column's limit (a word longer than the limit is broken)."""
+    import textwrap
+
+    def wrap(cell: str, limit: int) -> str:
+        if all(len(line) <= limit for line in cell.splitlines()):
+            return cell
+        return "\n".join(w for line in cell.splitlines() if line.strip() for w in textwrap.wrap(line, limit))
+
+    return [wrap(c, n) for c, n in zip(cells, limits)]
 
 
 def _records(rows: list[list[str]], headers: list[str]) -> str:
