@@ -958,3 +958,43 @@ def test_lora_on_a_mamba_only_spec_file_through_the_command_line(tmp_path):
     from archspec.memory import lora_params
 
     assert m["lora"]["adapter_bytes"] == 2 * lora_params(_mamba_only(), 8, "up,down")[0] > 0  # bf16 adapters
+
+
+def test_every_number_of_a_planners_result_formats_as_a_number():
+    """Every number in the results of the planners, walked field by field, takes `,`, `,.2f` and `.3g`."""
+    import dataclasses
+    import numbers
+
+    from archspec.count.flops import training_cost
+    from archspec.plan.fit import fit
+    from archspec.plan.inference import estimate_inference
+
+    mixtral, gpt2 = archspec.preset("mixtral-8x7b"), archspec.preset("gpt2")
+    results = [archspec.count_flops(mixtral, 1, 1000), archspec.estimate_memory(mixtral, 3, 1000),
+               estimate_inference(mixtral, "h100", 3, 100, 10, price_per_hour=2.49),
+               fit(archspec.preset("llama-3-8b"), "h100", "bf16", price_per_hour=2),
+               training_cost(archspec.count_flops(gpt2), 10**9, 8, 989 * 10**12, 0.4, price_per_hour=2.49),
+               archspec.count_params(mixtral), archspec.sweep(gpt2, {"d_model": [768]}, seq_len=1000).rows()[0]]  # fmt: skip
+
+    def numbers_in(value, path):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield from numbers_in(v, f"{path}[{k!r}]")
+        elif dataclasses.is_dataclass(value):
+            for f in dataclasses.fields(value):
+                yield from numbers_in(getattr(value, f.name), f"{path}.{f.name}")
+        elif isinstance(value, list | tuple):
+            for i, v in enumerate(value):
+                yield from numbers_in(v, f"{path}[{i}]")
+        elif isinstance(value, numbers.Number) and not isinstance(value, bool):
+            yield path, value
+
+    seen = 0
+    for result in results:
+        for path, x in numbers_in(result, type(result).__name__):
+            for spec in ("," if not isinstance(x, float) else ",.0f", ",.2f", ".3g"):
+                assert format(x, spec) == format(float(x), spec) or format(x, spec) == format(int(x), spec), path
+            seen += 1
+    assert seen > 100
+    e = results[2]
+    assert e.price_per_hour == __import__("fractions").Fraction(249, 100) and f"{e.price_per_hour:,.2f}" == "2.49"

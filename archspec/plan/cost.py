@@ -23,12 +23,13 @@ from fractions import Fraction
 
 from archspec.core.errors import SpecError, shown
 from archspec.core.limits import float_or_int
+from archspec.core.records import Exact
 
 SECONDS_PER_HOUR = 3600
 MILLION = 10**6
 
 
-def exact_price(price, what: str = "price_per_hour") -> Fraction | None:
+def exact_price(price, what: str = "price_per_hour") -> Exact | None:
     """`price` (an int, float, Decimal or Fraction, or None) as an exact positive Fraction; a float as
     the decimal it prints as (2.49 is 249/100). Anything else, zero, a negative or a non-finite price
     is a SpecError naming `what`."""
@@ -44,7 +45,7 @@ def exact_price(price, what: str = "price_per_hour") -> Fraction | None:
     exact = Fraction(repr(price)) if isinstance(price, float) else Fraction(price)
     if exact <= 0:
         raise SpecError(f"{what} must be greater than 0 (what one device costs an hour), got {shown(price)}")
-    return exact
+    return Exact(exact)  # formats as a number: f"{price:,.2f}"
 
 
 def exact_number(x: Fraction) -> float | int:
