@@ -974,7 +974,8 @@ def test_every_number_of_a_planners_result_formats_as_a_number():
                estimate_inference(mixtral, "h100", 3, 100, 10, price_per_hour=2.49),
                fit(archspec.preset("llama-3-8b"), "h100", "bf16", price_per_hour=2),
                training_cost(archspec.count_flops(gpt2), 10**9, 8, 989 * 10**12, 0.4, price_per_hour=2.49),
-               archspec.count_params(mixtral), archspec.sweep(gpt2, {"d_model": [768]}, seq_len=1000).rows()[0]]  # fmt: skip
+               archspec.count_params(mixtral),
+               archspec.sweep(gpt2, {"d_model": [768]}, seq_len=1000).rows()[0]]  # fmt: skip
 
     def numbers_in(value, path):
         if isinstance(value, dict):
