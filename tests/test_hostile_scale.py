@@ -199,20 +199,34 @@ def test_a_turned_table_splits_its_records_into_groups_that_fit():
 
 
 def test_the_layout_search_finds_the_smallest_as_a_scan_does():
-    from archspec.plan.fit import _smallest
+    """_smallest against a scan: step functions (only the sign tells), bytes spread over n devices with a
+    share that does not spread, and the same with points already probed, for every answer and bracket."""
+    import random
 
+    from archspec.plan.fit import _halving, _smallest
+
+    rng = random.Random(31)
     for answer in [*range(1, 40), None]:
-        for lo in range(1, 12):
-            for hi in (lo - 1, lo, 17, 40):
-                asked = []
+        fixed = rng.randrange(0, 10**6)
+        spread = (answer or 10**9) * (10**7 - fixed) + rng.randrange(0, 10**5)  # fits from `answer` on
+        shapes = {
+            "step": lambda n, answer=answer: 0 if answer is not None and n >= answer else 1,
+            "a + b / n": lambda n, spread=spread, fixed=fixed: fixed - 10**7 + -(-spread // n),
+        }
+        for name, excess in shapes.items():
+            for lo in range(1, 12):
+                for hi in (lo - 1, lo, 17, 40):
+                    asked = []
 
-                def ok(n, answer=answer, asked=asked):
-                    asked.append(n)
-                    return answer is not None and n >= answer
+                    def probe(n, excess=excess, asked=asked):
+                        asked.append(n)
+                        return excess(n)
 
-                scan = next((n for n in range(lo, hi + 1) if ok(n)), None)
-                assert _smallest(lo, hi, ok) == scan, (answer, lo, hi)
-                assert all(lo <= n <= hi for n in asked)
+                    scan = next((n for n in range(lo, hi + 1) if excess(n) <= 0), None)
+                    assert _smallest(lo, hi, probe) == scan == _halving(lo, hi, excess), (name, answer, lo, hi)
+                    assert all(lo <= n <= hi for n in asked)
+                    known = [(n, excess(n)) for n in rng.sample(range(1, 45), 6)]
+                    assert _smallest(lo, hi, excess, known) == scan, (name, answer, lo, hi, known)
 
 
 def test_a_pipeline_stage_left_without_a_layer_is_refused_by_name(run_cli):

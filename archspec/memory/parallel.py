@@ -135,11 +135,39 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
     scales as the format stores them, split as Megatron-LM splits it over `tensor_parallel` devices, a
     routed expert stack over `expert_parallel` devices. `tied_table`: the token table also serves as
     the head (a quantised format may store it as the head)."""
-    from archspec.memory.roles import REST, role_of, weight_plan
+    return held_bytes(slot, part_bits(slot.part, weights, experts, tensor_parallel, expert_parallel, tied_table))
 
-    part, n = slot.part, slot.copies
+
+class PartBits(NamedTuple):
+    """What one copy of a part holds, in bits, from which the bytes of any slot of it follow
+    (held_bytes): `copy` in its format; `edge_copy` in REST, for the layers a layout keeps unquantised
+    (the stack's first and last, `edge` True); `more` for each layer that use_more_bits picks."""
+
+    copy: Fraction
+    edge_copy: Fraction
+    more: Fraction
+    edge: bool
+
+
+def held_bytes(slot: Slot, bits: PartBits) -> Fraction:
+    """Bytes one device holds of `slot`, a part whose copy holds `bits` (part_bits)."""
+    n = slot.copies
     if not n:
         return Fraction(0)
+    part, edge = slot.part, 0
+    if bits.edge:  # the stack's first and last layers of the slot stay in REST
+        depth, where = part.stack.layers, part.group.placement
+        edge = sum(where.count_in(part.kind, max(slot.lo, a), min(slot.hi, a + 1)) for a in {0, depth - 1})
+    picked = more_bits_layers(part, slot.lo, slot.hi) if bits.more else 0
+    return (bits.copy * (n - edge) + bits.edge_copy * edge + bits.more * picked) / Fraction(8)  # exact: no float
+
+
+def part_bits(part: Part, weights: str, experts: str | None = None, tensor_parallel: int = 1,
+              expert_parallel: int = 1, tied_table: bool = False) -> PartBits:  # fmt: skip
+    """The bits of one copy of `part` as slot_bytes stores and splits it: each slot of the part holds them
+    times its copies, with its first and last layers and those use_more_bits picks (held_bytes)."""
+    from archspec.memory.roles import REST, role_of, weight_plan
+
     plan = weight_plan(weights)
     x = canonical_format(experts, "--experts") if experts and part.role == "expert" else None
     single = x or plan.single
@@ -153,14 +181,8 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
         other = {"matrix": None, "table": f.tables, "head": f.head, "vector": f.vectors, "router": f.router}[kind]
         return other or single
 
-    # layers of this slot whose `edge` roles stay in REST: the stack's first and last (a layout's rule)
-    edge = 0
-    if plan.single is None and part.layered and role_of(part) in plan.edge:
-        depth, where = part.stack.layers, part.group.placement
-        edge = sum(where.count_in(part.kind, max(slot.lo, a), min(slot.hi, a + 1)) for a in {0, depth - 1})
-
     t = tensor_parallel
-    out = Fraction(0)
+    copy = edge_copy = more = Fraction(0)
     for e in part.entries:
         module = module_name(part, e.name)
         copies = getattr(e, "copies", 1)
@@ -187,19 +209,21 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
                 kind = "head" if part.role == "head" else "router" if part.role == "router" else "matrix"
             fmt = fmt_of(kind, role_of(part, len(body) == 1))
 
-            out += _tensor_bits(fmt, values, stack, body) * (n - edge) + _tensor_bits(REST, values, stack, body) * edge
+            copy += _tensor_bits(fmt, values, stack, body)
+            edge_copy += _tensor_bits(REST, values, stack, body)
             f = STORAGE[fmt]
             more_bits = f.more_bits and kind == "matrix" and leaf == "weight" and part.layered
             if more_bits and module in ("down", "qkv", "kv"):
-                more = STORAGE[f.more_bits].bits - f.bits
-                picked = more_bits_layers(part, slot.lo, slot.hi)
+                extra = STORAGE[f.more_bits].bits - f.bits
                 if module == "down":
-                    out += picked * values * more
+                    more += values * extra
                 elif part.component in ("attention", "cross_attention"):  # the value rows of the fused projection
                     v = AttentionShape.of(part.group.spec).v
                     v = -(-v // t) if t > 1 else v
-                    out += picked * v * shape[-1] * more
-    return out / Fraction(8)  # exact: an int sum over 8 would be a float
+                    more += v * shape[-1] * extra
+    # layers of this part whose `edge` roles stay in REST: the stack's first and last (a layout's rule)
+    edge = plan.single is None and part.layered and role_of(part) in plan.edge
+    return PartBits(copy, edge_copy, more, edge)
 
 
 def _tensor_bits(fmt: str, values: int, stack: int, body: list[int]) -> Fraction:
@@ -225,24 +249,17 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
     check_roles(spec, w)
     x = canonical_format(experts, "--experts") if experts else None
     tied = _head_tied(spec)
-    # stages that hold the same parts alike hold the same bytes: each slot's bytes computed once per what
-    # decides them (the part, its layers, those use_more_bits picks, whether it has the stack's first or
-    # last layer), so thousands of pipeline stages cost lookups, not recounts
-    memo: dict[tuple, Fraction] = {}
+    # each part's bits computed once per format and split, and remembered while describing(spec) holds the
+    # spec (a layout search asks many degrees of one spec): a slot's bytes follow from its part's in O(1)
+    from archspec.describe.blocks import held as remembered
+
+    bits = remembered(spec, ("part bits", w, x, tensor_parallel, expert_parallel, tied), dict)
 
     def held(s: Slot) -> Fraction:
-        p = s.part
-        if p.layered:
-            last = p.stack.layers - 1
-            key = (id(p), s.copies, more_bits_layers(p, s.lo, s.hi), s.lo <= 0 < s.hi, s.lo <= last < s.hi)
-        else:
-            key = (id(p), s.copies, s.lo, s.hi)
-        try:
-            if key not in memo:
-                memo[key] = slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
-        except TypeError:  # a number recorded by archspec.core.tracing (unhashable): computed each time
-            return slot_bytes(s, w, x, tensor_parallel, expert_parallel, tied)
-        return memo[key]
+        key = id(s.part)  # the parts of a held description stay alive, so their ids stay theirs
+        if key not in bits:
+            bits[key] = part_bits(s.part, w, x, tensor_parallel, expert_parallel, tied)
+        return held_bytes(s, bits[key])
 
     stages = stage_slots(spec, pipeline_parallel, [s for s, _ in distinct_stages(spec, pipeline_parallel)])
     return max(math.ceil(sum(held(s) for s in stage)) for stage in stages)

@@ -19,6 +19,8 @@ bytes itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -115,24 +117,61 @@ def _stages(spec: ModelSpec, pp: int) -> int:
     return -(-spec.n_layers // per)
 
 
-def _smallest(lo: int, hi: int, ok) -> int | None:
-    """The smallest n in [lo, hi] with ok(n), for ok monotone (false, then true); None if none. Probed from
-    lo upward in doubling steps, then halved: a probe costs more the larger n is (a layout of n pipeline
-    stages), so the search stays near the answer when lo is near it."""
+_UNBOUNDED = [0]  # > 0 within unbounded()
+
+
+@contextmanager
+def unbounded() -> Iterator[None]:
+    """Within the block, fit searches every layout the plain way: no refusal from the whole model, no
+    lower bound on the devices, no refusal from the largest layout, each degree searched from one
+    device up by halving. What the tests and benchmarks compare the bounds with."""
+    _UNBOUNDED[0] += 1
+    try:
+        yield
+    finally:
+        _UNBOUNDED[0] -= 1
+
+
+def _smallest(lo: int, hi: int, excess: Callable[[int], int], known: Iterable[tuple[int, int]] = ()) -> int | None:
+    """The smallest n in [lo, hi] with excess(n) <= 0, for excess non-increasing (the bytes a layout of n
+    holds beyond a device's capacity); None if none. `known`: (n, excess(n)) already probed, which narrow
+    the search. The largest n is probed first, so that a plan none holds is refused by one probe; then
+    the answer is bracketed, and each probe is the root of excess taken as a + b / n through the
+    bracket's ends (bytes spread over n devices), halving instead when that did not halve the bracket."""
     if hi < lo:
         return None
-    below, n, step = lo - 1, lo, 1
-    while not ok(n):
-        if n >= hi:
-            return None
-        below, n, step = n, min(hi, n + step), 2 * step
-    lo, hi = below + 1, n
+    over = {n: e for n, e in known if lo <= n <= hi}
+    fits = [n for n, e in over.items() if e <= 0]
+    b = min(fits) if fits else hi
+    eb = over[b] if b in over else excess(b)
+    if eb > 0:
+        return None
+    failed = [n for n, e in over.items() if e > 0 and n < b]
+    a = max(failed) if failed else lo
+    ea = over[a] if a in over else excess(a)
+    if ea <= 0:
+        return a
+    halve = False
+    while b - a > 1:  # excess(a) > 0 >= excess(b)
+        if halve:
+            m = (a + b) // 2
+        else:  # the root n* of a + b / n through (a, ea) and (b, eb), rounded up: integers, however large
+            num, den = (ea - eb) * a * b, (ea - eb) * a - eb * (b - a)
+            m = min(max(-(-num // den), a + 1), b - 1)
+        width = b - a
+        e = excess(m)
+        a, ea, b, eb = (a, ea, m, e) if e <= 0 else (m, e, b, eb)
+        halve = not halve and 2 * (b - a) > width
+    return b
+
+
+def _halving(lo: int, hi: int, excess: Callable[[int], int]) -> int | None:
+    """The smallest n in [lo, hi] with excess(n) <= 0 by plain halving (unbounded's search)."""
+    if hi < lo or excess(hi) > 0:
+        return None
     while lo < hi:
         mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
+        lo, hi = (lo, mid) if excess(mid) <= 0 else (mid + 1, hi)
     return lo
 
 
@@ -202,6 +241,7 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     tensor-parallel degree (archspec.memory.runtime: `memory_fraction`, `max_batched_tokens`,
     `context_reserve` bytes override its defaults)."""
     from archspec.core.checks import check_args, check_text
+    from archspec.describe.blocks import describing
     from archspec.memory import estimate_memory
     from archspec.plan.hardware import accelerator
 
@@ -224,8 +264,12 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     if task != "inference" and any(x is not None for x in serve):
         raise SpecError("engine, memory_fraction, max_batched_tokens and context_reserve are inference's (the "
                         "serving engine's reserve)")  # fmt: skip
-    # inference: what the engine's reserve leaves of each device at each tensor-parallel degree
-    reserves = {tp: Serving(*serve).reserve(spec, acc, tp) for tp in _valid_tp(spec)} if task == "inference" else {}
+    # inference: what the engine's reserve leaves of each device at each tensor-parallel degree (one reserve
+    # per accelerator and degree, whatever the weights)
+    reserves = memo.get(("reserves", acc, serve)) if task == "inference" else {}
+    if reserves is None:
+        reserves = {tp: Serving(*serve).reserve(spec, acc, tp) for tp in _valid_tp(spec)}
+        memo[("reserves", acc, serve)] = reserves
     cap = {tp: r.usable_bytes for tp, r in reserves.items()} if reserves else acc.memory_bytes
     none = dict(usable_bytes=None, engine=reserves and next(iter(reserves.values())).engine)
     # no device holds less than its share of the whole: a plan that MAX_DEVICES cannot hold between them is
@@ -234,12 +278,12 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
         memo[(*tag, "whole")] = estimate_memory(spec, batch, seq_len, **plan)
     whole = memo[(*tag, "whole")]
     most = max(cap.values()) if reserves else cap
-    if (whole.inference_total_bytes if task == "inference" else whole.training_total_bytes) > most * MAX_DEVICES:
-        return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
-                   acc.memory_bytes, **lora, **none)  # fmt: skip
-
-    search = _inference_layouts if task == "inference" else _training_layouts
-    best = search(spec, memo, tag, plan, batch, seq_len, cap, whole)
+    total = whole.inference_total_bytes if task == "inference" else whole.training_total_bytes
+    best = None
+    if _UNBOUNDED[0] or total <= most * MAX_DEVICES:
+        with describing(spec):  # one description of the spec for every layout searched
+            search = _inference_layouts if task == "inference" else _training_layouts
+            best = search(spec, memo, tag, plan, batch, seq_len, cap, whole)
     if best is None:
         return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
                    acc.memory_bytes, **lora, **none)  # fmt: skip
@@ -312,31 +356,38 @@ def _check_training(training: Any) -> None:
 def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batch: int, seq_len: int | None,
                        caps: dict, whole) -> tuple | None:  # fmt: skip
     """The fewest devices that serve `spec` in caps[tp] bytes each: tensor parallel 1 to 8, then pipeline stages; as
-    (devices, tie-breakers..., tp, pp, dp, zero, bytes, seq_len), None when no layout holds it."""
-    from archspec.core.compiled import full_way
-    from archspec.memory import estimate_memory, fits, parallel_layout
+    (devices, tie-breakers..., tp, pp, dp, zero, bytes, seq_len), None when no layout holds it. A degree is
+    searched only up to the devices of the best layout so far: more cannot win."""
+    from archspec.memory import nbytes, parallel_layout, stored_weights_bytes
 
-    key, best = tag[1], None
+    key, best, bounded = tag[1], None, not _UNBOUNDED[0]
+    kv = whole.kv_cache_bytes  # the whole cache (one device): each layout's devices hold their share of it
 
-    def per_device(tp: int, pp: int):
+    def per_device(tp: int, pp: int) -> int:
+        """Weights and cache on the fullest of tp x pp devices, estimate_memory's inference_total_bytes, without
+        the training figures inference does not read."""
         pp = _stages(spec, pp)
         if (key, tp, pp) not in memo:
             lay = parallel_layout(spec, tp * pp, tp, pp)
-            with full_way():  # one question per layout: recording its program costs more than its answer
-                memo[key, tp, pp] = estimate_memory(spec, batch, seq_len, tensor_parallel=lay.tensor_parallel,
-                                                    pipeline_parallel=lay.pipeline_parallel, **plan)  # fmt: skip
+            weights = stored_weights_bytes(spec, whole.weights_format, None, lay.tensor_parallel, 1, pp)
+            memo[key, tp, pp] = weights + nbytes(kv, Fraction(1, tp * pp))
+            memo.setdefault(("probed", key, tp), {})[pp] = memo[key, tp, pp]
         return memo[key, tp, pp]
 
     for tp, cap in caps.items():
         top = min(spec.n_layers, MAX_DEVICES // tp)
-        fewest = min(top, max(1, whole.inference_total_bytes // (cap * tp)))  # no device holds less than its share
-        pp = _smallest(fewest, top, lambda p, tp=tp, cap=cap: fits(per_device(tp, p), cap)["inference"])
-        if pp is not None:
-            pp = _stages(spec, pp)
+        over = lambda p, tp=tp, cap=cap: per_device(tp, p) - cap  # noqa: E731
+        if not bounded:
+            pp = _halving(1, top, over)
+        else:
+            top = min(top, best[0] // tp) if best else top  # more devices than the best cannot win
+            fewest = max(1, whole.inference_total_bytes // (cap * tp))  # no device holds less than its share
+            known = ((p, b - cap) for p, b in memo.get(("probed", key, tp), {}).items())
+            pp = _smallest(fewest, top, over, known)
         if pp is None:
             continue
-        m = per_device(tp, pp)
-        cand = (tp * pp, pp, tp, pp, 1, None, m.inference_total_bytes, m.seq_len)
+        pp = _stages(spec, pp)
+        cand = (tp * pp, pp, tp, pp, 1, None, per_device(tp, pp), whole.seq_len)
         best = cand if best is None or cand[:3] < best[:3] else best
     return best
 
@@ -344,11 +395,12 @@ def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batc
 def _training_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batch: int, seq_len: int | None,
                       cap: int, whole) -> tuple | None:  # fmt: skip
     """The fewest devices that train `spec`: ZeRO stage 0 to 3 over data-parallel replicas, tensor parallel
-    1 to 8; as _inference_layouts answers."""
+    1 to 8; as _inference_layouts answers. A tensor-parallel degree whose ZeRO-3 layout on the most devices
+    does not hold it is not searched (every stage shards no more than ZeRO-3)."""
     from archspec.core.compiled import full_way
-    from archspec.memory import estimate_memory, fits, parallel_layout
+    from archspec.memory import estimate_memory, parallel_layout
 
-    best = None
+    best, bounded = None, not _UNBOUNDED[0]
 
     def per_device(tp: int, dp: int, zero: int):
         if (*tag, tp, dp, zero) not in memo:
@@ -357,13 +409,22 @@ def _training_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batch
                 memo[(*tag, tp, dp, zero)] = estimate_memory(spec, batch, seq_len, zero_stage=lay.zero_stage,
                                                            data_parallel=lay.data_parallel,
                                                            tensor_parallel=lay.tensor_parallel, **plan)  # fmt: skip
+            memo.setdefault(("probed", *tag, tp, zero), {})[dp] = memo[(*tag, tp, dp, zero)].training_total_bytes
         return memo[(*tag, tp, dp, zero)]
 
     for tp in _valid_tp(spec):
+        if bounded and per_device(tp, MAX_DEVICES // tp, 3).training_total_bytes > cap:
+            continue
         for zero in ZERO_STAGES:
             hi = 1 if zero == 0 else MAX_DEVICES // tp
-            fewest = min(hi, max(1, whole.training_total_bytes // (cap * tp)))
-            dp = _smallest(fewest, hi, lambda d, tp=tp, z=zero: fits(per_device(tp, d, z), cap)["training"])
+            over = lambda d, tp=tp, z=zero: per_device(tp, d, z).training_total_bytes - cap  # noqa: E731
+            if not bounded:
+                dp = _halving(1, hi, over)
+            else:
+                hi = min(hi, best[0] // tp) if best else hi  # more devices than the best cannot win
+                fewest = max(1, whole.training_total_bytes // (cap * tp))  # no device holds less than its share
+                known = ((d, b - cap) for d, b in memo.get(("probed", *tag, tp, zero), {}).items())
+                dp = _smallest(fewest, hi, over, known)
             if dp is None:
                 continue
             m = per_device(tp, dp, zero)
