@@ -123,23 +123,29 @@ def _released_name(name: str) -> str:
     return RELEASED_NAMES[prefix] + name[len(prefix) :]
 
 
-def test_a_mistral3_checkpoint_is_loaded_by_transformers_and_read_by_archspec_with_its_own_head(tmp_path, run_cli):
-    """A toy checkpoint with the released tensor names and a head of its own beside a config without
-    tie_word_embeddings: transformers 5 loads it with the head untied (the stored head), archspec reads the
-    folder untied, and `check` finds every stored tensor the spec's or a named tower's."""
+def _untied_checkpoint(folder, raw: dict):
+    """A toy Mistral 3 checkpoint with a head of its own (random values, unlike the token table's), under the
+    released names, beside the config.json `raw`; transformers 5's model of it loaded from the folder, and
+    its text model's and head's parameter count."""
     config = transformers.Mistral3Config.from_dict({**TOY, "tie_word_embeddings": False})
     torch.manual_seed(0)
     written = transformers.Mistral3ForConditionalGeneration(config)
     tensors = {_released_name(k): v.contiguous() for k, v in written.state_dict().items()}
     assert "language_model.lm_head.weight" in tensors and "language_model.model.embed_tokens.weight" in tensors
-    safetensors_torch.save_file(tensors, tmp_path / "model.safetensors")
-    (tmp_path / "config.json").write_text(json.dumps(TOY))
-
-    loaded = transformers.Mistral3ForConditionalGeneration.from_pretrained(tmp_path)
-    assert loaded.lm_head.weight is not loaded.model.language_model.embed_tokens.weight
+    safetensors_torch.save_file(tensors, folder / "model.safetensors")
+    (folder / "config.json").write_text(json.dumps(raw))
+    loaded = transformers.Mistral3ForConditionalGeneration.from_pretrained(folder)
+    assert loaded.lm_head.weight is not loaded.model.language_model.embed_tokens.weight  # both stored, unequal
     assert torch.equal(loaded.lm_head.weight, tensors["language_model.lm_head.weight"])
     text = sum(p.numel() for n, p in loaded.named_parameters() if n.startswith(("model.language_model.", "lm_head")))
+    return loaded, text
 
+
+def test_a_mistral3_checkpoint_is_loaded_by_transformers_and_read_by_archspec_with_its_own_head(tmp_path, run_cli):
+    """A toy checkpoint with the released tensor names and a head of its own beside a config without
+    tie_word_embeddings: transformers 5 loads it with the head untied (the stored head), archspec reads the
+    folder untied, and `check` finds every stored tensor the spec's or a named tower's."""
+    loaded, text = _untied_checkpoint(tmp_path, TOY)
     spec = archspec.load_spec(tmp_path)
     assert spec.tie_embeddings is False and count_params(spec).total == text
     code, out, err = run_cli("check", str(tmp_path), "--format", "json")
@@ -147,6 +153,21 @@ def test_a_mistral3_checkpoint_is_loaded_by_transformers_and_read_by_archspec_wi
     assert (report["missing"], report["misshapen"], report["extra"]) == ([], [], []), err
     assert set(report["hidden"]) == {"vision_tower", "multi_modal_projector"}
     assert report["by_component"]["head"]["params"] == loaded.lm_head.weight.numel()
+    [counted] = json.loads(run_cli("params", str(tmp_path), "--format", "json")[1])
+    assert not any("stores language_model.lm_head.weight" in n for n in counted["notes"])
+
+
+def test_a_checkpoint_with_a_head_its_config_ties_says_so(tmp_path, run_cli):
+    """A config that ties the head (transformers 5's file: the wrapper's key true) beside a checkpoint that
+    stores a head of its own: transformers 5 loads the stored head apart; archspec, which reads no values,
+    counts the config's tied head and says what the checkpoint holds and how to count it."""
+    loaded, text = _untied_checkpoint(tmp_path, {**TOY, "transformers_version": "5.5.0", "tie_word_embeddings": True})
+    code, out, err = run_cli("params", str(tmp_path), "--format", "json")
+    [counted] = json.loads(out)
+    assert counted["total"] == text - loaded.lm_head.weight.numel()
+    assert any("stores language_model.lm_head.weight" in n and "tie_embeddings=false" in n for n in counted["notes"])
+    [separate] = json.loads(run_cli("params", str(tmp_path), "--set", "tie_embeddings=false", "--format", "json")[1])
+    assert separate["total"] == text and not any("lm_head.weight" in n for n in separate["notes"])
 
 
 # every wrapper, every writer, every placement of tie_word_embeddings, in a released file's text_config

@@ -218,7 +218,13 @@ def resolve(ref: str, overrides: dict[str, Any] | None = None) -> Loaded:
             loaded = Loaded(spec, tuple(notes), source)
     else:
         loaded = Loaded(preset(ref))
-    return replace(loaded, spec=with_overrides(loaded.spec, overrides, ref))
+    loaded = replace(loaded, spec=with_overrides(loaded.spec, overrides, ref))
+    if loaded.source is not None:  # a head the checkpoint stores apart from the table the spec ties it to
+        from archspec.sources.check import stored_head_note
+
+        head = stored_head_note(loaded.spec, list(loaded.source.tensors))
+        loaded = replace(loaded, notes=(*loaded.notes, head)) if head else loaded
+    return loaded
 
 
 def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpec:

@@ -306,3 +306,21 @@ def plausible(spec: ModelSpec, stored: list[StoredTensor], where: str) -> None:
             f"{where}: the config and the checkpoint describe different models: the config has {want} "
             f"layers, the checkpoint stores {max(layers) + 1}"
         )
+
+
+def stored_head_note(spec: ModelSpec, stored: list[StoredTensor]) -> str | None:
+    """A note where the spec ties the output head to the token table but the checkpoint stores an lm_head of
+    the table's shape beside it: transformers 5 keeps the two apart where their stored values differ (it ties
+    them where they are equal), and archspec reads no values, so it counts the head as the config says."""
+    if not spec.tie_embeddings:
+        return None
+    from archspec.describe.blocks import describe
+    from archspec.describe.parts import tensors
+
+    table = next((t.shape for t in tensors(describe(spec)) if t.path == "embed.weight"), None)
+    head = next((t for t in stored if t.name.endswith("lm_head.weight") and t.shape == table), None)
+    if head is None:
+        return None
+    return (f"the config ties the output head to the token table, but the checkpoint stores {head.name} "
+            f"{head.shape} beside it: transformers 5 loads the two apart where their values differ; archspec "
+            "reads no values and counts the head tied (--set tie_embeddings=false counts it separate)")  # fmt: skip
