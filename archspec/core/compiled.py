@@ -38,6 +38,9 @@ BRANCHES = 8  # programs recorded for one structure and question (one per branch
 CHECKED = 2  # shapes besides the recorded one at which a program is compared with the full way
 MAX_STRUCTURES = 4096  # structures remembered; the tables are emptied when full, so memory stays bounded
 MAX_PROGRAMS = 16384  # questions remembered (a structure's, each with its arguments), emptied when full
+# a spec of more layer kinds is counted the full way: its program would be as long as its kinds, and
+# recording one costs many full counts (benchmarks/kinds.py)
+RECORDED_KINDS = 64
 STRUCTURE = "_archspec_structure"  # where a spec keeps its structure's number (beside cached views)
 
 _lock = threading.Lock()
@@ -141,6 +144,8 @@ def evaluate(question: tuple, full: Callable[..., Any], spec: Any, *args: Any) -
     if RECORDING[0] or _full_way[0]:
         return full(spec, *args)
     try:
+        if len(spec.__dict__.get("kinds", ())) > RECORDED_KINDS:
+            return full(spec, *args)
         sid = structure(spec)
         key = (question, sid)
         programs = _programs.get(key)

@@ -127,8 +127,11 @@ def held(spec: ModelSpec, key: Any, make: Callable[[], T]) -> T:
     if entry is None:
         return make()
     memo = entry[2]
-    if key not in memo:
-        memo[key] = make()
+    try:
+        if key not in memo:
+            memo[key] = make()
+    except TypeError:  # a key of numbers archspec.core.tracing records (unhashable): made each time
+        return make()
     return memo[key]
 
 

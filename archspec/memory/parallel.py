@@ -71,24 +71,46 @@ def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1, only: list[int] | N
         at += st.layers
     stages: list[list[Slot]] = [[] for _ in which]
     pending: list[Part] = []
+    touched: dict[tuple, list[tuple[int, int, int, int]]] = {}  # (stack, placement, kind) -> its stages
     for part in parts:
         if not part.layered:
             pending.append(part)
             continue
-        g0, depth = offsets[part.stack.name], part.stack.layers
-        for i, s in enumerate(which):
-            lo, hi = max(g0, s * k) - g0, min(g0 + depth, (s + 1) * k) - g0
-            n = part.group.placement.count_in(part.kind, lo, hi) if lo < hi else 0
-            if n:
-                stages[i] += [Slot(p, 0, 1) for p in pending]
-                pending = []
-                stages[i].append(Slot(part, lo, hi, n))
+        key = (part.stack.name, id(part.group.placement), part.kind)
+        if key not in touched:
+            touched[key] = _kind_stages(part, offsets[part.stack.name], k, which)
+        for i, lo, hi, n in touched[key]:
+            stages[i] += [Slot(p, 0, 1) for p in pending]
+            pending = []
+            stages[i].append(Slot(part, lo, hi, n))
     stages[-1] += [Slot(p, 0, 1) for p in pending]
     head = next((p for p in parts if p.role == "head"), None)
     tied = head is not None and any(isinstance(e, Linear) and e.tied for e in head.entries)
     if pipeline_parallel > 1 and tied:
         stages[-1] += [Slot(p, 0, 1) for p in parts if p.path == "embed"]
     return stages
+
+
+def _kind_stages(part: Part, g0: int, k: int, which) -> list[tuple[int, int, int, int]]:
+    """(i, lo, hi, layers) for each stage which[i] that holds layers of the part's kind, lo .. hi - 1 the
+    layers of its stack that stage holds: found from the kind's own layers when it has fewer than there are
+    stages (a stack of many kinds, each in a few layers), else by counting the kind's layers in each stage."""
+    where, kind, depth = part.group.placement, part.kind, part.stack.layers
+
+    def bounds(s: int) -> tuple[int, int]:
+        return max(g0, s * k) - g0, min(g0 + depth, (s + 1) * k) - g0
+
+    if type(depth) is int and where.count(kind) < len(which):
+        at = {s: i for i, s in enumerate(which)}
+        held = sorted({at[s] for s in ((g0 + j) // k for j in where.indices(kind)) if s in at})
+        return [(i, *bounds(which[i]), where.count_in(kind, *bounds(which[i]))) for i in held]
+    out = []
+    for i, s in enumerate(which):
+        lo, hi = bounds(s)
+        n = where.count_in(kind, lo, hi) if lo < hi else 0
+        if n:
+            out.append((i, lo, hi, n))
+    return out
 
 
 def distinct_stages(spec: ModelSpec, pipeline_parallel: int = 1) -> list[tuple[int, int]]:
@@ -141,31 +163,66 @@ def slot_bytes(slot: Slot, weights: str, experts: str | None = None, tensor_para
 class PartBits(NamedTuple):
     """What one copy of a part holds, in bits, from which the bytes of any slot of it follow
     (held_bytes): `copy` in its format; `edge_copy` in REST, for the layers a layout keeps unquantised
-    (the stack's first and last, `edge` True); `more` for each layer that use_more_bits picks."""
+    (the stack's first and last, `edge` True); `more` for each layer that use_more_bits picks. Ints
+    where every format has whole bits, so that sums over many slots stay ints."""
 
-    copy: Fraction
-    edge_copy: Fraction
-    more: Fraction
+    copy: int | Fraction
+    edge_copy: int | Fraction
+    more: int | Fraction
     edge: bool
 
 
-def held_bytes(slot: Slot, bits: PartBits) -> Fraction:
-    """Bytes one device holds of `slot`, a part whose copy holds `bits` (part_bits)."""
+def held_bits(slot: Slot, bits: PartBits) -> int | Fraction:
+    """Bits one device holds of `slot`, a part whose copy holds `bits` (part_bits)."""
     n = slot.copies
     if not n:
-        return Fraction(0)
+        return 0
     part, edge = slot.part, 0
     if bits.edge:  # the stack's first and last layers of the slot stay in REST
         depth, where = part.stack.layers, part.group.placement
         edge = sum(where.count_in(part.kind, max(slot.lo, a), min(slot.hi, a + 1)) for a in {0, depth - 1})
     picked = more_bits_layers(part, slot.lo, slot.hi) if bits.more else 0
-    return (bits.copy * (n - edge) + bits.edge_copy * edge + bits.more * picked) / Fraction(8)  # exact: no float
+    return bits.copy * (n - edge) + bits.edge_copy * edge + bits.more * picked
+
+
+def held_bytes(slot: Slot, bits: PartBits) -> Fraction:
+    """Bytes one device holds of `slot`, a part whose copy holds `bits` (part_bits)."""
+    return held_bits(slot, bits) / Fraction(8)  # exact: no float
+
+
+# The bits of one copy of a part, per format and split: the same for every slot of the part, and for every
+# part of equal tensors (the attention of many layer kinds), so made once per those, not per slot or kind.
+_BITS: dict[tuple, tuple] = {}
+_BITS_MAX = 1 << 16
 
 
 def part_bits(part: Part, weights: str, experts: str | None = None, tensor_parallel: int = 1,
               expert_parallel: int = 1, tied_table: bool = False) -> PartBits:  # fmt: skip
     """The bits of one copy of `part` as slot_bytes stores and splits it: each slot of the part holds them
     times its copies, with its first and last layers and those use_more_bits picks (held_bytes)."""
+    key = (part.path, part.role, part.component, part.layered, part.entries, weights, experts, tensor_parallel,
+           expert_parallel, tied_table)  # fmt: skip
+    try:
+        out = _BITS.get(key)
+    except TypeError:  # a number archspec.core.tracing records (unhashable): made each time
+        out = key = None
+    if out is None:
+        out = _part_bits(part, weights, experts, tensor_parallel, expert_parallel, tied_table)
+        if key is not None:
+            if len(_BITS) >= _BITS_MAX:
+                _BITS.clear()
+            _BITS[key] = out
+    copy, edge_copy, more, per_row, edge = out
+    if per_row:  # the value rows of a fused attention projection, which the part's spec gives
+        v = AttentionShape.of(part.group.spec).v
+        more += per_row * (-(-v // tensor_parallel) if tensor_parallel > 1 else v)
+    return PartBits(copy, edge_copy, more, edge)
+
+
+def _part_bits(part: Part, weights: str, experts: str | None, tensor_parallel: int, expert_parallel: int,
+               tied_table: bool) -> tuple:  # fmt: skip
+    """(PartBits' copy, edge_copy and more, the more bits per value row of a fused attention projection,
+    edge) of `part`, from its tensors."""
     from archspec.memory.roles import REST, role_of, weight_plan
 
     plan = weight_plan(weights)
@@ -181,8 +238,9 @@ def part_bits(part: Part, weights: str, experts: str | None = None, tensor_paral
         other = {"matrix": None, "table": f.tables, "head": f.head, "vector": f.vectors, "router": f.router}[kind]
         return other or single
 
+    edge = plan.single is None and part.layered and role_of(part) in plan.edge
     t = tensor_parallel
-    copy = edge_copy = more = Fraction(0)
+    copy = edge_copy = more = per_row = 0
     for e in part.entries:
         module = module_name(part, e.name)
         copies = getattr(e, "copies", 1)
@@ -208,9 +266,9 @@ def part_bits(part: Part, weights: str, experts: str | None = None, tensor_paral
             else:
                 kind = "head" if part.role == "head" else "router" if part.role == "router" else "matrix"
             fmt = fmt_of(kind, role_of(part, len(body) == 1))
-
             copy += _tensor_bits(fmt, values, stack, body)
-            edge_copy += _tensor_bits(REST, values, stack, body)
+            if edge:
+                edge_copy += _tensor_bits(REST, values, stack, body)
             f = STORAGE[fmt]
             more_bits = f.more_bits and kind == "matrix" and leaf == "weight" and part.layered
             if more_bits and module in ("down", "qkv", "kv"):
@@ -218,19 +276,16 @@ def part_bits(part: Part, weights: str, experts: str | None = None, tensor_paral
                 if module == "down":
                     more += values * extra
                 elif part.component in ("attention", "cross_attention"):  # the value rows of the fused projection
-                    v = AttentionShape.of(part.group.spec).v
-                    v = -(-v // t) if t > 1 else v
-                    more += v * shape[-1] * extra
-    # layers of this part whose `edge` roles stay in REST: the stack's first and last (a layout's rule)
-    edge = plan.single is None and part.layered and role_of(part) in plan.edge
-    return PartBits(copy, edge_copy, more, edge)
+                    per_row += shape[-1] * extra
+    return copy, edge_copy, more, per_row, edge
 
 
 def _tensor_bits(fmt: str, values: int, stack: int, body: list[int]) -> Fraction:
     """Bits of one tensor of `values` values in `fmt`, with the scales it stores beside each of its
     `stack` matrices of shape `body`."""
     scales = stack * scale_bits(fmt, body[0], body[1]) if len(body) == 2 else 0
-    return values * STORAGE[fmt].bits + scales
+    bits = STORAGE[fmt].bits
+    return values * (bits.numerator if bits.denominator == 1 else bits) + scales  # whole bits summed as ints
 
 
 def _head_tied(spec: ModelSpec) -> bool:
@@ -250,19 +305,20 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
     x = canonical_format(experts, "--experts") if experts else None
     tied = _head_tied(spec)
     # each part's bits computed once per format and split, and remembered while describing(spec) holds the
-    # spec (a layout search asks many degrees of one spec): a slot's bytes follow from its part's in O(1)
+    # spec (a layout search asks many degrees of one spec): a slot's bits follow from its part's in O(1),
+    # and are summed as ints where every format has whole bits
     from archspec.describe.blocks import held as remembered
 
     bits = remembered(spec, ("part bits", w, x, tensor_parallel, expert_parallel, tied), dict)
 
-    def held(s: Slot) -> Fraction:
+    def held(s: Slot) -> int | Fraction:
         key = id(s.part)  # the parts of a held description stay alive, so their ids stay theirs
         if key not in bits:
             bits[key] = part_bits(s.part, w, x, tensor_parallel, expert_parallel, tied)
-        return held_bytes(s, bits[key])
+        return held_bits(s, bits[key])
 
     stages = stage_slots(spec, pipeline_parallel, [s for s, _ in distinct_stages(spec, pipeline_parallel)])
-    return max(math.ceil(sum(held(s) for s in stage)) for stage in stages)
+    return max(math.ceil(sum(held(s) for s in stage) / Fraction(8)) for stage in stages)
 
 
 def weights_bytes(spec: ModelSpec, dtype: str = "bf16") -> int:
@@ -284,21 +340,41 @@ def rank_elements(spec: ModelSpec, shards: int, tensor_parallel: int = 1) -> int
     ceil(rows / shards) rows on the first rank, which every rank pads to."""
     total = 0
     for part in describe(spec):  # one copy of each part times its copies: the cost follows the kinds, not the depth
-        for entry in part.entries:
-            for leaf, shape in entry.tensors():
-                module = module_name(part, entry.name)
-                shape = list(shape)
-                if tensor_parallel > 1:
-                    if module in ROW_PARALLEL:
-                        if leaf == "weight":
-                            shape[-1] = -(-shape[-1] // tensor_parallel)
-                    elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
-                        shape[0] = -(-shape[0] // tensor_parallel)
-                shape[0] = -(-shape[0] // shards)
-                n = 1
-                for s in shape:
-                    n *= s
-                total += part.copies * n
+        key = (part.path, part.entries, shards, tensor_parallel)
+        try:
+            n = _ELEMENTS.get(key)
+        except TypeError:  # numbers archspec.core.tracing records (unhashable): counted each time
+            n = key = None
+        if n is None:
+            n = _rank_part(part, shards, tensor_parallel)
+            if key is not None:
+                if len(_ELEMENTS) >= _BITS_MAX:
+                    _ELEMENTS.clear()
+                _ELEMENTS[key] = n
+        total += part.copies * n
+    return total
+
+
+_ELEMENTS: dict[tuple, int] = {}  # rank_elements of one copy of a part, by its tensors (as _BITS)
+
+
+def _rank_part(part: Part, shards: int, tensor_parallel: int) -> int:
+    total = 0
+    for entry in part.entries:
+        for leaf, shape in entry.tensors():
+            module = module_name(part, entry.name)
+            shape = list(shape)
+            if tensor_parallel > 1:
+                if module in ROW_PARALLEL:
+                    if leaf == "weight":
+                        shape[-1] = -(-shape[-1] // tensor_parallel)
+                elif module in COLUMN_PARALLEL or module in ("embed", "target_embed", "head"):
+                    shape[0] = -(-shape[0] // tensor_parallel)
+            shape[0] = -(-shape[0] // shards)
+            n = 1
+            for s in shape:
+                n *= s
+            total += n
     return total
 
 

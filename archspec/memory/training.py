@@ -24,7 +24,7 @@ from archspec.core.tracing import fraction
 from archspec.core.vocab import RECOMPUTE, ZERO_STAGES
 from archspec.count.flops import exact_number, workload_lengths
 from archspec.count.params import count_params
-from archspec.describe.blocks import Lengths, describe, described
+from archspec.describe.blocks import Lengths, describe, described, held
 from archspec.memory.activations import attention_mode, saved_bytes
 from archspec.memory.cache import cached_bytes, default_kv_dtype, kv_cache_bytes, kv_cache_dtype
 from archspec.memory.lora import lora_params
@@ -189,7 +189,10 @@ def estimate_memory(
     # fp32 activations; mixed precision computes in 16 bits)
     act_dtype = "fp32" if key == "fp32" else "bf16"
     # each attention says which products it runs (archspec.memory.saved.attention.explicit_attention)
-    detail = saved_bytes(describe(spec), lengths, act_dtype, recompute, dropout, attention=attention, spec=spec)
+    # the same for every layout a planner tries of the spec (archspec.describe.blocks.held): made once there
+    workload = (lengths, act_dtype, recompute, dropout, attention)
+    detail = dict(held(spec, ("saved_bytes", *workload), lambda: saved_bytes(
+        describe(spec), lengths, act_dtype, recompute, dropout, attention=attention, spec=spec)))  # fmt: skip
 
     w_key, x_key, kv_key = _formats(spec, key, weights, experts, kv_dtype)
     _check_offload(offload, optimizer, key, per_param[2])
@@ -216,7 +219,8 @@ def estimate_memory(
                   "pipeline_parallel": pipeline_parallel},
         weights_format=w_key, experts_format=x_key, trainable_params=trainable, lora=lora,
         global_batch=global_batch, accumulation_steps=steps, offload=offload,
-        kinds=layer_kinds_memory(spec, lengths, act_dtype, recompute, dropout, mode, kv_key),
+        kinds={k: dict(v) for k, v in held(spec, ("layer_kinds_memory", *workload, mode, kv_key), lambda: (
+            layer_kinds_memory(spec, lengths, act_dtype, recompute, dropout, mode, kv_key))).items()},
     )  # fmt: skip
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from archspec.core.errors import SpecError, shown
 from archspec.core.records import record, rendered
 from archspec.core.vocab import ZERO_STAGES
+from archspec.describe.blocks import described
 from archspec.memory.runtime import Reserve
 from archspec.plan.hardware import Accelerator
 from archspec.spec.model import ModelSpec
@@ -186,6 +187,7 @@ def native(acc: Accelerator, weights: str) -> bool:
     return acc.fp8_tflops is not None or not any(f.startswith("fp8") for f in formats)
 
 
+@described  # the layouts it tries all start from one description of the spec
 def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
         seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
         lora_targets: str | None = None, training: dict | None = None, engine: str | None = None,

@@ -40,6 +40,7 @@ from typing import ClassVar
 
 from archspec.core.errors import SpecError
 from archspec.core.records import Exact, record, rendered
+from archspec.describe.blocks import described
 from archspec.memory.parallel import check_layout
 from archspec.memory.runtime import Reserve
 from archspec.plan.cost import ServingCost, exact_number, exact_price, serving_cost
@@ -210,18 +211,18 @@ class InferenceEstimate:
 def _stage_weights(spec, slots, fmt, experts, layout, batch: int) -> tuple[Fraction, Fraction, Fraction]:
     """(weights every decode step reads, routed-expert weights, the routed-expert weights a decode step
     of `batch` tokens reads) of one device of a stage, in bytes; each MoE kind with its own top_k of E."""
-    from archspec.memory import slot_bytes
+    from archspec.memory.parallel import held_bits, part_bits
 
     tied = spec.head.kind != "none" and spec.tie_embeddings
-    always = routed = read = Fraction(0)
+    always = routed = read = 0  # in bits, summed as ints where every format has whole bits
     for s in slots:
-        b = slot_bytes(s, fmt, experts, layout.tensor_parallel, layout.expert_parallel, tied)
+        b = held_bits(s, part_bits(s.part, fmt, experts, layout.tensor_parallel, layout.expert_parallel, tied))
         if s.part.role == "expert":
             routed += b
             read += b * touched(s.part.group.spec.mlp, batch)
         else:
             always += b
-    return always, routed, read
+    return always / Fraction(8), routed / Fraction(8), read / Fraction(8)
 
 
 def _mean_kv(spec, slots, batch_local, prompt_len: int, gen_len: int, kv_key, tp) -> Fraction:
@@ -250,6 +251,7 @@ def _kv_device(spec, slots, batch_local, tokens, kv_key, tp) -> int:
 PROMPT_LEN, GEN_LEN = 512, 128  # the defaults of estimate_inference and `archspec inference`
 
 
+@described  # the layouts it tries all start from one description of the spec
 def estimate_inference(
     spec: ModelSpec,
     gpu: str | Accelerator,
@@ -368,6 +370,7 @@ def _communication(spec, stages, counts, layout, acc, interconnect):
 def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
               expert_parallel, pipeline_parallel, serving=None) -> InferenceEstimate:  # fmt: skip
     from archspec.count.flops import count_flops
+    from archspec.describe.blocks import held
     from archspec.memory import STORAGE, distinct_stages, stage_slots
     from archspec.memory.serving import Serving, max_batch, stage
     from archspec.plan.assumptions import assumptions
@@ -422,7 +425,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         interconnect=interconnect,
         capacity_bytes=res.usable_bytes,
         reserve=res,
-        prefill_flops=count_flops(spec, batch, prompt_len).forward,
+        prefill_flops=held(spec, ("prefill", batch, prompt_len), lambda: count_flops(spec, batch, prompt_len)).forward,
         weights_bytes=weights,
         kv_cache_bytes=kv_full,
         decode_weights_bytes=Exact(decode_w),

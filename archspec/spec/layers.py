@@ -15,25 +15,54 @@ stack); only ``indices`` walks the layers.
 # Annotations are objects, not strings (no `from __future__ import annotations`): typing.NamedTuple
 # compiles a ForwardRef for every string field when the class is made, at every start-up.
 import math
+from bisect import bisect_left
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from archspec.spec.model import DenseMLP, ModelSpec
 
 SINGLE = "layer"  # the one kind of a stack of identical layers
 
 
-class Placement(NamedTuple):
+class Placement:
     """Layer i of a `depth`-layer stack has kind runs[...] for the first layers (a run-length list
-    of (kind, layers)), then pattern[(i - len(prefix)) % len(pattern)]."""
+    of (kind, layers)), then pattern[(i - len(prefix)) % len(pattern)].
 
-    runs: tuple[tuple[str, int], ...]
-    pattern: tuple[str, ...]
-    depth: int
+    Where each kind sits in the runs and in the pattern is indexed once, on first use (one pass over
+    the pattern), so that the questions below cost, per kind, what that kind's own runs and places
+    in the pattern cost: asking them of every kind is linear in the pattern, however many kinds it has."""
+
+    __slots__ = ("runs", "pattern", "depth", "_index", "_tail", "_hash")
+
+    def __init__(self, runs: tuple[tuple[str, int], ...], pattern: tuple[str, ...], depth: int) -> None:
+        self.runs, self.pattern, self.depth = tuple(runs), tuple(pattern), depth
+        self._index: _Index | None = None
+        self._tail: tuple | None = None
+        self._hash: int | None = None
+
+    def _key(self) -> tuple:
+        return self.runs, self.pattern, self.depth
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Placement) and self._key() == other._key())
+
+    def __hash__(self) -> int:
+        if self._hash is None:  # hashed once: a pattern of 10^6 kinds is hashed in milliseconds, not per part
+            self._hash = hash(self._key())
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Placement(runs={self.runs!r}, pattern={self.pattern!r}, depth={self.depth!r})"
+
+    @property
+    def index(self) -> "_Index":
+        if self._index is None:
+            self._index = _Index(self.runs, self.pattern)
+        return self._index
 
     @property
     def prefix_len(self) -> int:
-        return min(sum(n for _, n in self.runs), self.depth)
+        return min(self.index.prefix, self.depth)
 
     def kind_at(self, i: int) -> str:
         at = 0
@@ -43,56 +72,68 @@ class Placement(NamedTuple):
             at += n
         return self.pattern[(i - at) % len(self.pattern)]
 
+    def _after_runs(self) -> tuple:
+        """(whole patterns, the layers of the last, cut-short one) after the runs, as a stack of `depth` lays
+        them out; the second a plain int (it slices the pattern), found by comparisons (at_most)."""
+        if self._tail is None:
+            left = self.depth - self.index.prefix if self.depth > self.index.prefix else 0
+            full, rest = divmod(left, len(self.pattern))
+            self._tail = (full, at_most(rest, len(self.pattern)))
+        return self._tail
+
     def count(self, kind: str) -> int:
         """Layers of `kind`, counted over the runs and the pattern (not layer by layer)."""
-        left, out = self.depth, 0
-        for k, n in self.runs:
-            out += min(n, left) * (k == kind)
-            left -= min(n, left)
-        full, rest = divmod(left, len(self.pattern))
-        out += full * self.pattern.count(kind) + self.pattern[: at_most(rest, len(self.pattern))].count(kind)
-        return out
+        out = self.index.in_runs(kind, self.depth)
+        full, rest = self._after_runs()
+        places = self.index.places.get(kind, ())
+        return out + full * len(places) + bisect_left(places, rest)
+
+    def _upto(self, kind: str, x: int) -> int:
+        """Layers of `kind` among the first x (0 <= x <= depth, a plain int)."""
+        index = self.index
+        out = index.in_runs(kind, x)
+        if x <= index.prefix:
+            return out
+        places = index.places.get(kind, ())
+        full, rest = divmod(x - index.prefix, len(self.pattern))
+        return out + full * len(places) + bisect_left(places, rest)
 
     def count_in(self, kind: str, lo: int, hi: int, mod: int = 1, res: int = 0) -> int:
         """Layers i of `kind` with lo <= i < hi (and i % mod == res), counted over the runs and the
         pattern's arithmetic progressions, not layer by layer."""
         hi = min(hi, self.depth)
-        out, at = 0, 0
-        for k, n in self.runs:
-            if k == kind:
-                out += _progression(at, 1, min(at + n, self.depth), lo, hi, mod, res)
-            at += n
+        if mod == 1 and all(type(x) is int for x in (lo, hi, self.depth)):  # plain numbers: by bisection
+            return self._upto(kind, hi) - self._upto(kind, max(lo, 0)) if lo < hi else 0
+        index, out = self.index, 0
+        for at, n in index.runs.get(kind, ()):
+            out += _progression(at, 1, min(at + n, self.depth), lo, hi, mod, res)
         period = len(self.pattern)
-        for j, k in enumerate(self.pattern):
-            if k == kind:
-                out += _progression(at + j, period, self.depth, lo, hi, mod, res)
+        for j in index.places.get(kind, ()):
+            out += _progression(index.prefix + j, period, self.depth, lo, hi, mod, res)
         return out
 
     def first(self, kind: str) -> int:
-        at = 0
-        for k, n in self.runs:
-            if k == kind:
-                return at
-            at += n
-        return at + self.pattern.index(kind)
+        index = self.index
+        runs = index.runs.get(kind)
+        return runs[0][0] if runs else index.prefix + index.places[kind][0]
 
     def kinds(self) -> list[str]:
         """Distinct kinds present in the stack, in order of their first layer."""
+        index = self.index
+        _, rest = self._after_runs()
         seen = dict.fromkeys(k for k, _ in self.runs)
-        seen.update(dict.fromkeys(self.pattern[: at_most(self.depth - self.prefix_len, len(self.pattern))]))
+        seen.update(dict.fromkeys(k for k, places in index.places.items() if self.depth > index.prefix and (
+            self.depth - index.prefix >= len(self.pattern) or places[0] < rest)))  # fmt: skip
         present = [k for k in seen if self.count(k)]
         return sorted(present, key=self.first)
 
     def indices(self, kind: str) -> Iterator[int]:
         """Every layer of `kind`, in order (walks the layers of that kind only)."""
-        at = 0
-        for k, n in self.runs:
-            if k == kind:
-                yield from range(at, min(at + n, self.depth))
-            at += n
+        for at, n in self.index.runs.get(kind, ()):
+            yield from range(at, min(at + n, self.depth))
         period = len(self.pattern)
-        offsets = [j for j, k in enumerate(self.pattern) if k == kind]
-        base = at
+        offsets = self.index.places.get(kind, [])
+        base = self.index.prefix
         while offsets and base < self.depth:
             for j in offsets:
                 if base + j >= self.depth:
@@ -101,9 +142,51 @@ class Placement(NamedTuple):
             base += period
 
 
+class _Index:
+    """Where each kind sits: its runs (start, layers) before the pattern, in order, with the layers of the
+    runs before each; its places in the pattern (sorted offsets); the runs' length."""
+
+    __slots__ = ("runs", "before", "places", "prefix")
+
+    def __init__(self, runs: tuple[tuple[str, int], ...], pattern: tuple[str, ...]) -> None:
+        self.runs: dict[str, list[tuple[int, int]]] = {}
+        self.before: dict[str, list[int]] = {}
+        at = 0
+        for kind, n in runs:
+            mine = self.runs.setdefault(kind, [])
+            done = self.before.setdefault(kind, [0])
+            if mine:
+                done.append(done[-1] + mine[-1][1])
+            mine.append((at, n))
+            at += n
+        self.prefix = at
+        self.places: dict[str, list[int]] = {}
+        for j, kind in enumerate(pattern):
+            self.places.setdefault(kind, []).append(j)
+
+    def in_runs(self, kind: str, x: int) -> int:
+        """Layers of `kind` in the runs among the first x layers."""
+        runs = self.runs.get(kind)
+        if not runs:
+            return 0
+        if type(x) is int:
+            i = bisect_left(runs, (x,)) - 1  # the last run that starts before x
+            if i < 0:
+                return 0
+            at, n = runs[i]
+            return self.before[kind][i] + min(n, x - at)
+        out = 0  # a number archspec.core.tracing records: every comparison is a guard
+        for at, n in runs:
+            if x > at:
+                out += min(n, x - at)
+        return out
+
+
 def at_most(n: int, limit: int) -> int:
     """max(0, min(n, limit)) as a plain int, found by comparing n with 0 .. limit: a depth recorded by
     archspec.core.tracing slices a pattern through comparisons it guards (a slice would read its value)."""
+    if type(n) is int:
+        return max(0, min(n, limit))
     for i in range(limit):
         if not n > i:
             return i
@@ -189,12 +272,27 @@ def _legacy(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec
     return where, {k: spec_of(k) for k in {*(k for k, _ in prefix), *unit}}
 
 
+# The placement of a [layers] table in a stack of some depth, kept while the table lives (keyed by its
+# identity and held, so that the identity is not reused): its index is made once, not per description.
+_PLACED: dict[tuple[int, int], tuple[Any, Placement]] = {}
+_PLACED_MAX = 256
+
+
 def placement(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec]]:
     """Where each kind sits in a stack of `depth` layers, and the spec of each kind."""
     if spec.layers is None:
         return _legacy(spec, depth)
     specs = {name: spec.kind_spec(name) for name in spec.kinds}
-    return Placement(_runs(spec.layers.prefix), tuple(spec.layers.pattern), depth), specs
+    layers = spec.layers
+    if type(depth) is not int:  # a depth archspec.core.tracing records
+        return Placement(_runs(layers.prefix), layers.pattern, depth), specs
+    key = (id(layers), depth)
+    held = _PLACED.get(key)
+    if held is None or held[0] is not layers:
+        if len(_PLACED) >= _PLACED_MAX:
+            _PLACED.clear()
+        held = _PLACED[key] = (layers, Placement(_runs(layers.prefix), layers.pattern, depth))
+    return held[1], specs
 
 
 def layer_groups(spec: ModelSpec, depth: int) -> list[LayerGroup]:
@@ -205,12 +303,11 @@ def layer_groups(spec: ModelSpec, depth: int) -> list[LayerGroup]:
 
 def kind_specs(spec: ModelSpec) -> list[ModelSpec]:
     """The spec of every distinct kind in any stack (the model's own when every layer is alike)."""
-    out: list[ModelSpec] = []
+    out: dict[int, ModelSpec] = {}  # by identity: each kind's spec once
     for depth in (spec.encoder_layers, spec.decoder_layers):
         for group in layer_groups(spec, depth) if depth else ():
-            if all(group.spec is not s for s in out):
-                out.append(group.spec)
-    return out
+            out.setdefault(id(group.spec), group.spec)
+    return list(out.values())
 
 
 def moe_specs(spec: ModelSpec) -> list[ModelSpec]:
