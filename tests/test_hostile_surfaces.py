@@ -72,6 +72,22 @@ def test_report_of_a_hybrid_model(tmp_path, model):
     assert ">mixer</text>" in page  # and its bar's legend in the picture
 
 
+@pytest.mark.parametrize("config", ["nemotron-h-56b-base-8k", "qwen3.5-27b"])
+def test_the_breakdown_of_a_hybrid_config_json(tmp_path, config):
+    """A Mamba-2 or Gated DeltaNet config.json as released: its mixer drawn with its label and counted."""
+    import json
+    from pathlib import Path
+
+    pytest.importorskip("matplotlib")
+    path = Path(__file__).parent / "data" / "hf" / f"{config}.json"
+    code, out, err = cli("plot", "breakdown", path, "-o", tmp_path / "b.svg", "--format", "json")
+    assert code == 0, err
+    (drawn,) = json.loads(out)
+    mixer = archspec.count_params(archspec.load_spec(path)).components["mixer"]
+    assert drawn["components"]["mixer"] == mixer > 0
+    assert ">mixer<" in (tmp_path / "b.svg").read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------- frozen specs, all the way down
 
 
@@ -585,7 +601,7 @@ def test_the_planners_with_a_spec_of_any_type(spec):
     from archspec.plan.inference import estimate_inference
 
     for call in (lambda: archspec.estimate_memory(spec), lambda: estimate_inference(spec, "h100"),
-                 lambda: fit(spec, "h100", "bf16")):  # fmt: skip
+                 lambda: fit(spec, "h100", "bf16"), lambda: archspec.sweep(spec, {"d_model": [768]})):  # fmt: skip
         if isinstance(spec, archspec.ModelSpec):
             continue
         with pytest.raises(TypeError, match="spec must be a ModelSpec"):
@@ -999,3 +1015,59 @@ def test_every_number_of_a_planners_result_formats_as_a_number():
     assert seen > 100
     e = results[2]
     assert e.price_per_hour == __import__("fractions").Fraction(249, 100) and f"{e.price_per_hour:,.2f}" == "2.49"
+
+
+def _documented_functions() -> dict[str, object]:
+    """Every function docs/api.md documents (its `::: module` blocks' members, or the module's __all__)."""
+    import importlib
+    import importlib.util
+    import inspect
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "api.md").read_text(encoding="utf-8")
+    found = {}
+    for block in re.split(r"^::: ", page, flags=re.M)[1:]:
+        name = block.split()[0]
+        if name.startswith("archspec.reference") or importlib.util.find_spec(name) is None:
+            continue  # needs torch (it builds models), or a class (archspec.ModelSpec) rather than a module
+        module = importlib.import_module(name)
+        members = re.findall(r"^ {8}- (\w+)", block, flags=re.M) or getattr(module, "__all__", None) or [
+            n for n, f in vars(module).items() if inspect.isfunction(f) and f.__module__ == name and n[0] != "_"]
+        for member in members:
+            f = getattr(module, member)
+            if inspect.isfunction(f):
+                found[f"{name}.{member}"] = f
+    return found
+
+
+DOCUMENTED = _documented_functions()
+
+
+def test_the_documented_functions_are_found():
+    assert {"archspec.memory.fits", "archspec.plan.compare.compare", "archspec.plan.hardware.load_accelerator",
+            "archspec.validate.claims.assess", "archspec.plan.sweep.parse_vary",
+            "archspec.core.sizing.swiglu_hidden"} <= set(DOCUMENTED)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(name=st.sampled_from(sorted(DOCUMENTED)), spec_first=st.booleans(), args=st.lists(ANYTHING, max_size=4),
+       data=st.data())  # fmt: skip
+def test_every_documented_function_with_arguments_of_any_type(name, spec_first, args, data):
+    """Positional arguments of any type, or the spec and keywords of any value: an answer, or one line
+    (SpecError, TypeError, or the ValueError of a value out of range), never AttributeError from inside."""
+    import inspect
+
+    f = DOCUMENTED[name]
+    named = [p.name for p in inspect.signature(f).parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD,
+             p.KEYWORD_ONLY)]  # fmt: skip
+    kw = {}
+    if spec_first and named and named[0] == "spec":
+        args = [archspec.preset("gpt2")]
+        kw = data.draw(st.dictionaries(st.sampled_from(named[1:] or ["spec"]), _KEYWORD_VALUES, max_size=3))
+        kw.pop("spec", None)
+    try:
+        f(*args, **kw)
+    except (archspec.SpecError, TypeError, ValueError) as exc:
+        text = str(exc)
+        assert text and "\n" not in text and len(text) < 1100, (name, text[:300])

@@ -236,6 +236,12 @@ def resolve_model(ref: str, overrides: dict[str, Any] | None = None) -> ModelSpe
 def claim_sets(refs: list[str] | None, overrides: dict[str, Any] | None = None) -> list[tuple[ModelSpec, tuple]]:
     """(spec, claims) for each preset named, each model of each family file named, or all presets,
     with `--set` overrides applied to every spec."""
+    if refs is not None and (isinstance(refs, str) or not isinstance(refs, list | tuple)
+                             or not all(isinstance(r, str) for r in refs)):  # fmt: skip
+        raise TypeError(f"claim_sets: refs must be a list of preset names or family files, or None, got "
+                        f"{type(refs).__name__} {shown(refs, 60)}")  # fmt: skip
+    if overrides is not None and not isinstance(overrides, dict):
+        raise TypeError(f"claim_sets: overrides must be a dict of spec fields or None, got {type(overrides).__name__}")
     out = []
     for ref in list(refs or []) or preset_names():
         presets = load_family_file(ref) if _looks_like_path(ref) else [get_preset(ref)]

@@ -92,6 +92,7 @@ def kv_cache_bytes_per_token(spec: ModelSpec, dtype: str = "bf16", seq_len: int 
     With `seq_len`, the mean over one sequence of that length (an int when whole): a window holds at most
     its keys and a recurrent state is one per sequence, so the cache of one token is not a token's share of
     a long one (Qwen3-Next's Gated DeltaNet states are 74 MiB for any length)."""
+    check_args("kv_cache_bytes_per_token", spec=spec, dtype=dtype, seq_len=seq_len)
     if seq_len is None:
         return kv_cache_bytes(spec, 1, 1, dtype, 1 if spec.kind == "encoder-decoder" else None)
     total = kv_cache_bytes(spec, 1, seq_len, dtype, seq_len if spec.kind == "encoder-decoder" else None)

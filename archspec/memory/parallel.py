@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from archspec.core.checks import check_args
-from archspec.core.errors import SpecError
+from archspec.core.errors import SpecError, shown
 from archspec.core.vocab import ZERO_STAGES
 from archspec.count.params import count_params
 from archspec.describe.blocks import AttentionShape, Linear, Part, describe, stack_shapes
@@ -394,11 +394,12 @@ def parallel_layout(spec: ModelSpec, gpus: int = 1, tensor_parallel: int = 1, pi
     """`gpus` split into data-parallel replicas of tensor x pipeline parallel groups, checked against the
     model: tensor parallelism splits heads, key/value heads and the MLP width; each pipeline stage
     needs at least one layer. A layout that cannot be is a SpecError naming the numbers."""
+    check_args("parallel_layout", spec=spec)
     for what, n in (("gpus", gpus), ("tensor_parallel", tensor_parallel), ("pipeline_parallel", pipeline_parallel)):
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise SpecError(f"{what} must be a positive whole number, got {n!r}")
-    if zero_stage not in ZERO_STAGES:
-        raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+            raise SpecError(f"{what} must be a positive whole number, got {shown(n, 60)}")
+    if isinstance(zero_stage, bool) or zero_stage not in ZERO_STAGES:
+        raise SpecError(f"zero_stage must be 0, 1, 2 or 3, got {shown(zero_stage, 60)}")
     if gpus % (tensor_parallel * pipeline_parallel):
         raise SpecError(
             f"gpus={gpus} is not divisible by tensor_parallel={tensor_parallel} x pipeline_parallel={pipeline_parallel}"

@@ -385,6 +385,9 @@ def max_micro_batch(spec: ModelSpec, capacity_bytes: int, **options) -> int:
 def fits(m: MemoryEstimate, capacity_bytes: int) -> dict[str, bool]:
     """Whether training (weights, gradients, optimizer states, activations) and inference (weights and
     KV cache) fit in `capacity_bytes` per device."""
+    if not isinstance(m, MemoryEstimate):
+        raise TypeError(f"fits: m must be a MemoryEstimate (from archspec.estimate_memory), got {type(m).__name__}")
+    check_int("capacity_bytes", capacity_bytes, "fits", minimum=0)
     return {
         "training": m.training_total_bytes <= capacity_bytes,
         "inference": m.inference_total_bytes <= capacity_bytes,

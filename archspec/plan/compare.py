@@ -63,6 +63,9 @@ def compare(spec: ModelSpec, seq_len: int | None = DEFAULT_SEQ_LEN, dtype: str =
     `seq_len_clamped`; None: its own context length), weights and KV cache per token in `dtype` (the
     cache as default_kv_dtype decides; its mean over the sequence: a window or a recurrent state does not
     grow with it)."""
+    from archspec.core.checks import check_args
+
+    check_args("compare", spec=spec, seq_len=seq_len, dtype=dtype)
     clamped = False
     if seq_len is not None:
         seq_len, clamped = context_seq_len(spec, seq_len)

@@ -335,6 +335,10 @@ def load_accelerator(path: str) -> Accelerator:
     positive and finite, no other keys. Any problem is a SpecError naming the file and the field."""
     from archspec.io.loading import read_mapping
 
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str):
+        raise TypeError(f"load_accelerator: path must be a str or a path, got {type(path).__name__} {shown(path, 60)}")
     if not path.lower().endswith(".toml"):
         raise SpecError(f"--gpu {shown(path)}: an accelerator file is a .toml file")
     data = read_mapping(path)

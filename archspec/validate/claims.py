@@ -371,6 +371,11 @@ def check_claim(spec: ModelSpec, claim: Claim) -> ModelSpec | None:
 
 
 def assess(spec: ModelSpec, claim: Claim) -> Assessment:
+    from archspec.core.checks import check_spec
+
+    check_spec(spec, "assess")
+    if not isinstance(claim, Claim):
+        raise TypeError(f"assess: claim must be a Claim (archspec.validate.claims.Claim), got {type(claim).__name__}")
     alt = check_claim(spec, claim)
     claimed, precision = parse_printed(claim.printed)
     if claim.precision is not None:
