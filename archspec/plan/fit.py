@@ -133,12 +133,14 @@ def unbounded() -> Iterator[None]:
         _UNBOUNDED[0] -= 1
 
 
-def _smallest(lo: int, hi: int, excess: Callable[[int], int], known: Iterable[tuple[int, int]] = ()) -> int | None:
+def _smallest(lo: int, hi: int, excess: Callable[[int], int], known: Iterable[tuple[int, int]] = (),
+              linear: bool = False) -> int | None:  # fmt: skip
     """The smallest n in [lo, hi] with excess(n) <= 0, for excess non-increasing (the bytes a layout of n
     holds beyond a device's capacity); None if none. `known`: (n, excess(n)) already probed, which narrow
     the search. The largest n is probed first, so that a plan none holds is refused by one probe; then
-    the answer is bracketed, and each probe is the root of excess taken as a + b / n through the
-    bracket's ends (bytes spread over n devices), halving instead when that did not halve the bracket."""
+    the answer is bracketed, and each probe is the root of excess taken as a + b / n (bytes spread over n
+    devices; a + b * n when `linear`) through the bracket's ends, halving instead when that did not halve
+    the bracket."""
     if hi < lo:
         return None
     over = {n: e for n, e in known if lo <= n <= hi}
@@ -156,14 +158,36 @@ def _smallest(lo: int, hi: int, excess: Callable[[int], int], known: Iterable[tu
     while b - a > 1:  # excess(a) > 0 >= excess(b)
         if halve:
             m = (a + b) // 2
-        else:  # the root n* of a + b / n through (a, ea) and (b, eb), rounded up: integers, however large
-            num, den = (ea - eb) * a * b, (ea - eb) * a - eb * (b - a)
-            m = min(max(-(-num // den), a + 1), b - 1)
+        else:  # the root through (a, ea) and (b, eb), rounded up: in integers, however large
+            if linear:
+                m = a + -(-ea * (b - a) // (ea - eb))
+            else:
+                num, den = (ea - eb) * a * b, (ea - eb) * a - eb * (b - a)
+                m = -(-num // den)
+            m = min(max(m, a + 1), b - 1)
         width = b - a
         e = excess(m)
         a, ea, b, eb = (a, ea, m, e) if e <= 0 else (m, e, b, eb)
         halve = not halve and 2 * (b - a) > width
     return b
+
+
+def _fewest_stages(layers: int, lo: int, hi: int, excess: Callable[[int], int],
+                   known: Iterable[tuple[int, int]] = ()) -> int | None:  # fmt: skip
+    """The fewest pipeline stages in [lo, hi] with excess(stages) <= 0 (non-increasing), as _smallest finds
+    them, searched by k, the layers a stage holds: p stages hold ceil(layers / p) a stage, and the fewest
+    stages of at most k layers are ceil(layers / k), so excess moves by a layer's bytes with k, nearly
+    linearly, where it stays flat over the many p of one k. `known`: (stages, excess) already probed."""
+    if hi < lo:
+        return None
+    most = -(-layers // lo)  # the layers a stage of lo stages holds; searched as n = most - k
+
+    def stages(n: int) -> int:
+        return -(-layers // (most - n))
+
+    by_k = ((most - -(-layers // p), e) for p, e in known)
+    n = _smallest(0, most - -(-layers // hi), lambda n: excess(stages(n)), by_k, linear=True)
+    return None if n is None else max(lo, stages(n))
 
 
 def _halving(lo: int, hi: int, excess: Callable[[int], int]) -> int | None:
@@ -376,16 +400,16 @@ def _inference_layouts(spec: ModelSpec, memo: dict, tag: tuple, plan: dict, batc
             memo.setdefault(("probed", key, tp), {})[pp] = memo[key, tp, pp]
         return memo[key, tp, pp]
 
+    L = spec.n_layers
     for tp, cap in caps.items():
-        top = min(spec.n_layers, MAX_DEVICES // tp)
-        over = lambda p, tp=tp, cap=cap: per_device(tp, p) - cap  # noqa: E731
+        top = min(L, MAX_DEVICES // tp)
         if not bounded:
-            pp = _halving(1, top, over)
+            pp = _halving(1, top, lambda p, tp=tp, cap=cap: per_device(tp, p) - cap)
         else:
             top = min(top, best[0] // tp) if best else top  # more devices than the best cannot win
             fewest = max(1, whole.inference_total_bytes // (cap * tp))  # no device holds less than its share
             known = ((p, b - cap) for p, b in memo.get(("probed", key, tp), {}).items())
-            pp = _smallest(fewest, top, over, known)
+            pp = _fewest_stages(L, fewest, top, lambda p, tp=tp, cap=cap: per_device(tp, p) - cap, known)
         if pp is None:
             continue
         pp = _stages(spec, pp)
