@@ -267,7 +267,6 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     tensor-parallel degree (archspec.memory.runtime: `memory_fraction`, `max_batched_tokens`,
     `context_reserve` bytes override its defaults)."""
     from archspec.core.checks import check_args, check_text
-    from archspec.describe.blocks import describing
     from archspec.memory import estimate_memory
     from archspec.plan.hardware import accelerator
 
@@ -307,9 +306,8 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     total = whole.inference_total_bytes if task == "inference" else whole.training_total_bytes
     best = None
     if _UNBOUNDED[0] or total <= most * MAX_DEVICES:
-        with describing(spec):  # one description of the spec for every layout searched
-            search = _inference_layouts if task == "inference" else _training_layouts
-            best = search(spec, memo, tag, plan, batch, seq_len, cap, whole)
+        search = _inference_layouts if task == "inference" else _training_layouts
+        best = search(spec, memo, tag, plan, batch, seq_len, cap, whole)
     if best is None:
         return Fit(spec.name, acc.name, task, key, batch, whole.seq_len, None, None, None, None, None, None,
                    acc.memory_bytes, **lora, **none)  # fmt: skip
