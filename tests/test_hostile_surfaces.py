@@ -1071,3 +1071,21 @@ def test_every_documented_function_with_arguments_of_any_type(name, spec_first, 
     except (archspec.SpecError, TypeError, ValueError) as exc:
         text = str(exc)
         assert text and "\n" not in text and len(text) < 1100, (name, text[:300])
+
+
+@pytest.mark.parametrize(("model", "weights", "lacking"), [
+    ("gpt2", "experts=fp8", "experts"), ("gpt2", "attention=bf16,experts=fp8", "experts"),
+    ("llama-3-8b", "mtp=fp8", "mtp"), ("mixtral-8x7b", "shared_experts=fp8", "shared_experts"),
+])  # fmt: skip
+def test_a_role_the_model_lacks_is_refused_by_every_planner(model, weights, lacking):
+    from archspec.plan.fit import fit
+    from archspec.plan.inference import estimate_inference
+
+    spec, message = archspec.preset(model), f"{model} has no {lacking} \\(its roles: embedding, attention"
+    for call in (lambda: archspec.estimate_memory(spec, weights=weights),
+                 lambda: estimate_inference(spec, "h100", dtype=weights),
+                 lambda: fit(spec, "h100", weights)):  # fmt: skip
+        with pytest.raises(archspec.SpecError, match=message):
+            call()
+    for argv in (["memory", model], ["inference", model, "--gpu", "h100"], ["fit", model, "--gpu", "h100"]):
+        refused(*argv, "--weights", weights, message=f"{model} has no {lacking} (its roles:")

@@ -312,7 +312,7 @@ def _checked(spec, acc, batch, prompt_len, gen_len, mfu, mbu, layout, dtype, exp
     """Refuse, by name, a request archspec cannot estimate; (weights' format, experts', cache's)."""
     from archspec.core.checks import check_real
     from archspec.memory import canonical_format, default_kv_dtype
-    from archspec.memory.roles import canonical_weights
+    from archspec.memory.roles import canonical_weights, check_roles
 
     if spec.kind != "decoder-only":
         raise SpecError(f"{spec.name} is {spec.kind}; the inference estimate models generation by a decoder-only model")
@@ -323,6 +323,7 @@ def _checked(spec, acc, batch, prompt_len, gen_len, mfu, mbu, layout, dtype, exp
         check_real(what, x, "estimate_inference", at_most=1.0)
     check_layout(spec, layout)
     key = canonical_weights(dtype, "dtype")
+    check_roles(spec, key)  # a map by role names only roles the model has
     x_key = canonical_format(experts, "--experts") if experts else None
     if x_key and not moe_specs(spec):
         raise SpecError(f"--experts {x_key}: {spec.name} has no routed experts")
