@@ -213,3 +213,25 @@ def test_a_wrapper_head_is_tied_as_the_transformers_that_wrote_the_file_tied_it(
     else:  # the text config says otherwise than the wrapper's key that archspec and transformers 5 follow
         noted = text is not None and text != expected
     assert any("transformers 5 builds" in n for n in imported.notes) is noted
+
+
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        ({"model_type": "mistral", "tie_word_embeddings": "false"}, "mistral key tie_word_embeddings='false'"),
+        ({"model_type": "mistral3", "tie_word_embeddings": 0}, "mistral3 key tie_word_embeddings=0"),
+        ({"model_type": "mistral3", "text_config": {"tie_word_embeddings": "false"}},
+         "mistral3 text_config key tie_word_embeddings='false'"),
+        ({"model_type": "gemma3", "text_config": {"tie_word_embeddings": [True]}},
+         "gemma3 text_config key tie_word_embeddings=[True]"),
+    ],
+)  # fmt: skip
+def test_a_tying_flag_that_is_not_a_bool_is_refused_by_name(raw, named, tmp_path, run_cli):
+    """transformers' configs refuse it (a strict bool field); read as Python's truth, the string "false"
+    would tie the head."""
+    with pytest.raises(Exception, match="tie_word_embeddings"):  # noqa: PT011 - transformers' own validation error
+        transformers.CONFIG_MAPPING[raw["model_type"]].from_dict(json.loads(json.dumps(raw)))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    code, out, err = run_cli("params", str(path))
+    assert (code, out) == (2, "") and err.count("\n") == 1 and named in err and "not true or false" in err

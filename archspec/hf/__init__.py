@@ -216,9 +216,19 @@ def _text_of(wrapper: Wrapper, raw: dict[str, Any], where: str) -> tuple[dict[st
         raise SpecError(f"{where}: {text_type} has no causal-LM class")
     out = {**text, "model_type": text_type, "architectures": [family.prefix + "ForCausalLM"]}
     note = None
+    _flag(raw, "tie_word_embeddings", where, wrapper.model_type)
+    _flag(text, "tie_word_embeddings", where, f"{wrapper.model_type} text_config")
     if wrapper.head == "wrapper":
         out["tie_word_embeddings"], note = _wrapper_tie(wrapper, family, raw, text, arch)
     return out, arch, note
+
+
+def _flag(cfg: dict[str, Any], key: str, where: str, what: str) -> None:
+    """Refuse a flag that is neither true, false nor null: transformers' configs take only a bool, and
+    Python's truth of the string "false" is true."""
+    value = cfg.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise SpecError(f"{where}: {what} key {key}={shown(value)} is not true or false")
 
 
 def _writer(raw: dict[str, Any]) -> int | None:
@@ -294,6 +304,7 @@ def from_mapping(raw: dict[str, Any], name: str, where: str = "") -> Imported:
         return Imported(inner.data, inner.model_type, arch, (*notes, *inner.notes))
     family, alias = _family_of(raw, where, name)
     cfg = _canonical(family, raw)
+    _flag(cfg, "tie_word_embeddings", where, family.model_type)
     data: dict[str, Any] = {"name": name}
     window = cfg.get("sliding_window")
     if (
