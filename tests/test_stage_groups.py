@@ -29,13 +29,14 @@ def test_stage_groups_match_every_stage(name):
     for pp in degrees(spec):
         full = per_stage(spec, "bf16", 1, pp)
         assert stored_weights_bytes(spec, "bf16", pipeline_parallel=pp) == max(full), (name, pp)
-        picked = distinct_stages(spec, pp)
-        assert picked[0][0] == 0 and picked[-1][0] == pp - 1
-        # every stage's bytes are some picked stage's, as many times as the picked stages stand for
-        grouped = Counter()
-        for s, c in picked:
-            grouped[full[s]] += c
-        assert Counter(full) == grouped, (name, pp)
+        for more_bits in (True, False):  # bf16 picks no layers for more bits: the fewer stages stand for all too
+            picked = distinct_stages(spec, pp, more_bits)
+            assert picked[0][0] == 0 and picked[-1][0] == pp - 1
+            # every stage's bytes are some picked stage's, as many times as the picked stages stand for
+            grouped = Counter()
+            for s, c in picked:
+                grouped[full[s]] += c
+            assert Counter(full) == grouped, (name, pp, more_bits)
 
 
 @pytest.mark.parametrize("name", ["llama-3-8b", "gemma-3-1b", "qwen3-30b-a3b", "deepseek-v3", "nemotron-h-56b", "gpt2"])
@@ -58,7 +59,9 @@ def test_stage_groups_of_a_deep_stack():
     spec = archspec.preset("gemma-3-1b")
     spec = spec.model_copy(update={"decoder_layers": 1000}) if hasattr(spec, "model_copy") else spec
     for pp in (997, 250, 333):
-        assert stored_weights_bytes(spec, "q4_k_m", pipeline_parallel=pp) == max(per_stage(spec, "q4_k_m", 1, pp))
+        for weights in ("q4_k_m", "int4"):
+            assert stored_weights_bytes(spec, weights, pipeline_parallel=pp) == max(per_stage(spec, weights, 1, pp))
+        assert len(distinct_stages(spec, pp, more_bits=False)) <= len(distinct_stages(spec, pp))
         assert len(distinct_stages(spec, pp)) < pp
         assert sum(c for _, c in distinct_stages(spec, pp)) == pp
 

@@ -113,20 +113,21 @@ def _kind_stages(part: Part, g0: int, k: int, which) -> list[tuple[int, int, int
     return out
 
 
-def distinct_stages(spec: ModelSpec, pipeline_parallel: int = 1) -> list[tuple[int, int]]:
+def distinct_stages(spec: ModelSpec, pipeline_parallel: int = 1, more_bits: bool = True) -> list[tuple[int, int]]:
     """(stage, how many stages it stands for), by stage: every stage of `pipeline_parallel` is stood for
     by one that holds the same bytes of each part (the same parts, the same layers of each kind, as many
     that use_more_bits picks, the stack's first or last layer alike). A stage whose layers lie in one
     region of every stack (between its first layer, its last, its n/8 and 7n/8 marks, the ends of its
     placement's runs) holds what the stage m later in that region holds, m·k layers being a multiple of
     L = lcm(3, the patterns' periods); so the stages that cross a region's edge, the first and last, and
-    the first m of each stretch between them stand for all, however many stages there are."""
+    the first m of each stretch between them stand for all, however many stages there are. Without
+    `more_bits` (no format whose use_more_bits picks layers), the n/8 and 7n/8 marks and the 3 go."""
     k = -(-spec.n_layers // pipeline_parallel)
-    edges, period, at = {0, spec.n_layers}, 3, 0
+    edges, period, at = {0, spec.n_layers}, 3 if more_bits else 1, 0
     parts = [p for p in describe(spec) if p.layered]
     for st in stack_shapes(spec):
         n = st.layers
-        edges |= {at + x for x in (0, 1, n // 8, 7 * n // 8, n - 1, n)}
+        edges |= {at + x for x in (0, 1, n - 1, n)} | ({at + n // 8, at + 7 * n // 8} if more_bits else set())
         for g in {p.group.placement for p in parts if p.stack.name == st.name}:
             run = 0
             for _, r in g.runs:
@@ -298,7 +299,7 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
     of STORAGE, a map by role or a layout (archspec.memory.roles); `experts` for the routed experts when
     given), with the scales a format stores, split over tensor, expert and pipeline
     parallel devices."""
-    from archspec.memory.roles import canonical_weights, check_roles
+    from archspec.memory.roles import canonical_weights, check_roles, weight_plan
 
     w = canonical_weights(weights)
     check_roles(spec, w)
@@ -317,7 +318,11 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
             bits[key] = part_bits(s.part, w, x, tensor_parallel, expert_parallel, tied)
         return held_bits(s, bits[key])
 
-    stages = stage_slots(spec, pipeline_parallel, [s for s, _ in distinct_stages(spec, pipeline_parallel)])
+    # the stages that differ: fewer where no format picks layers for more bits (use_more_bits)
+    plan = weight_plan(w)
+    formats = {plan.single, x} if plan.single else {*plan.roles.values(), x}
+    more = any(f is not None and STORAGE[f].more_bits for f in formats)
+    stages = stage_slots(spec, pipeline_parallel, [s for s, _ in distinct_stages(spec, pipeline_parallel, more)])
     return max(math.ceil(sum(held(s) for s in stage) / Fraction(8)) for stage in stages)
 
 
