@@ -2,7 +2,7 @@
 page's blocks in order in one namespace (a block marked as a Jupyter cell runs as a script), in a folder of
 its own that holds the spec file the pages load. A plain ``` block right after a Python block is what that
 block prints, compared line by line; a line `EXPR  # VALUE` whose VALUE is a Python literal says what EXPR
-is, compared after its block ran."""
+is, and a line `print(EXPR)  # TEXT` what it prints (`...` any text), compared after its block ran."""
 
 from __future__ import annotations
 
@@ -44,6 +44,17 @@ def claims(code: str) -> list[tuple[str, object]]:
     return out
 
 
+def printed(code: str) -> list[tuple[str, str]]:
+    """(expression, what the page says it prints) of the block's lines `print(EXPR)  # TEXT`; a `...` in TEXT
+    stands for any text."""
+    found = re.findall(r"^print\((.+)\)\s+#\s+(.+)$", code, re.M)
+    return [(expr, text) for expr, text in found if not re.match(r"^\w+$", text)]
+
+
+def says(text: str, actual: str) -> bool:
+    return re.fullmatch(r".*".join(re.escape(part) for part in text.split("...")), actual) is not None
+
+
 PYTHON_PAGES = [page for page, text in PAGES.items() if blocks(text) and page not in SHOWN_SOURCE]
 # blocks that take tens of seconds on a shared two-core machine (the 10^5-shape sweeps: 22 to 53 s measured
 # there), run by the full suite only; the reference-model page builds GPT-2 and transformers' GPT-2 on the CPU
@@ -73,6 +84,7 @@ def test_the_pages_python_blocks_are_found():
     shown = [s for _, s in blocks(PAGES["README.md"]) if s]
     assert any("n_kv_heads=32" in s for s in shown), "the README's n_kv_heads table is no longer read as output"
     assert ("swiglu_hidden(4096)", 11008) in claims(PAGES["README.md"])
+    assert any(printed(code) for code, _ in blocks(PAGES["docs/planning-at-scale.md"]))
     for page, marker in SLOW_BLOCKS.items():
         assert any(marker in code for code, _ in blocks(PAGES[page])), f"{page} has no block with {marker!r}"
 
@@ -81,6 +93,8 @@ def test_the_readers_can_fail():
     assert claims("f(1)  # 3: three\nx = g()  # 4\nh()  # a comment\nk()  # [1, ...]") == [("f(1)", 3)]
     page = "```python\nprint(1)\n```\n\n```\n2\n```\n```python\nx\n```\n```\n$ archspec params gpt2\n```\n"
     assert blocks(page) == [("print(1)\n", "2\n"), ("x\n", "")]
+    assert printed("print(s)  # <Sweep of a ... 3 rows>\nprint(x)") == [("s", "<Sweep of a ... 3 rows>")]
+    assert says("<a ... c>", "<a b b c>") and not says("<a ... c>", "<a b b d>")
 
 
 @pytest.fixture
@@ -103,10 +117,13 @@ def test_the_pages_python_runs_and_prints_what_the_page_shows(page, every_block,
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
             exec(compile(code, f"{page} python block {i}", "exec"), namespace)  # noqa: S102 - the page's own code
         if shown:
-            printed = [line.rstrip() for line in stdout.getvalue().rstrip("\n").split("\n")]
-            assert printed == [line.rstrip() for line in shown.rstrip("\n").split("\n")], (
+            lines = [line.rstrip() for line in stdout.getvalue().rstrip("\n").split("\n")]
+            assert lines == [line.rstrip() for line in shown.rstrip("\n").split("\n")], (
                 f"{page} python block {i}: the page shows\n{shown}\nthe block prints\n{stdout.getvalue()}"
             )
+        for expr, text in printed(code):
+            shown_line = str(eval(expr, namespace))  # noqa: S307 - the page's own expression
+            assert says(text, shown_line), f"{page} python block {i}: print({expr}) prints {shown_line}, not {text}"
         for expr, value in claims(code):
             got = eval(expr, namespace)  # noqa: S307 - the page's own expression
             assert got == value, f"{page} python block {i}: {expr} is {got!r}, the page says {value!r}"
