@@ -66,13 +66,15 @@ def _count(raw: dict) -> int:
 
 
 def test_mistral_small_3_1_counts_the_head_its_checkpoint_stores():
-    """archspec: untied, the preset's count. transformers 5's Mistral3ForConditionalGeneration of the same file
+    """archspec: untied, the preset field by field. transformers 5's Mistral3ForConditionalGeneration of the same file
     ties the head; its MistralForCausalLM of the text config (what transformers 4 tied by, and what vLLM
     builds the language model from) does not, and counts what archspec counts; with transformers' vision tower
     and projector that is the checkpoint's stored total, which the tied model misses by the head."""
     raw = MISTRAL_SMALL_3_1
     ours = _count(raw)
-    assert ours == count_params(archspec.preset("mistral-small-3.1-24b")).total == 23_572_403_200
+    preset = archspec.preset("mistral-small-3.1-24b")
+    assert archspec.ModelSpec.model_validate({**_imported(raw).data, "name": preset.name}) == preset  # untied too
+    assert ours == count_params(preset).total == 23_572_403_200
     config = transformers.Mistral3Config.from_dict(raw)
     assert config.tie_word_embeddings is True and config.get_text_config().tie_word_embeddings is False
     with torch.device("meta"):
