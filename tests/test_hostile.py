@@ -1376,6 +1376,7 @@ def test_the_spec_format_page_states_the_limits_the_code_enforces():
     assert f"2\\*\\*{limits.MAX_INTEGER_BITS} − 1" in section and limits.MAX_INTEGER == 2**limits.MAX_INTEGER_BITS - 1
     assert f"±{limits.MAX_EXPONENT}" in section
     assert f"{limits.MAX_NUMBER_CHARS:,} characters" in section
+    assert f"{limits.MAX_KINDS:,} distinct `[kinds]`" in section
 
 
 # ---------------------------------------------------------------- standard output that cannot be written

@@ -245,3 +245,131 @@ def test_a_stage_that_caches_nothing_limits_no_batch():
     spec = archspec.preset("nemotron-h-56b")
     e = estimate_inference(spec, "h100", batch=1, prompt_len=16, gen_len=16, pipeline_parallel=spec.n_layers)
     assert e.max_batch is not None and e.max_batch > 0
+
+
+# ---------------------------------------------------------------- many layer kinds
+
+
+def kind(i: int) -> dict:
+    """Layer kind i of many_kinds: its own MLP width, and every eighth its own key/value heads."""
+    return {"d_ff": 1024 + 64 * i, **({"n_kv_heads": 4} if i % 8 == 0 else {})}
+
+
+def many_kinds(count: int, prefix: tuple[str, ...] = (), depth: int | None = None) -> dict:
+    """llama-3-8b's fields with `count` layer kinds: the `prefix`, then every kind once, repeated over
+    `depth` layers (default: each kind once)."""
+    data = archspec.preset("llama-3-8b").model_dump(mode="json", exclude_none=True)
+    data["name"] = "many-kinds"
+    data["kinds"] = {f"k{i}": kind(i) for i in range(count)}
+    data["layers"] = {"prefix": list(prefix), "pattern": [f"k{i}" for i in range(count)]}
+    data["decoder_layers"] = depth or len(prefix) + count
+    return data
+
+
+def alone(i: int, layers: int) -> archspec.ModelSpec:
+    """llama-3-8b with kind i's fields on every one of `layers` layers: a spec without kinds."""
+    data = archspec.preset("llama-3-8b").model_dump(mode="json", exclude_none=True)
+    return build_spec({**data, **kind(i), "name": f"kind-{i}", "decoder_layers": layers})
+
+
+def test_a_spec_at_the_kinds_limit_counts_as_its_kinds_counted_alone():
+    """MAX_KINDS kinds after a prefix, repeated and cut short: parameters, FLOPs and the weights of the fullest
+    of four pipeline stages equal the sums, layer by layer, of each kind's layer as a spec of one kind counts
+    it (its one-layer spec less what every spec has besides its layers)."""
+    from collections import Counter
+
+    from archspec.core.limits import MAX_KINDS
+    from archspec.plan.fit import fit
+    from archspec.plan.inference import estimate_inference
+    from archspec.plan.sweep import sweep_row
+
+    prefix, depth = ("k3", "k0"), 2 + 2 * MAX_KINDS + 77
+    spec = build_spec(many_kinds(MAX_KINDS, prefix, depth))
+    walk = [*prefix, *[f"k{i}" for i in range(MAX_KINDS)] * 3][:depth]  # the kind of each layer
+    counted = Counter(walk)
+    assert len(spec.kinds) == MAX_KINDS and set(counted) == set(spec.kinds)
+
+    def params(s):
+        return archspec.count_params(s).total
+
+    def flops(s):
+        return archspec.count_flops(s, 1, 64).forward
+
+    one, two = alone(0, 1), alone(0, 2)
+    base = {f: 2 * f(one) - f(two) for f in (params, flops)}  # embeddings, final norm, head
+    layer = {}
+    for i in range(MAX_KINDS):
+        single = alone(i, 1)
+        layer[f"k{i}"] = {f: f(single) - base[f] for f in (params, flops)}
+    for f in (params, flops):
+        assert f(spec) == base[f] + sum(n * layer[k][f] for k, n in counted.items()), f.__name__
+
+    # four pipeline stages of ceil(depth / 4) layers: the embeddings on the first, final norm and head on the last
+    components = archspec.count_params(one).components
+    k = -(-depth // 4)
+    stages = [sum(layer[name][params] for name in walk[s * k : (s + 1) * k]) for s in range(4)]
+    stages[0] += components["embed"]
+    stages[-1] += base[params] - components["embed"]
+    memory = archspec.estimate_memory(spec, 1, 64, pipeline_parallel=4)
+    assert memory.inference_weights_bytes == 2 * max(stages)  # bf16
+    assert memory.params == params(spec)
+
+    # every planner answers, and agrees with the count
+    assert estimate_inference(spec, "h100", prompt_len=16, gen_len=16).weights_bytes == 2 * params(spec)
+    assert fit(spec, "h100", "bf16").devices > 1
+    assert sweep_row(spec, 64)["total"] == params(spec)
+
+
+@pytest.mark.parametrize("count", [513, 10**4, 10**6])
+def test_a_spec_of_more_kinds_than_the_limit_is_refused_by_its_count(count):
+    from archspec.core.limits import MAX_KINDS
+
+    data = many_kinds(max(count, MAX_KINDS + 1)) if count <= 10**4 else {
+        **many_kinds(1), "kinds": dict.fromkeys(map(str, range(count)), {})}  # fmt: skip
+    count = len(data["kinds"])
+    message = f"kinds: {count:,} layer kinds, more than the {MAX_KINDS:,} archspec plans"
+    with pytest.raises(archspec.SpecError, match=message) as refusal:
+        build_spec(data)
+    assert "\n" not in str(refusal.value)
+    with pytest.raises(archspec.SpecError, match=message):
+        archspec.preset("llama-3-8b").replace(kinds=data["kinds"], layers=data["layers"])
+
+
+def test_a_spec_file_of_more_kinds_than_the_limit_is_refused_in_one_line(tmp_path):
+    from archspec.core.limits import MAX_KINDS
+
+    path = tmp_path / "many.json"
+    path.write_text(json.dumps(many_kinds(MAX_KINDS + 1)), encoding="utf-8")
+    for command in (["params"], ["inference", "--gpu", "h100"], ["fit", "--gpu", "h100"]):
+        refused(command[0], path, *command[1:], message=f"{MAX_KINDS + 1:,} layer kinds, more than the {MAX_KINDS:,}")
+    assert archspec.count_params(build_spec(many_kinds(MAX_KINDS))).total > 0  # the limit itself is planned
+
+
+def test_where_each_kind_sits_is_counted_as_walking_the_layers_does():
+    """Placement's counts (by its index of each kind's runs and places in the pattern) against the layers
+    written out one by one: random prefixes of runs, patterns and depths, every kind and range."""
+    import random
+
+    from archspec.spec.layers import Placement
+
+    rng = random.Random(31)
+    for _ in range(300):
+        names = [f"k{i}" for i in range(rng.randint(1, 6))]
+        runs = tuple((rng.choice(names), rng.randint(1, 4)) for _ in range(rng.randint(0, 4)))
+        pattern = tuple(rng.choice(names) for _ in range(rng.randint(1, 7)))
+        prefix = [k for k, n in runs for _ in range(n)]
+        depth = len(prefix) + rng.randint(0, 30)
+        layers = (prefix + list(pattern) * 31)[:depth]
+        where = Placement(runs, pattern, depth)
+        assert where.kinds() == list(dict.fromkeys(layers))
+        for name in names:
+            at = [i for i, k in enumerate(layers) if k == name]
+            assert where.count(name) == len(at) and list(where.indices(name)) == at
+            if at:
+                assert where.first(name) == at[0]
+            for _ in range(5):
+                lo, hi = sorted(rng.randint(-2, depth + 2) for _ in range(2))
+                mod = rng.choice([1, 1, 3])
+                res = rng.randrange(mod)
+                expected = sum(lo <= i < hi and i % mod == res for i in at)
+                assert where.count_in(name, lo, hi, mod, res) == expected, (runs, pattern, depth, name, lo, hi, mod)

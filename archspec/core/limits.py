@@ -13,12 +13,19 @@ limit                        value                       applies to
 ``MAX_INTEGER``              2**1024 - 1 (about 1.8e308) an integer in a file or on the command line
 ``MAX_EXPONENT``             ±400                        the exponent of a number written as 3e11
 ``MAX_NUMBER_CHARS``         1,000 characters            a number written on the command line
+``MAX_KINDS``                512 layer kinds             the ``[kinds]`` of one spec
 ===========================  ==========================  ==========================================
 
 ``MAX_INTEGER`` is the float range: every number that can be written as a finite double is
 accepted, exactly (``1e19`` is the integer 10**19). Results may be far larger (a product of such
 numbers) and are computed and printed exactly. Python's own limit on converting integers to text
 (4,300 digits) is never reached by input: a number is refused by its length before it is converted.
+
+``MAX_KINDS`` bounds the distinct layer kinds, not the layers: every planner's work grows with the kinds
+(each is validated and described as a spec of its own), and at the limit each still answers within a
+second (benchmarks/kinds.py). The most heterogeneous released models have one kind per layer, a few
+hundred at most (Nemotron-Ultra-253B's 162 layers); a stack of 10^6 layers of a few kinds is planned
+as fast as one of 10.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ MAX_INTEGER_BITS = 1024
 MAX_INTEGER = (1 << MAX_INTEGER_BITS) - 1
 MAX_EXPONENT = 400
 MAX_NUMBER_CHARS = 1_000
+MAX_KINDS = 512
 ECHO_CHARS = 80  # the most characters of a value that a message repeats
 
 
@@ -47,6 +55,13 @@ def too_many_yaml_nodes() -> str:
     return (
         f"the YAML document has more than {MAX_YAML_NODES:,} values (an alias counts its anchored "
         "value each time it is used); a spec file needs a few dozen"
+    )
+
+
+def too_many_kinds(count: int) -> str:
+    return (
+        f"kinds: {count:,} layer kinds, more than the {MAX_KINDS:,} archspec plans; a released model has a few "
+        "hundred at most (one per layer): give layers that are alike one kind"
     )
 
 

@@ -72,13 +72,14 @@ def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1, only: list[int] | N
     stages: list[list[Slot]] = [[] for _ in which]
     pending: list[Part] = []
     touched: dict[tuple, list[tuple[int, int, int, int]]] = {}  # (stack, placement, kind) -> its stages
+    position = {s: i for i, s in enumerate(which)}
     for part in parts:
         if not part.layered:
             pending.append(part)
             continue
         key = (part.stack.name, id(part.group.placement), part.kind)
         if key not in touched:
-            touched[key] = _kind_stages(part, offsets[part.stack.name], k, which)
+            touched[key] = _kind_stages(part, offsets[part.stack.name], k, which, position)
         for i, lo, hi, n in touched[key]:
             stages[i] += [Slot(p, 0, 1) for p in pending]
             pending = []
@@ -91,18 +92,18 @@ def stage_slots(spec: ModelSpec, pipeline_parallel: int = 1, only: list[int] | N
     return stages
 
 
-def _kind_stages(part: Part, g0: int, k: int, which) -> list[tuple[int, int, int, int]]:
+def _kind_stages(part: Part, g0: int, k: int, which, position: dict[int, int]) -> list[tuple[int, int, int, int]]:
     """(i, lo, hi, layers) for each stage which[i] that holds layers of the part's kind, lo .. hi - 1 the
-    layers of its stack that stage holds: found from the kind's own layers when it has fewer than there are
-    stages (a stack of many kinds, each in a few layers), else by counting the kind's layers in each stage."""
+    layers of its stack that stage holds (`position`: i by stage): found from the kind's own layers when it
+    has fewer than there are stages (a stack of many kinds, each in a few layers), else by counting the
+    kind's layers in each stage."""
     where, kind, depth = part.group.placement, part.kind, part.stack.layers
 
     def bounds(s: int) -> tuple[int, int]:
         return max(g0, s * k) - g0, min(g0 + depth, (s + 1) * k) - g0
 
     if type(depth) is int and where.count(kind) < len(which):
-        at = {s: i for i, s in enumerate(which)}
-        held = sorted({at[s] for s in ((g0 + j) // k for j in where.indices(kind)) if s in at})
+        held = sorted({position[s] for s in ((g0 + j) // k for j in where.indices(kind)) if s in position})
         return [(i, *bounds(which[i]), where.count_in(kind, *bounds(which[i]))) for i in held]
     out = []
     for i, s in enumerate(which):
@@ -241,7 +242,10 @@ def _part_bits(part: Part, weights: str, experts: str | None, tensor_parallel: i
 
     edge = plan.single is None and part.layered and role_of(part) in plan.edge
     t = tensor_parallel
-    copy = edge_copy = more = per_row = 0
+    copy: dict = {}
+    edge_copy: dict = {}
+    more: dict = {}
+    per_row: dict = {}
     for e in part.entries:
         module = module_name(part, e.name)
         copies = getattr(e, "copies", 1)
@@ -267,26 +271,45 @@ def _part_bits(part: Part, weights: str, experts: str | None, tensor_parallel: i
             else:
                 kind = "head" if part.role == "head" else "router" if part.role == "router" else "matrix"
             fmt = fmt_of(kind, role_of(part, len(body) == 1))
-            copy += _tensor_bits(fmt, values, stack, body)
+            _tensor_bits(copy, fmt, values, stack, body)
             if edge:
-                edge_copy += _tensor_bits(REST, values, stack, body)
+                _tensor_bits(edge_copy, REST, values, stack, body)
             f = STORAGE[fmt]
             more_bits = f.more_bits and kind == "matrix" and leaf == "weight" and part.layered
             if more_bits and module in ("down", "qkv", "kv"):
                 extra = STORAGE[f.more_bits].bits - f.bits
                 if module == "down":
-                    more += values * extra
+                    _add(more, values, extra)
                 elif part.component in ("attention", "cross_attention"):  # the value rows of the fused projection
-                    per_row += shape[-1] * extra
-    return copy, edge_copy, more, per_row, edge
+                    _add(per_row, shape[-1], extra)
+    return _total(copy), _total(edge_copy), _total(more), _total(per_row), edge
 
 
-def _tensor_bits(fmt: str, values: int, stack: int, body: list[int]) -> Fraction:
-    """Bits of one tensor of `values` values in `fmt`, with the scales it stores beside each of its
-    `stack` matrices of shape `body`."""
-    scales = stack * scale_bits(fmt, body[0], body[1]) if len(body) == 2 else 0
-    bits = STORAGE[fmt].bits
-    return values * (bits.numerator if bits.denominator == 1 else bits) + scales  # whole bits summed as ints
+def _add(acc: dict, count: int, bits: Fraction | int) -> None:
+    """acc += count * bits, exactly, as ints by denominator (a sum of Fractions costs a gcd a term); a
+    number archspec.core.tracing records is kept as it is, under None."""
+    num, den = (bits, 1) if type(bits) is int else (bits.numerator, bits.denominator)
+    if type(count) is int:
+        acc[den] = acc.get(den, 0) + count * num
+    else:
+        acc[None] = acc.get(None, 0) + count * bits
+
+
+def _total(acc: dict) -> int | Fraction:
+    """The sum `_add` kept: an int where it is whole."""
+    traced = acc.pop(None, 0)
+    whole = acc.pop(1, 0)
+    out = sum((Fraction(n, q) for q, n in acc.items()), Fraction(whole))
+    out = out.numerator if out.denominator == 1 else out
+    return out + traced if not isinstance(traced, int) or traced else out
+
+
+def _tensor_bits(acc: dict, fmt: str, values: int, stack: int, body: list[int]) -> None:
+    """Add the bits of one tensor of `values` values in `fmt` to `acc` (_add), with the scales it stores
+    beside each of its `stack` matrices of shape `body`."""
+    if len(body) == 2:
+        _add(acc, stack * scale_bits(fmt, body[0], body[1]), 1)
+    _add(acc, values, STORAGE[fmt].bits)
 
 
 def _head_tied(spec: ModelSpec) -> bool:

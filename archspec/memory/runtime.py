@@ -172,7 +172,7 @@ def widest_sublayer(spec) -> int:
     """Values per token the widest sublayer writes: its matrices' outputs and a gated product beside
     them (the parts at one path and kind together: a mixture of experts' router, routed experts at
     their top-k and shared experts)."""
-    from archspec.describe.blocks import describe
+    from archspec.describe.blocks import describe, held
     from archspec.describe.entries import Linear, Pointwise
 
     def written(e) -> int:
@@ -180,12 +180,15 @@ def widest_sublayer(spec) -> int:
             return e.n_out * e.per_row
         return e.width if isinstance(e, Pointwise) and e.cost == "gate" and e.rows == "tokens" else 0
 
-    widths: dict = {}
-    for part in describe(spec):
-        if part.layered:
-            key = (part.path, part.kind)
-            widths[key] = widths.get(key, 0) + sum(written(e) for e in part.entries)
-    return max(widths.values(), default=0)
+    def widest() -> int:
+        widths: dict = {}
+        for part in describe(spec):
+            if part.layered:
+                key = (part.path, part.kind)
+                widths[key] = widths.get(key, 0) + sum(written(e) for e in part.entries)
+        return max(widths.values(), default=0)
+
+    return held(spec, "widest_sublayer", widest)  # once while describing(spec) holds the spec
 
 
 # per vocabulary entry of a sampled row in vLLM's profile (https://github.com/vllm-project/vllm/pull/13594: a

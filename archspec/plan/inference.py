@@ -208,20 +208,28 @@ class InferenceEstimate:
         ))  # fmt: skip
 
 
-def _stage_weights(spec, slots, fmt, experts, layout, batch: int) -> tuple[Fraction, Fraction, Fraction]:
+def _stage_weights(spec, slots, fmt, experts, layout, batch: int, cap: int | None = None):
     """(weights every decode step reads, routed-expert weights, the routed-expert weights a decode step
-    of `batch` tokens reads) of one device of a stage, in bytes; each MoE kind with its own top_k of E."""
+    of `batch` tokens reads) of one device of a stage, in bytes; each MoE kind with its own top_k of E.
+    With `cap`: None as soon as the weights are known to be more than `cap` bytes."""
+    from archspec.describe.blocks import held
     from archspec.memory.parallel import held_bits, part_bits
 
     tied = spec.head.kind != "none" and spec.tie_embeddings
+    split = (fmt, experts, layout.tensor_parallel, layout.expert_parallel, tied)
+    bits = held(spec, ("part bits", *split), dict)  # by part, while describing(spec) holds its parts
     always = routed = read = 0  # in bits, summed as ints where every format has whole bits
     for s in slots:
-        b = held_bits(s, part_bits(s.part, fmt, experts, layout.tensor_parallel, layout.expert_parallel, tied))
+        if id(s.part) not in bits:
+            bits[id(s.part)] = part_bits(s.part, *split)
+        b = held_bits(s, bits[id(s.part)])
         if s.part.role == "expert":
             routed += b
             read += b * touched(s.part.group.spec.mlp, batch)
         else:
             always += b
+        if cap is not None and always + routed > 8 * cap:  # every slot holds bits >= 0: the sum only grows
+            return None
     return always / Fraction(8), routed / Fraction(8), read / Fraction(8)
 
 
@@ -369,7 +377,9 @@ def _communication(spec, stages, counts, layout, acc, interconnect):
 
 
 def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, experts, tensor_parallel,
-              expert_parallel, pipeline_parallel, serving=None) -> InferenceEstimate:  # fmt: skip
+              expert_parallel, pipeline_parallel, serving=None, only_fits=False) -> InferenceEstimate:  # fmt: skip
+    """The estimate of one layout; with `only_fits`, whether it fits (the estimate's `fits`), answered at the
+    first stage whose weights and cache are known not to fit (what a search of layouts asks)."""
     from archspec.count.flops import count_flops
     from archspec.describe.blocks import held
     from archspec.memory import STORAGE, distinct_stages, stage_slots
@@ -390,16 +400,23 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
 
     peak = acc.peak(key if key in STORAGE and STORAGE[key].dtype else "bf16")
     # a stage computed once for all the stages that hold what it holds (archspec.memory.distinct_stages)
-    picked = distinct_stages(spec, pp)
-    stages = stage_slots(spec, pp, [s for s, _ in picked])
+    picked = distinct_stages(spec, pp)  # the same for every layout tried with these stages: made once
+    stages = held(spec, ("stage_slots", pp), lambda: stage_slots(spec, pp, [s for s, _ in picked]))
     counts = [c for _, c in picked]
     weights = kv_full = 0
     decode_w = decode_kv = Fraction(0)
     devices = []
     for slots, c in zip(stages, counts):
-        always, routed, read = _stage_weights(spec, slots, key, x_key, layout, batch)
+        held_weights = _stage_weights(spec, slots, key, x_key, layout, batch, res.usable_bytes if only_fits else None)
+        if held_weights is None:
+            return False  # type: ignore[return-value]
+        always, routed, read = held_weights
         dev = stage(spec, slots, math.ceil(always + routed), kv_key, res.engine, tp)
         kv = dev.cache_bytes(b_local, context)  # the batch's cache in the engine's pages
+        if only_fits:
+            if dev.weights + kv > res.usable_bytes:
+                return False  # type: ignore[return-value]
+            continue
         devices.append(dev)
         if dev.weights + kv > weights + kv_full:
             weights, kv_full = dev.weights, kv
@@ -407,6 +424,8 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         # step i of G reads the cache of the P + i tokens before it (a window or a state caps it): the mean
         # over the G steps, summed exactly
         decode_kv += _mean_kv(spec, slots, b_local, prompt_len, gen_len, kv_key, tp) * c
+    if only_fits:
+        return True  # type: ignore[return-value]
     comm, latency, steps, link = _communication(spec, stages, counts, layout, acc, interconnect)
     moes = [k.mlp for k in moe_specs(spec)]
     return InferenceEstimate(
@@ -451,7 +470,8 @@ def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype, serving) -> tuple[st
     def trial(weights: str, tp: int) -> bool:
         try:
             return _estimate(spec, acc, e.batch, e.prompt_len, e.gen_len, weights, kv_dtype, e.mfu, e.mbu,
-                             e.experts_dtype, tp, lay.expert_parallel, lay.pipeline_parallel, serving).fits  # fmt: skip
+                             e.experts_dtype, tp, lay.expert_parallel, lay.pipeline_parallel, serving,
+                             only_fits=True)  # fmt: skip
         except SpecError:  # a degree the model cannot be split into
             return False
 

@@ -32,13 +32,14 @@ class Placement:
     the pattern), so that the questions below cost, per kind, what that kind's own runs and places
     in the pattern cost: asking them of every kind is linear in the pattern, however many kinds it has."""
 
-    __slots__ = ("runs", "pattern", "depth", "_index", "_tail", "_hash")
+    __slots__ = ("runs", "pattern", "depth", "_index", "_tail", "_hash", "_kinds")
 
     def __init__(self, runs: tuple[tuple[str, int], ...], pattern: tuple[str, ...], depth: int) -> None:
         self.runs, self.pattern, self.depth = tuple(runs), tuple(pattern), depth
         self._index: _Index | None = None
         self._tail: tuple | None = None
         self._hash: int | None = None
+        self._kinds: list[str] | None = None
 
     def _key(self) -> tuple:
         return self.runs, self.pattern, self.depth
@@ -118,7 +119,14 @@ class Placement:
         return runs[0][0] if runs else index.prefix + index.places[kind][0]
 
     def kinds(self) -> list[str]:
-        """Distinct kinds present in the stack, in order of their first layer."""
+        """Distinct kinds present in the stack, in order of their first layer (found once)."""
+        if type(self.depth) is int:
+            if self._kinds is None:
+                self._kinds = self._present()
+            return list(self._kinds)
+        return self._present()
+
+    def _present(self) -> list[str]:
         index = self.index
         _, rest = self._after_runs()
         seen = dict.fromkeys(k for k, _ in self.runs)

@@ -11,12 +11,14 @@ The sub-tables it holds (positions, attention and mixers, MLP, heads, layer kind
 # Annotations are objects, not strings (no `from __future__ import annotations`): pydantic evaluates
 # every string annotation when the class is defined, at every start-up.
 import math
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from archspec.core.errors import SpecError, describe_validation_error
+from archspec.core.limits import MAX_KINDS, too_many_kinds
 from archspec.core.vocab import GATED_ACTIVATIONS, ActivationName
 from archspec.spec.replace import _plain_fields, fast_replace, replaced
 from archspec.spec.rules import check_spec
@@ -269,7 +271,11 @@ class ModelSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _older_names(cls, data: Any) -> Any:
-        """`attention`, the token mixer's older name, is read as `mixer` (archspec.spec.mixer_tables.newer_names)."""
+        """`attention`, the token mixer's older name, is read as `mixer` (archspec.spec.mixer_tables.newer_names);
+        more layer kinds than MAX_KINDS are refused by their count, before any of them is validated."""
+        kinds = data.get("kinds") if isinstance(data, dict) else None
+        if isinstance(kinds, Mapping) and len(kinds) > MAX_KINDS:
+            raise ValueError(too_many_kinds(len(kinds)))
         return newer_names(data)
 
     @model_validator(mode="after")
