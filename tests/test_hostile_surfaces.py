@@ -1089,3 +1089,39 @@ def test_a_role_the_model_lacks_is_refused_by_every_planner(model, weights, lack
             call()
     for argv in (["memory", model], ["inference", model, "--gpu", "h100"], ["fit", model, "--gpu", "h100"]):
         refused(*argv, "--weights", weights, message=f"{model} has no {lacking} (its roles:")
+
+
+@pytest.mark.parametrize("seq_len", ["1e20", "1e140"])
+def test_a_memory_picture_past_2_to_the_63_tokens_draws(tmp_path, seq_len):
+    """numpy takes no logarithm of a Python int past 2^63: the lengths are drawn as floats."""
+    import json
+
+    pytest.importorskip("matplotlib")
+    code, out, err = cli("plot", "memory", "llama-3-8b", "--seq-len", seq_len, "-o", tmp_path / "m.svg", "--format",
+                         "json")  # fmt: skip
+    assert code == 0, err
+    (curve,) = json.loads(out)
+    assert curve["seq_lens"][-1] == 10 ** int(seq_len[2:]) and (tmp_path / "m.svg").stat().st_size > 0
+    from archspec.render.plot import tokens_label
+
+    assert tokens_label(2**60) == "2^60" and tokens_label(10**20) == "1e+20" and tokens_label(8192) == "8K"
+
+
+@pytest.mark.parametrize("argv", [
+    ["plot", "memory", "llama-3-8b", "--seq-len", "1e300"], ["plot", "memory", "llama-3-8b", "--batch", "1e300"],
+    ["plot", "scaling", "llama-3-8b", "--vary", "decoder_layers=16,1e300"],
+])  # fmt: skip
+def test_a_picture_of_figures_past_what_an_axis_draws_is_one_line(tmp_path, argv):
+    pytest.importorskip("matplotlib")
+    refused(*argv, "-o", tmp_path / "p.svg", message="is past what a picture's axis draws (10^150)")
+    assert not (tmp_path / "p.svg").exists()
+
+
+def test_the_report_leaves_out_a_picture_it_cannot_draw_and_keeps_its_tables(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "r.html"
+    code, _, err = cli("report", "llama-3-8b", "--batch", "1e300", "--gpu", "h100", "-o", out)
+    assert code == 0, err
+    page = out.read_text(encoding="utf-8")
+    assert '<p class="note" id="plot-memory">memory not drawn: memory (GiB) of ' in page
+    assert '<figure id="plot-breakdown">' in page and "<table" in page

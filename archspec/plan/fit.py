@@ -289,6 +289,7 @@ def _fewest(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inferenc
     if task != "inference" and any(x is not None for x in serve):
         raise SpecError("engine, memory_fraction, max_batched_tokens and context_reserve are inference's (the "
                         "serving engine's reserve)")  # fmt: skip
+    _check_serving(*serve)
     # inference: what the engine's reserve leaves of each device at each tensor-parallel degree (one reserve
     # per accelerator and degree, whatever the weights)
     reserves = memo.get(("reserves", acc, serve)) if task == "inference" else {}
@@ -351,6 +352,17 @@ def _plan(spec: ModelSpec, task: str, dtype: str, lora_rank: int | None, lora_ta
     plan = dict(dtype="bf16", weights=key, **lora) if lora or stored else dict(dtype=key)
     plan |= train
     return key, plan, lora, (task, key, *lora.values(), *sorted(train.items()))
+
+
+def _check_serving(engine: Any, *numbers: Any) -> None:
+    """The serving settings' types, before they key a memo (their values the reserve checks)."""
+    from archspec.memory.runtime import engine as engine_named
+
+    if engine is not None:
+        engine_named(engine)  # a name of ENGINES, or a TypeError or SpecError naming it
+    for name, value in zip(("memory_fraction", "max_batched_tokens", "context_reserve"), numbers):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise TypeError(f"fit: {name} must be a number or None, got {type(value).__name__} {shown(value, 60)}")
 
 
 TRAINING_OPTIONS = ("recompute", "attention", "optimizer", "fp32_grads", "dropout", "offload")

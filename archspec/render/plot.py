@@ -249,6 +249,20 @@ def _figure(width: float, height: float):
     return Figure(figsize=(width, height), layout="constrained")
 
 
+DRAWABLE = 10**150  # a log axis spans its figures and margins in floats: past about the square root of the float
+# range (1.8e308) its limits overflow
+
+
+def drawable(values, what: str) -> list[float]:
+    """`values` as the floats a picture draws; a SpecError when one is past DRAWABLE."""
+    out = [float(v) for v in values] if all(abs(v) <= DRAWABLE for v in values) else None
+    if out is None:
+        largest = max(abs(v) for v in values)
+        raise SpecError(f"{what} of {float(largest):.3g} is past what a picture's axis draws (10^150); "
+                        "--format json gives the exact figures")  # fmt: skip
+    return out
+
+
 def _save(fig, path: str | Path) -> None:
     fmt = output_format(path)
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
@@ -328,10 +342,11 @@ def draw_memory(data: MemoryData, path: str | Path) -> None:
         ax = fig.add_subplot()
         for i, c in enumerate(data.curves):
             colour = _COLOURS[i % len(_COLOURS)]
-            ax.plot(c.seq_lens, [b / GIB for b in c.training_bytes], "-o", color=colour, markersize=3,
-                    label=f"{c.name} training")  # fmt: skip
-            ax.plot(c.seq_lens, [b / GIB for b in c.inference_bytes], "--o", color=colour, markersize=3,
-                    label=f"{c.name} inference")  # fmt: skip
+            lengths = drawable(c.seq_lens, "a sequence length")  # floats: numpy takes no log of an int past 2^63
+            ax.plot(lengths, drawable([b / GIB for b in c.training_bytes], "memory (GiB)"), "-o", color=colour,
+                    markersize=3, label=f"{c.name} training")  # fmt: skip
+            ax.plot(lengths, drawable([b / GIB for b in c.inference_bytes], "memory (GiB)"), "--o", color=colour,
+                    markersize=3, label=f"{c.name} inference")  # fmt: skip
         if data.capacity_bytes:
             cap = data.capacity_bytes / GIB
             ax.axhline(cap, color="#444444", linestyle=":", linewidth=1)
@@ -340,7 +355,7 @@ def draw_memory(data: MemoryData, path: str | Path) -> None:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ticks = length_ticks(sorted({n for c in data.curves for n in c.seq_lens}))
-        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_major_locator(FixedLocator([float(t) for t in ticks]))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tokens_label(int(round(v)))))
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
@@ -373,8 +388,10 @@ def length_ticks(lens: list[int], most: int = MAX_TICKS) -> list[int]:
 
 
 def tokens_label(n: int) -> str:
-    """Short labels that stay apart at any range: 512, 8K, 128K, 1M (K = 1,024 tokens, M = 1,024 K),
-    exact digits when the length is not a whole number of K."""
+    """Short labels that stay apart at any range: 512, 8K, 128K, 1M, 2^50 (K = 1,024 tokens, M = 1,024 K),
+    exact digits when the length is not a whole number of K; past 2^40 a power of two as 2^k, else 3 digits."""
+    if n >= 2**40:
+        return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else f"{n:.3g}"
     for scale, suffix in ((2**20, "M"), (2**10, "K")):
         if n >= scale and n % scale == 0:
             return f"{n // scale}{suffix}"
@@ -391,8 +408,10 @@ def draw_scaling(data: ScalingData, path: str | Path) -> None:
         ax_p, ax_f = fig.subplots(1, 2)
         for i, c in enumerate(data.curves):
             colour = _COLOURS[i % len(_COLOURS)]
-            ax_p.plot(c.values, c.total, "-o", color=colour, markersize=3, label=c.name)
-            ax_f.plot(c.values, c.forward_per_token, "-o", color=colour, markersize=3, label=c.name)
+            xs = drawable(c.values, data.field) if all(isinstance(v, int | float) for v in c.values) else c.values
+            ax_p.plot(xs, drawable(c.total, "a parameter count"), "-o", color=colour, markersize=3, label=c.name)
+            ax_f.plot(xs, drawable(c.forward_per_token, "FLOPs per token"), "-o", color=colour, markersize=3,
+                      label=c.name)  # fmt: skip
         lens = sorted({n for c in data.curves for n in c.seq_lens})
         at = f"{lens[0]:,}-token sequences" if len(lens) == 1 else "each model's context length"
         fig.suptitle(
