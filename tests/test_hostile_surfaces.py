@@ -1125,3 +1125,14 @@ def test_the_report_leaves_out_a_picture_it_cannot_draw_and_keeps_its_tables(tmp
     page = out.read_text(encoding="utf-8")
     assert '<p class="note" id="plot-memory">memory not drawn: memory (GiB) of ' in page
     assert '<figure id="plot-breakdown">' in page and "<table" in page
+
+
+def test_mtp_on_a_model_without_prediction_modules_is_refused():
+    glm, gpt2 = archspec.preset("glm-4.5-air"), archspec.preset("gpt2")
+    with pytest.raises(archspec.SpecError, match="count_params: mtp=True: gpt2 has no multi-token-prediction"):
+        archspec.count_params(gpt2, mtp=True)
+    refused("params", "gpt2", "--mtp", message="--mtp changes nothing: gpt2 has no multi-token-prediction modules")
+    refused("params", "gpt2", "bert-base", "--mtp", message="gpt2, bert-base have no multi-token-prediction")
+    rows = json_rows("params", "glm-4.5-air", "gpt2", "--mtp")  # counted where there are modules
+    assert rows[0]["total"] == archspec.count_params(glm, mtp=True).total > archspec.count_params(glm).total
+    assert rows[1]["total"] == archspec.count_params(gpt2).total

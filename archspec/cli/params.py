@@ -6,6 +6,7 @@ import argparse
 
 from archspec.cli.models import MEASURED_LINE, is_measured, read_models_and_notes
 from archspec.cli.output import EXIT_OK, ROUNDING_NOTE, layers_of, render
+from archspec.core.errors import SpecError
 
 HELP = "exact parameter count by component, with the seed estimate and Kaplan's N"
 EXAMPLES = (
@@ -51,7 +52,12 @@ def run(args) -> int:
 
     read = read_models_and_notes(args)
     specs, notes = [m for m, _, _ in read], [said for _, said, _ in read]
-    counts = [s if is_measured(s) else count_params(s, mtp=getattr(args, "mtp", False)) for s in specs]
+    mtp = getattr(args, "mtp", False)
+    if mtp and not any(not is_measured(s) and s.mtp is not None for s in specs):
+        raise SpecError(f"--mtp changes nothing: {', '.join(s.name for s in specs)[:200]} "
+                        f"{'has' if len(specs) == 1 else 'have'} no multi-token-prediction modules")  # fmt: skip
+    # with several models, --mtp counts the modules of those that have them
+    counts = [s if is_measured(s) else count_params(s, mtp=mtp and s.mtp is not None) for s in specs]
     objects = [c.params_dict() if is_measured(c) else c.to_dict() for c in counts]
     from archspec.sources.resolve import stored
 

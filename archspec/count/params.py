@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from archspec.core.checks import check_args
 from archspec.core.compiled import evaluate
+from archspec.core.errors import SpecError
 from archspec.core.records import record
 from archspec.core.vocab import COMPONENTS, ROLES
 from archspec.describe.blocks import Linear, Part, describe, held, stack_shapes
@@ -86,6 +87,9 @@ def count_params(spec: ModelSpec, mtp: bool = False) -> ParamCount:
     multi-token-prediction modules too (component 'mtp'; transformers does not build them)."""
     if type(mtp) is not bool or type(spec) is not ModelSpec:
         check_args("count_params", spec=spec, mtp=mtp)
+    if mtp and spec.mtp is None:
+        raise SpecError(f"count_params: mtp=True: {spec.name} has no multi-token-prediction modules (no [mtp] "
+                        "table) to count")  # fmt: skip
     key = ("count_params", bool(mtp))
     return held(spec, key, lambda: evaluate(key, _count_params, spec, bool(mtp)))
 
