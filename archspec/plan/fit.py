@@ -133,38 +133,51 @@ def unbounded() -> Iterator[None]:
         _UNBOUNDED[0] -= 1
 
 
+def _root(a: int, ea: int, b: int, eb: int, linear: bool) -> int | None:
+    """The least integer at or past the zero of excess taken as c + d / n (c + d * n when `linear`) through
+    (a, ea) and (b, eb), a < b, in integers however large; None where that line has no positive zero."""
+    num, den = (ea * (b - a), ea - eb) if linear else ((ea - eb) * a * b, ea * a - eb * b)
+    if den < 0:
+        num, den = -num, -den
+    if not den:
+        return None
+    n = (a if linear else 0) + -(-num // den)
+    return n if n > 0 else None
+
+
 def _smallest(lo: int, hi: int, excess: Callable[[int], int], known: Iterable[tuple[int, int]] = (),
               linear: bool = False) -> int | None:  # fmt: skip
     """The smallest n in [lo, hi] with excess(n) <= 0, for excess non-increasing (the bytes a layout of n
     holds beyond a device's capacity); None if none. `known`: (n, excess(n)) already probed, which narrow
     the search. The largest n is probed first, so that a plan none holds is refused by one probe; then
-    the answer is bracketed, and each probe is the root of excess taken as a + b / n (bytes spread over n
-    devices; a + b * n when `linear`) through the bracket's ends, halving instead when that did not halve
-    the bracket."""
+    the answer is bracketed, and each probe is the root of excess taken as c + d / n (bytes spread over n
+    devices; c + d * n when `linear`) through the bracket's ends, halving instead when that did not halve
+    the bracket. With none known not to fit, the first guess is the root through the two known to fit."""
     if hi < lo:
         return None
-    over = {n: e for n, e in known if lo <= n <= hi}
-    fits = [n for n, e in over.items() if e <= 0]
+    over = dict(known)
+    fits = [n for n, e in over.items() if e <= 0 and lo <= n <= hi]
     b = min(fits) if fits else hi
-    eb = over[b] if b in over else excess(b)
+    eb = over[b] = over[b] if b in over else excess(b)
     if eb > 0:
         return None
+    # the bracket's lower end: the largest n known not to fit, below lo too (it still gives the slope)
     failed = [n for n, e in over.items() if e > 0 and n < b]
-    a = max(failed) if failed else lo
+    a = max(failed) if failed else None
+    if a is None and b > lo:  # a guess just short of where the two smallest known to fit say it fits
+        (n1, e1), (n2, e2) = (sorted((n, e) for n, e in over.items() if e <= 0 and n >= b) + [(0, 0)] * 2)[:2]
+        root = _root(n1, e1, n2, e2, linear) if n2 > n1 else None
+        if root is not None and lo <= root - 1 < b:
+            e = over[root - 1] = excess(root - 1)
+            a, b, eb = (root - 1, b, eb) if e > 0 else (None, root - 1, e)
+    a = lo if a is None else a
     ea = over[a] if a in over else excess(a)
     if ea <= 0:
         return a
     halve = False
-    while b - a > 1:  # excess(a) > 0 >= excess(b)
-        if halve:
-            m = (a + b) // 2
-        else:  # the root through (a, ea) and (b, eb), rounded up: in integers, however large
-            if linear:
-                m = a + -(-ea * (b - a) // (ea - eb))
-            else:
-                num, den = (ea - eb) * a * b, (ea - eb) * a - eb * (b - a)
-                m = -(-num // den)
-            m = min(max(m, a + 1), b - 1)
+    while b - a > 1 and b > lo:  # excess(a) > 0 >= excess(b); the answer is in max(a + 1, lo) .. b
+        m = None if halve else _root(a, ea, b, eb, linear)
+        m = min(max((a + b) // 2 if m is None else m, a + 1, lo), b - 1)
         width = b - a
         e = excess(m)
         a, ea, b, eb = (a, ea, m, e) if e <= 0 else (m, e, b, eb)
