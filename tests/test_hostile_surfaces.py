@@ -1136,3 +1136,34 @@ def test_mtp_on_a_model_without_prediction_modules_is_refused():
     rows = json_rows("params", "glm-4.5-air", "gpt2", "--mtp")  # counted where there are modules
     assert rows[0]["total"] == archspec.count_params(glm, mtp=True).total > archspec.count_params(glm).total
     assert rows[1]["total"] == archspec.count_params(gpt2).total
+
+
+_GPU_COMMANDS = {"fit": ["fit", "gpt2"], "hardware": ["hardware"], "inference": ["inference", "gpt2"],
+                 "memory": ["memory", "gpt2"], "flops": ["flops", "gpt2", "--tokens", "1k"],
+                 "plot": ["plot", "memory", "gpt2", "-o", "{tmp}/m.svg"],
+                 "report": ["report", "gpt2", "-o", "{tmp}/r.html"]}  # fmt: skip
+
+
+def test_every_command_with_gpu_is_walked():
+    from archspec.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert {name for name, sub in commands.items() if any(a.dest == "gpu" for a in sub._actions)} == set(_GPU_COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(_GPU_COMMANDS))
+def test_every_command_with_gpu_takes_a_file_and_refuses_a_clash_by_name(tmp_path, command):
+    if command in ("plot", "report"):
+        pytest.importorskip("matplotlib")
+    argv = [a.format(tmp=tmp_path) for a in _GPU_COMMANDS[command]]
+    mine = _accelerator_file(tmp_path, "mine.toml", "mine")
+    code, out, err = cli(*argv, "--gpu", mine)
+    assert code == 0, err
+    written = {"plot": tmp_path / "m.svg", "report": tmp_path / "r.html"}.get(command)
+    assert "mine" in (written.read_text(encoding="utf-8") if written else out)  # drawn, planned or listed
+    fake = _accelerator_file(tmp_path, "fake.toml", "H100")
+    refused(*argv, "--gpu", fake, message="is the built-in accelerator 'h100'")
+    odd = tmp_path / "odd.toml"
+    odd.write_text('name = "mi\\nne"\nmemory_gib = 10\nbandwidth_gbs = 100\nbf16_tflops = 10\n', encoding="utf-8")
+    refused(*argv, "--gpu", odd, message="name must be one line of printable text")
+    refused(*argv, "--gpu", tmp_path / "nope.toml", message="nope.toml")
