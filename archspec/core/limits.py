@@ -13,7 +13,7 @@ limit                        value                       applies to
 ``MAX_INTEGER``              2**1024 - 1 (about 1.8e308) an integer in a file or on the command line
 ``MAX_EXPONENT``             ±400                        the exponent of a number written as 3e11
 ``MAX_NUMBER_CHARS``         1,000 characters            a number written on the command line
-``MAX_KINDS``                512 layer kinds             the ``[kinds]`` of one spec
+``MAX_KINDS``                384 layer kinds             the ``[kinds]`` of one spec
 ===========================  ==========================  ==========================================
 
 ``MAX_INTEGER`` is the float range: every number that can be written as a finite double is
@@ -23,9 +23,9 @@ numbers) and are computed and printed exactly. Python's own limit on converting 
 
 ``MAX_KINDS`` bounds the distinct layer kinds, not the layers: every planner's work grows with the kinds
 (each is validated and described as a spec of its own), and at the limit each still answers within a
-second (benchmarks/kinds.py). The most heterogeneous released models have one kind per layer, a few
-hundred at most (Nemotron-Ultra-253B's 162 layers); a stack of 10^6 layers of a few kinds is planned
-as fast as one of 10.
+second (benchmarks/kinds.py). The most varied released models have at most one kind per layer, fewer
+than 200 (Nemotron-Ultra-253B has 162 layers, OpenELM 16 to 36); a stack of 10^6 layers of a few kinds
+is planned as fast as one of 10.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ MAX_INTEGER_BITS = 1024
 MAX_INTEGER = (1 << MAX_INTEGER_BITS) - 1
 MAX_EXPONENT = 400
 MAX_NUMBER_CHARS = 1_000
-MAX_KINDS = 512
+MAX_KINDS = 384
 ECHO_CHARS = 80  # the most characters of a value that a message repeats
 
 
@@ -60,8 +60,8 @@ def too_many_yaml_nodes() -> str:
 
 def too_many_kinds(count: int) -> str:
     return (
-        f"kinds: {count:,} layer kinds, more than the {MAX_KINDS:,} archspec plans; a released model has a few "
-        "hundred at most (one per layer): give layers that are alike one kind"
+        f"kinds: {count:,} layer kinds, more than the {MAX_KINDS:,} archspec plans; the most varied released "
+        "models have one per layer, fewer than 200: give layers that are alike one kind"
     )
 
 

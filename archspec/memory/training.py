@@ -343,17 +343,19 @@ def layer_kinds_memory(spec: ModelSpec, lengths: Lengths, act_dtype: str, recomp
     """One layer of each kind: the activation bytes it saves and the cache it holds, whole batch."""
     per_kv = dtype_bytes(kv_cache_dtype(kv_dtype))
     out: dict[str, dict[str, int]] = {}
+    layers: dict[str, list] = {}  # one layer of each kind: its parts, each once
     for part in describe(spec):
         if not part.layered:
             continue
         key = f"{part.stack.name}.{part.kind}"
         row = out.setdefault(key, {"layers": part.repeat, "activations_bytes_per_layer": 0,
                                    "kv_cache_bytes_per_layer": 0})  # fmt: skip
-        saved = saved_bytes([part._replace(repeat=1)], lengths, act_dtype, recompute, dropout, True, attention,
-                            spec=spec)  # fmt: skip
-        row["activations_bytes_per_layer"] += sum(saved.values())
+        layers.setdefault(key, []).append(part._replace(repeat=1))
         kv = sum(lengths.batch * c.values(lengths, part.stack) * cached_bytes(c, per_kv) for c in part.cached)
         row["kv_cache_bytes_per_layer"] += nbytes(kv, 1)
+    for key, parts in layers.items():  # the bytes of each part rounded up alone, as saved_bytes sums them
+        saved = saved_bytes(parts, lengths, act_dtype, recompute, dropout, True, attention, spec=spec)
+        out[key]["activations_bytes_per_layer"] += sum(saved.values())
     return out
 
 
