@@ -8,6 +8,8 @@ problem (SpecError or TypeError from the API), never a traceback.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_hostile import cli, refused
 
@@ -526,6 +528,22 @@ def test_plot_refuses_a_folder(tmp_path):
     folder = tmp_path / "pic.svg"
     folder.mkdir()
     refused("plot", "breakdown", "gpt2", "-o", folder, message="is a folder; name the picture inside it")
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc, a folder that takes no new file")
+@pytest.mark.parametrize("argv", [["report", "gpt2", "llama-3-8b", "-o", "/proc/report.html"],
+                                  ["plot", "breakdown", "gpt2", "llama-3-8b", "-o", "/proc/pic.png"]])  # fmt: skip
+def test_an_output_folder_that_takes_no_file_is_refused_before_any_work(monkeypatch, argv):
+    """/proc passes a check of the mode bits for root, yet takes no new file: found by making one there."""
+    import archspec.cli.plot as plot_cli
+    import archspec.cli.report as report_cli
+
+    def no_work(args):
+        raise AssertionError("models were read before the output was checked")
+
+    for module in (report_cli, plot_cli):
+        monkeypatch.setattr(module, "read_specs", no_work)
+    refused(*argv, message="cannot write in '/proc'")
 
 
 def test_a_gemma3_window_of_zero_is_refused(tmp_path):

@@ -148,3 +148,21 @@ def fraction(x):
     from fractions import Fraction
 
     return Fraction(repr(x)) if isinstance(x, float) else Fraction(x)
+
+
+def check_writable(path, what: str) -> None:
+    """Refuse, before any work, an output file that cannot be written: one that exists read-only, or a folder
+    that takes no new file (a temporary one is made and removed there, so that what the mode bits do not
+    show, a read-only or special file system, or a user for whom every bit is open, is found too)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    path = Path(path)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise SpecError(f"{what}: cannot write there (permission denied)")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".archspec-"):
+            pass
+    except OSError as exc:
+        raise SpecError(f"{what}: cannot write in {str(path.parent)!r}: {exc.strerror or exc}") from None

@@ -8,7 +8,7 @@ import argparse
 
 from archspec.cli.models import read_specs
 from archspec.cli.options import DTYPE_HELP, OneGpu, dtype_name, positive_int, positive_length
-from archspec.cli.output import EXIT_OK, render
+from archspec.cli.output import EXIT_OK, check_writable, render
 from archspec.core.errors import SpecError
 
 HELP = (
@@ -73,6 +73,7 @@ def run(args) -> int:
             flag = "--" + option.replace("_", "-")
             raise SpecError(f"{flag} applies to `archspec plot {kind}`, not to `plot {args.kind}`")
     plot.output_format(args.output)
+    check_writable(args.output, args.output)  # before any work starts
     plot.require_matplotlib()
     specs = read_specs(args)
     if args.kind == "breakdown":

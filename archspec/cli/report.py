@@ -34,9 +34,9 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    import os
     from pathlib import Path
 
+    from archspec.cli.output import check_writable
     from archspec.render.report import ReportInputs, build_report
 
     out = Path(args.output)
@@ -46,8 +46,7 @@ def run(args) -> int:
         raise SpecError(f"{args.output}: no such folder {str(out.parent)!r}")
     if out.is_dir():  # the output is checked before any work starts
         raise SpecError(f"{args.output} is a folder; name the page inside it, e.g. {out / 'report.html'}")
-    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
-        raise SpecError(f"{args.output}: cannot write there (permission denied)")
+    check_writable(out, args.output)
     specs = read_specs(args)
     page = build_report(ReportInputs(specs, list(args.models), args.seq_len, args.batch, accelerators(args.gpu)))
     try:
