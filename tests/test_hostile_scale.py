@@ -10,6 +10,7 @@ benchmarks/hostile.py, not asserted here.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,31 @@ def test_a_million_layer_qwen35_config_counts_as_its_unit_repeated(name, layer_t
     huge = qwen35(name, 10**6, layer_types)
     assert archspec.count_params(huge).total == small + (10**6 - 64) // 4 * (larger - small)
     assert huge.layers.pattern == ("deltanet", "deltanet", "deltanet", "attention")
+
+
+@pytest.mark.parametrize("name", ["qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3-next-80b-a3b-thinking"])
+def test_a_qwen_hybrid_read_from_its_interval_is_the_one_its_layer_types_give(name):
+    """Without layer_types the kinds repeat every lcm(interval, sparse step) layers, and the reader looks at
+    three such units: the spec is the one the whole per-layer list gives, at every depth and unit."""
+    for every, step in ((4, 1), (3, 1), (2, 3), (5, 2), (1, 1)):
+        for layers in [*range(1, 40), 97, 1000]:
+            raw = released(name)
+            text = raw.get("text_config", raw)
+            text.update(num_hidden_layers=layers, full_attention_interval=every)
+            text.pop("layer_types", None)
+            if "decoder_sparse_step" in text:
+                text["decoder_sparse_step"] = step
+            listed = json.loads(json.dumps(raw))
+            listed.get("text_config", listed)["layer_types"] = [
+                "full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)]
+            try:
+                expected = build_spec(from_mapping(listed, name).data)
+            except archspec.SpecError as exc:  # refused with the list: refused alike without it
+                with pytest.raises(archspec.SpecError, match=re.escape(str(exc)[:40])):
+                    build_spec(from_mapping(raw, name).data)
+                continue
+            got = build_spec(from_mapping(raw, name).data)
+            assert (got.layers, got.kinds) == (expected.layers, expected.kinds), (name, every, step, layers)
 
 
 def test_a_config_json_of_a_million_layer_types_is_refused_by_its_size(tmp_path):

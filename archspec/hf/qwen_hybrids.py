@@ -10,6 +10,7 @@ compacted into ``kinds`` and ``[layers]`` (archspec.hf.engine.layered). Their RM
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from archspec.hf.engine import Config, Family, Refusal, activation, biases, layered, rope
@@ -94,7 +95,13 @@ def _qwen_hybrid(moe_layers: Any, projections: str):
             if dense:
                 kinds[name]["mlp"] = "dense"
             name_of[mixer, expert] = name
-        names = list(map(name_of.__getitem__, zip(_qwen_layer_types(cfg), moe, strict=True)))
+        types = _qwen_layer_types(cfg)
+        # without layer_types or mlp_only_layers the kinds repeat every lcm(interval, sparse step) layers: three
+        # of those units say what the whole stack says (its compact pattern), in time of the unit, not the depth
+        n = cfg["num_hidden_layers"]
+        if cfg.get("layer_types") is None and not cfg.get("mlp_only_layers"):
+            n = min(n, 3 * math.lcm(cfg.get("full_attention_interval", 4), cfg.get("decoder_sparse_step", 1)))
+        names = list(map(name_of.__getitem__, zip(types[:n], moe[:n], strict=True)))
         return layered(names, kinds, base)
 
     return derive
