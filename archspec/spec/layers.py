@@ -17,7 +17,7 @@ stack); only ``indices`` walks the layers.
 import math
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from archspec.spec.model import DenseMLP, ModelSpec
 
@@ -280,27 +280,27 @@ def _legacy(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec
     return where, {k: spec_of(k) for k in {*(k for k, _ in prefix), *unit}}
 
 
-# The placement of a [layers] table in a stack of some depth, kept while the table lives (keyed by its
-# identity and held, so that the identity is not reused): its index is made once, not per description.
-_PLACED: dict[tuple[int, int], tuple[Any, Placement]] = {}
-_PLACED_MAX = 256
+PLACED = "_archspec_placed"  # where a [layers] table keeps its placement by depth (beside its fields)
 
 
 def placement(spec: ModelSpec, depth: int) -> tuple[Placement, dict[str, ModelSpec]]:
-    """Where each kind sits in a stack of `depth` layers, and the spec of each kind."""
+    """Where each kind sits in a stack of `depth` layers, and the spec of each kind. The placement of a
+    [layers] table is kept on the table (it lives and goes with it), so that its index is made once, not
+    per description."""
     if spec.layers is None:
         return _legacy(spec, depth)
     specs = {name: spec.kind_spec(name) for name in spec.kinds}
     layers = spec.layers
     if type(depth) is not int:  # a depth archspec.core.tracing records
         return Placement(_runs(layers.prefix), layers.pattern, depth), specs
-    key = (id(layers), depth)
-    held = _PLACED.get(key)
-    if held is None or held[0] is not layers:
-        if len(_PLACED) >= _PLACED_MAX:
-            _PLACED.clear()
-        held = _PLACED[key] = (layers, Placement(_runs(layers.prefix), layers.pattern, depth))
-    return held[1], specs
+    kept = layers.__dict__.setdefault(PLACED, {})
+    held = kept.get(depth)
+    # a copy of the table with another prefix or pattern (model_copy copies what it keeps) makes its own
+    if held is None or held[0] is not layers.prefix or held[1] is not layers.pattern:
+        if len(kept) >= 8:
+            kept.clear()
+        held = kept[depth] = (layers.prefix, layers.pattern, Placement(_runs(layers.prefix), layers.pattern, depth))
+    return held[2], specs
 
 
 def layer_groups(spec: ModelSpec, depth: int) -> list[LayerGroup]:
