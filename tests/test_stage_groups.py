@@ -51,7 +51,12 @@ def test_stage_groups_in_stored_formats(name, weights):
                 got = stored_weights_bytes(spec, weights, tensor_parallel=tp, pipeline_parallel=pp)
             except SpecError:  # a layout the model's roles do not carry
                 continue
-            assert got == max(per_stage(spec, weights, tp, pp)), (name, weights, tp, pp)
+            full = per_stage(spec, weights, tp, pp)
+            assert got == max(full), (name, weights, tp, pp)
+            grouped = Counter()  # every stage stood for by a picked one of the same bytes, more bits and all
+            for s, c in distinct_stages(spec, pp):
+                grouped[full[s]] += c
+            assert Counter(full) == grouped, (name, weights, tp, pp)
 
 
 def test_stage_groups_of_a_deep_stack():
@@ -62,6 +67,10 @@ def test_stage_groups_of_a_deep_stack():
         for weights in ("q4_k_m", "int4"):
             assert stored_weights_bytes(spec, weights, pipeline_parallel=pp) == max(per_stage(spec, weights, 1, pp))
         assert len(distinct_stages(spec, pp, more_bits=False)) <= len(distinct_stages(spec, pp))
+        full, grouped = per_stage(spec, "q4_k_m", 1, pp), Counter()
+        for s, c in distinct_stages(spec, pp):
+            grouped[full[s]] += c
+        assert Counter(full) == grouped, pp
         assert len(distinct_stages(spec, pp)) < pp
         assert sum(c for _, c in distinct_stages(spec, pp)) == pp
 

@@ -120,15 +120,19 @@ def distinct_stages(spec: ModelSpec, pipeline_parallel: int = 1, more_bits: bool
     that use_more_bits picks, the stack's first or last layer alike). A stage whose layers lie in one
     region of every stack (between its first layer, its last, its n/8 and 7n/8 marks, the ends of its
     placement's runs) holds what the stage m later in that region holds, m·k layers being a multiple of
-    L = lcm(3, the patterns' periods); so the stages that cross a region's edge, the first and last, and
-    the first m of each stretch between them stand for all, however many stages there are. Without
-    `more_bits` (no format whose use_more_bits picks layers), the n/8 and 7n/8 marks and the 3 go."""
+    L = the patterns' periods (and 3 between the n/8 and 7n/8 marks, where use_more_bits picks every third
+    layer); so the stages that cross a region's edge, the first and last, and the first m of each stretch
+    between them stand for all, however many stages there are. Without `more_bits` (no format whose
+    use_more_bits picks layers), the n/8 and 7n/8 marks and the 3 go."""
     k = -(-spec.n_layers // pipeline_parallel)
-    edges, period, at = {0, spec.n_layers}, 3 if more_bits else 1, 0
+    edges, period, at, middles = {0, spec.n_layers}, 1, 0, []
     parts = [p for p in describe(spec) if p.layered]
     for st in stack_shapes(spec):
         n = st.layers
-        edges |= {at + x for x in (0, 1, n - 1, n)} | ({at + n // 8, at + 7 * n // 8} if more_bits else set())
+        edges |= {at + x for x in (0, 1, n - 1, n)}
+        if more_bits:  # use_more_bits picks every layer of the first and last eighths, every third between
+            edges |= {at + n // 8, at + 7 * n // 8}
+            middles.append((at + n // 8, at + 7 * n // 8))
         for g in {p.group.placement for p in parts if p.stack.name == st.name}:
             run = 0
             for _, r in g.runs:
@@ -141,8 +145,10 @@ def distinct_stages(spec: ModelSpec, pipeline_parallel: int = 1, more_bits: bool
     picked |= {min(max(x - 1, 0) // k, pipeline_parallel - 1) for x in edges}
     marks = sorted(picked)
     out = {s: 1 for s in marks}
-    m = period // math.gcd(k, period)
     for a, b in zip(marks, marks[1:]):  # the stretch a + 1 .. b - 1: its first m stand for the rest
+        lo, hi = (a + 1) * k, b * k  # its layers: every third of them picked only between a stack's eighths
+        every = math.lcm(3, period) if any(lo < top and bottom < hi for bottom, top in middles) else period
+        m = every // math.gcd(k, every)
         for r in range(min(m, b - a - 1)):
             out[a + 1 + r] = -(-(b - a - 1 - r) // m)
     return sorted(out.items())
