@@ -228,4 +228,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if "--one" in sys.argv:  # one path timed in a process of its own: the parent writes the figures
+        sys.exit(main())
     sys.exit(run("slow_paths.py", main))
