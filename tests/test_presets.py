@@ -146,7 +146,7 @@ def test_preset_equals_what_the_importer_reads_from_its_released_config(name):
     config = HF_DATA / f"{TYPED_FROM_A_RELEASED_CONFIG[name]}.json"
     preset, released = archspec.preset(name), archspec.load_spec(str(config))
     assert preset.model_dump(exclude={"name"}) == released.model_dump(exclude={"name"})
-    for mtp in (False, True):
+    for mtp in (False, True) if preset.mtp is not None else (False,):  # mtp=True asks for modules it has
         ours, theirs = count_params(preset, mtp=mtp), count_params(released, mtp=mtp)
         assert (ours.total, ours.active, ours.components) == (theirs.total, theirs.active, theirs.components)
 
