@@ -78,6 +78,8 @@ def check_numbers(family: Family, cfg: Config) -> None:
         value = cfg.get(key)
         if isinstance(value, str) and (key in fields or quoted_number(value)):
             raise NotANumber(key, value)
+        if key in fields and isinstance(value, bool | list | dict):  # a number's key holding another kind of value
+            raise NotANumber(key, value)
 
 
 @dataclass(frozen=True)
