@@ -119,3 +119,24 @@ def test_the_search_by_layers_a_stage_holds_finds_the_fewest_stages_as_a_scan_do
             for lo, hi in ((1, layers), (2, max(2, layers // 3)), (layers // 2 or 1, layers)):
                 scan = next((p for p in range(lo, hi + 1) if excess(p) <= 0), None)
                 assert _fewest_stages(layers, lo, hi, excess) == scan, (layers, cap, lo, hi)
+
+
+@pytest.mark.parametrize("task", ["inference", "training", "lora"])
+def test_a_memo_kept_over_accelerators_and_formats_answers_as_fresh_calls(task):
+    """fit keeps the spec's description, its stages' parts and each part's bits in the caller's memo across
+    accelerators and formats (as `archspec fit` loops): every answer equals a call with no memo, and a memo
+    handed a second spec describes that spec, not the first."""
+    from archspec.memory.storage import STORAGE
+
+    formats = tuple(STORAGE) if task == "inference" else fitting.DTYPES[task]
+    for name in ("jamba-1.5-large", "gemma-3-1b"):
+        spec, memo = archspec.preset(name), {}
+        for acc in ("h100", "a100-40gb", "rtx4090"):
+            for dtype in formats:
+                assert fit(spec, acc, dtype, task, 1, 4096, memo) == fit(spec, acc, dtype, task, 1, 4096)
+    first, second, shared = archspec.preset("gemma-3-1b"), archspec.preset("gpt2"), {}
+    fit(first, "h100", "bf16", task, 1, 1024, shared)
+    assert shared[fitting._DESCRIBED][0] is first
+    carried = {fitting._DESCRIBED: shared[fitting._DESCRIBED]}  # what the first spec's description left
+    assert fit(second, "h100", "bf16", task, 1, 1024, carried) == fit(second, "h100", "bf16", task, 1, 1024)
+    assert carried[fitting._DESCRIBED][0] is second

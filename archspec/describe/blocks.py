@@ -94,11 +94,13 @@ _holding = Lock()  # opening and closing blocks from several threads
 
 
 @contextmanager
-def describing(spec: ModelSpec) -> Iterator[None]:
-    """Within the block, describe(spec) is computed once (per `mtp`) and reused."""
+def describing(spec: ModelSpec, carry: dict | None = None) -> Iterator[None]:
+    """Within the block, describe(spec) is computed once (per `mtp`) and reused. `carry` (a dict a caller
+    keeps for this one spec across calls, such as fit's memo over accelerators): what the block holds is
+    kept there, and found again by the next block that carries it."""
     key = id(spec)
     with _holding:
-        entry = _held.setdefault(key, [spec, 0, {}])
+        entry = _held.setdefault(key, [spec, 0, {} if carry is None else carry])
         entry[1] += 1
     try:
         yield

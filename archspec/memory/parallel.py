@@ -351,7 +351,8 @@ def stored_weights_bytes(spec: ModelSpec, weights: str = "bf16", experts: str | 
     plan = weight_plan(w)
     formats = {plan.single, x} if plan.single else {*plan.roles.values(), x}
     more = any(f is not None and STORAGE[f].more_bits for f in formats)
-    stages = stage_slots(spec, pipeline_parallel, [s for s, _ in distinct_stages(spec, pipeline_parallel, more)])
+    stages = remembered(spec, ("stage slots", pipeline_parallel, more), lambda: stage_slots(
+        spec, pipeline_parallel, [s for s, _ in distinct_stages(spec, pipeline_parallel, more)]))
     return max(math.ceil(sum(held(s) for s in stage) / Fraction(8)) for stage in stages)
 
 

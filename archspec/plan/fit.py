@@ -28,7 +28,7 @@ from typing import Any
 from archspec.core.errors import SpecError, shown
 from archspec.core.records import record, rendered
 from archspec.core.vocab import ZERO_STAGES
-from archspec.describe.blocks import described
+from archspec.describe.blocks import describing
 from archspec.memory.runtime import Reserve
 from archspec.plan.hardware import Accelerator
 from archspec.spec.model import ModelSpec
@@ -224,7 +224,6 @@ def native(acc: Accelerator, weights: str) -> bool:
     return acc.fp8_tflops is not None or not any(f.startswith("fp8") for f in formats)
 
 
-@described  # the layouts it tries all start from one description of the spec
 def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", batch: int = 1,
         seq_len: int | None = None, memo: dict | None = None, lora_rank: int | None = None,
         lora_targets: str | None = None, training: dict | None = None, engine: str | None = None,
@@ -235,6 +234,23 @@ def fit(spec: ModelSpec, acc: Accelerator, dtype: str, task: str = "inference", 
     `price_per_hour`), an inference fit also carries what its tokens cost on that layout (archspec.plan.cost):
     the request that fills the context, a prompt of seq_len - 1 tokens and the decode step that
     generates the last, as `estimate_inference` times them."""
+    # the layouts it tries all start from one description of the spec, kept in `memo` across accelerators
+    # and formats with what it holds (each stage's parts, each part's bits)
+    carry = None
+    if isinstance(memo, dict) and isinstance(spec, ModelSpec):
+        if memo.get(_DESCRIBED, (None,))[0] is not spec:
+            memo[_DESCRIBED] = (spec, {})
+        carry = memo[_DESCRIBED][1]
+    with describing(spec, carry):
+        return _fit(spec, acc, dtype, task, batch, seq_len, memo, lora_rank, lora_targets, training, engine,
+                    memory_fraction, price_per_hour, max_batched_tokens, context_reserve)  # fmt: skip
+
+
+_DESCRIBED = "described"  # memo's key of the spec it holds a description of, and what that holds
+
+
+def _fit(spec, acc, dtype, task, batch, seq_len, memo, lora_rank, lora_targets, training, engine,
+         memory_fraction, price_per_hour, max_batched_tokens, context_reserve) -> Fit:  # fmt: skip
     from archspec.plan.cost import exact_price
 
     price = exact_price(price_per_hour)
