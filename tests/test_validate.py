@@ -186,3 +186,38 @@ def test_set_on_a_claims_file_is_validated(run_cli, tmp_path):
     path.write_text(FALSE_CLAIM)
     code, _, err = run_cli("validate", str(path), "--set", "n_heads=7")
     assert code == 2 and "not divisible by n_heads=7" in err and err.count("\n") == 1
+
+
+def test_deepseek_v3_685b_is_the_checkpoint_with_its_prediction_module_and_block_scales():
+    """The README's 685B: the main model, the multi-token-prediction module the checkpoint stores as layer 61
+    (one more MoE decoder layer, eh_proj from 2d to d, enorm, hnorm, shared_head.norm, its own token table and
+    head), and the fp32 scale of each 128 x 128 block of the FP8 experts. The module is counted here from
+    transformers' own model: a MoE layer is what a fifth layer adds to a four-layer DeepseekV3ForCausalLM."""
+    import json
+    import math
+    from pathlib import Path
+
+    import torch
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+
+    raw = json.loads((Path(__file__).parent / "data" / "hf" / "deepseek-v3.json").read_text(encoding="utf-8"))
+    raw.pop("quantization_config", None)
+
+    def built(layers: int) -> int:
+        with torch.device("meta"):
+            model = DeepseekV3ForCausalLM(DeepseekV3Config(**{**raw, "num_hidden_layers": layers}))
+        return sum(p.numel() for p in model.parameters())
+
+    d, V = raw["hidden_size"], raw["vocab_size"]
+    module = built(5) - built(4) + 2 * d * d + 3 * d + 2 * V * d
+    spec = archspec.preset("deepseek-v3")
+    assert count_params(spec, mtp=True).components["mtp"] == module == 13_463_426_048
+    total = count_params(spec, mtp=True).total
+    assert total == count_params(spec).total + module == 684_489_830_400 and round(total / 1e9) == 684
+    blocks = math.ceil(raw["moe_intermediate_size"] / 128) * math.ceil(d / 128)
+    moe_layers = raw["num_hidden_layers"] - raw["first_k_dense_replace"]
+    scales = raw["n_routed_experts"] * 3 * blocks * moe_layers
+    assert scales == 39_911_424 and round((total + scales) / 1e9) == 685
+    (claim,) = [c for c in get_preset("deepseek-v3").claims if c.printed == "685B"]
+    for figure in ("684,489,830,400", "13,463,426,048", "39,911,424"):
+        assert figure in claim.explanation

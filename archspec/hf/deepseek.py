@@ -20,7 +20,8 @@ from archspec.hf.llama import _LLAMA_FIELDS, _LLAMA_FIXED
 def _latent(cfg: Config, where: str) -> dict[str, Any]:
     """DeepSeek-V2/V3: multi-head latent attention and mixture of experts after `first_k_dense_replace` dense
     layers. The router's `e_score_correction_bias` (V3) is a buffer, not a parameter; the multi-token-
-    prediction layers (`num_nextn_predict_layers`) are not part of the model transformers builds."""
+    prediction layers (`num_nextn_predict_layers`), which transformers does not build, are the spec's `mtp`,
+    counted only when asked."""
     attention: dict[str, Any] = {
         "kind": "latent",
         "kv_rank": cfg["kv_lora_rank"],
@@ -40,7 +41,7 @@ def _latent(cfg: Config, where: str) -> dict[str, Any]:
     if cfg.get("first_k_dense_replace"):
         moe["dense_layers"] = cfg["first_k_dense_replace"]
     interleaved = cfg.get("rope_interleave", True)
-    return {
+    out = {
         # attention_bias: on q_a (or none on a full q projection), kv_a and o_proj, as bias.qkv and bias.out
         "bias": biases(cfg["attention_bias"], cfg["attention_bias"], False),
         "d_head": cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"],
@@ -49,6 +50,9 @@ def _latent(cfg: Config, where: str) -> dict[str, Any]:
         "mlp": moe,
         "position": rope(cfg, interleaved=bool(interleaved)),
     }
+    if cfg.get("num_nextn_predict_layers"):  # DeepSeek-V3's multi-token-prediction modules: the spec's `mtp`
+        out["mtp"] = {"modules": cfg["num_nextn_predict_layers"]}
+    return out
 
 
 def _dense_prefix(cfg: Config) -> int | None:
@@ -72,8 +76,6 @@ def _v32(cfg: Config, where: str) -> dict[str, Any]:
     out["mlp"].update(scoring="sigmoid")
     if cfg["routed_scaling_factor"] != 1:
         out["mlp"]["routed_scale"] = float(cfg["routed_scaling_factor"])
-    if cfg.get("num_nextn_predict_layers"):
-        out["mtp"] = {"modules": cfg["num_nextn_predict_layers"]}
     return out
 
 
