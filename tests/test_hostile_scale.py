@@ -163,6 +163,7 @@ def test_swiglu_width_of_a_huge_model_is_exact():
     ("gpt2", "", "n_layer", "12"),
     ("llama-3.2-1b", "", "rope_theta", [500000.0]), ("llama-3.2-1b", "", "intermediate_size", [8192]),
     ("llama-3.2-1b", "", "num_hidden_layers", True), ("gpt2", "", "n_embd", {"value": 768}),
+    ("llama-3.2-1b", "", "num_key_value_heads", "8"), ("qwen3.5-27b", "text_config", "head_dim", "256"),
 ])  # fmt: skip
 def test_a_config_value_that_is_not_a_number_is_refused_by_its_key(tmp_path, name, at, key, value):
     raw = released(name)

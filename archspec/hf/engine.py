@@ -70,10 +70,13 @@ def quoted_number(value: Any) -> bool:
 
 def check_numbers(family: Family, cfg: Config) -> None:
     """Refuse text where the adapter reads a number: any string in a key that becomes a numeric spec field,
-    and a number in quotes in a key transformers' class defaults to a number (a key such as Exaone's
-    sliding_window_pattern may hold a number or a pattern of letters)."""
+    and a number in quotes in a key transformers' class defaults to a number or to None (a key such as
+    Exaone's sliding_window_pattern may hold a number or a pattern of letters; num_key_value_heads, None
+    by default, a number)."""
     fields = {key for f, key in family.fields.items() if f != "bias"}
-    numbers = {k for k, v in family.defaults.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    numbers = {
+        k for k, v in family.defaults.items() if v is None or isinstance(v, int | float) and not isinstance(v, bool)
+    }
     for key in fields | numbers:
         value = cfg.get(key)
         if isinstance(value, str) and (key in fields or quoted_number(value)):
