@@ -68,8 +68,9 @@ def test_a_role_map_names_each_role_once_and_only_roles_the_model_has():
             canonical_weights(bad)
     with pytest.raises(SpecError, match="llama-3.1-405b has no experts"):
         stored_weights_bytes(archspec.preset("llama-3.1-405b"), "experts=mxfp4")
-    assert model_roles(archspec.preset("deepseek-v3")) == set(ROLES) - {"mtp"}
-    assert "mtp" in model_roles(archspec.preset("deepseek-v3").model_copy(update={"mtp": MTP(modules=1)}))
+    assert model_roles(archspec.preset("deepseek-v3")) == set(ROLES)
+    assert model_roles(archspec.preset("deepseek-v3").model_copy(update={"mtp": None})) == set(ROLES) - {"mtp"}
+    assert "mtp" in model_roles(archspec.preset("glm-4.5-air").model_copy(update={"mtp": MTP(modules=1)}))
 
 
 @pytest.mark.parametrize(

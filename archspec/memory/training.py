@@ -188,11 +188,8 @@ def estimate_memory(
     # activations: one micro-batch of `batch` sequences, in the dtype of the computation (fp32 keeps
     # fp32 activations; mixed precision computes in 16 bits)
     act_dtype = "fp32" if key == "fp32" else "bf16"
-    # each attention says which products it runs (archspec.memory.saved.attention.explicit_attention)
-    # the same for every layout a planner tries of the spec (archspec.describe.blocks.held): made once there
     workload = (lengths, act_dtype, recompute, dropout, attention)
-    detail = dict(held(spec, ("saved_bytes", *workload), lambda: saved_bytes(
-        describe(spec), lengths, act_dtype, recompute, dropout, attention=attention, spec=spec)))  # fmt: skip
+    detail = _saved(spec, workload)
 
     w_key, x_key, kv_key = _formats(spec, key, weights, experts, kv_dtype)
     _check_offload(offload, optimizer, key, per_param[2])
@@ -222,6 +219,15 @@ def estimate_memory(
         kinds={k: dict(v) for k, v in held(spec, ("layer_kinds_memory", *workload, mode, kv_key), lambda: (
             layer_kinds_memory(spec, lengths, act_dtype, recompute, dropout, mode, kv_key))).items()},
     )  # fmt: skip
+
+
+def _saved(spec: ModelSpec, workload: tuple) -> dict[str, int]:
+    """What autograd saves of one micro-batch (lengths, dtype, recompute, dropout, attention), by tensor; each
+    attention says which products it runs (archspec.memory.saved.attention.explicit_attention). The same
+    for every layout a planner tries of the spec (archspec.describe.blocks.held): made once there."""
+    lengths, act_dtype, recompute, dropout, attention = workload
+    return dict(held(spec, ("saved_bytes", *workload), lambda: saved_bytes(
+        describe(spec), lengths, act_dtype, recompute, dropout, attention=attention, spec=spec)))  # fmt: skip
 
 
 def _workload(spec, batch, seq_len, dtype, optimizer, recompute, src_len, fp32_grads, dropout, zero_stage,

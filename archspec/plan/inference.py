@@ -429,22 +429,9 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
     comm, latency, steps, link = _communication(spec, stages, counts, layout, acc, interconnect)
     moes = [k.mlp for k in moe_specs(spec)]
     return InferenceEstimate(
-        name=spec.name,
-        accelerator=acc.name,
-        batch=batch,
-        prompt_len=prompt_len,
-        gen_len=gen_len,
-        dtype=key,
-        experts_dtype=x_key,
-        kv_dtype=kv_key,
-        layout=layout,
-        mfu=mfu,
-        mbu=mbu,
-        peak_flops=peak,
-        bandwidth=acc.bandwidth,
-        interconnect=interconnect,
-        capacity_bytes=res.usable_bytes,
-        reserve=res,
+        name=spec.name, accelerator=acc.name, batch=batch, prompt_len=prompt_len, gen_len=gen_len, dtype=key,
+        experts_dtype=x_key, kv_dtype=kv_key, layout=layout, mfu=mfu, mbu=mbu, peak_flops=peak,
+        bandwidth=acc.bandwidth, interconnect=interconnect, capacity_bytes=res.usable_bytes, reserve=res,
         prefill_flops=held(spec, ("prefill", batch, prompt_len), lambda: count_flops(spec, batch, prompt_len)).forward,
         weights_bytes=weights,
         kv_cache_bytes=kv_full,
@@ -458,7 +445,7 @@ def _estimate(spec, gpu, batch, prompt_len, gen_len, dtype, kv_dtype, mfu, mbu, 
         assumptions=assumptions(
             spec, acc, key, x_key, kv_key, layout, batch, context, peak, mfu, mbu, res, latency_note(link, steps)
         ),
-    )
+    )  # fmt: skip
 
 
 def _suggestions(spec, acc, e: InferenceEstimate, kv_dtype, serving) -> tuple[str, ...]:
