@@ -40,6 +40,8 @@ def _latent(cfg: Config, where: str) -> dict[str, Any]:
         moe["d_shared"] = cfg["n_shared_experts"] * cfg["moe_intermediate_size"]
     if cfg.get("first_k_dense_replace"):
         moe["dense_layers"] = cfg["first_k_dense_replace"]
+    if cfg["routed_scaling_factor"] != 1:  # the routed experts' weights times this (the TopkRouter's)
+        moe["routed_scale"] = float(cfg["routed_scaling_factor"])
     interleaved = cfg.get("rope_interleave", True)
     out = {
         # attention_bias: on q_a (or none on a full q projection), kv_a and o_proj, as bias.qkv and bias.out
@@ -52,6 +54,14 @@ def _latent(cfg: Config, where: str) -> dict[str, Any]:
     }
     if cfg.get("num_nextn_predict_layers"):  # DeepSeek-V3's multi-token-prediction modules: the spec's `mtp`
         out["mtp"] = {"modules": cfg["num_nextn_predict_layers"]}
+    return out
+
+
+def _v3(cfg: Config, where: str) -> dict[str, Any]:
+    """DeepSeek-V3 (and Kimi K2): V2's shapes with a sigmoid router (DeepseekV3TopkRouter scores every
+    expert with a sigmoid, whatever the file's scoring_func; the group-limited choice picks experts only)."""
+    out = _latent(cfg, where)
+    out["mlp"]["scoring"] = "sigmoid"
     return out
 
 
@@ -74,8 +84,6 @@ def _v32(cfg: Config, where: str) -> dict[str, Any]:
     out["mixer"]["indexer"] = {"heads": cfg["index_n_heads"], "d_head": cfg["index_head_dim"],
                                    "topk": cfg["index_topk"]}  # fmt: skip
     out["mlp"].update(scoring="sigmoid")
-    if cfg["routed_scaling_factor"] != 1:
-        out["mlp"]["routed_scale"] = float(cfg["routed_scaling_factor"])
     return out
 
 
@@ -103,9 +111,9 @@ FAMILIES = [
                     "experts per token must be given",
                 ),
             ),
-            derive=combine(gated_mlp(), _latent),
+            derive=combine(gated_mlp(), derive),
         )
-        for model_type, prefix, defaults, aliases in (
+        for model_type, prefix, defaults, aliases, derive in (
             (
                 "deepseek_v2",
                 "DeepseekV2",
@@ -115,8 +123,9 @@ FAMILIES = [
                  "first_k_dense_replace": 0, "kv_lora_rank": 512, "q_lora_rank": 1536, "n_routed_experts": 64,
                  "n_shared_experts": 2, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
                  "num_experts_per_tok": None, "moe_intermediate_size": 1407, "norm_topk_prob": False,
-                 "rope_interleave": True},
+                 "rope_interleave": True, "routed_scaling_factor": 1.0},
                 {"num_experts": "n_routed_experts"},
+                _latent,
             ),
             (
                 "deepseek_v3",
@@ -126,8 +135,10 @@ FAMILIES = [
                  "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128,
                  "qk_nope_head_dim": 128, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "hidden_act": "silu",
                  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "tie_word_embeddings": False,
-                 "rope_interleave": True, "attention_bias": False, "norm_topk_prob": True},
+                 "rope_interleave": True, "attention_bias": False, "norm_topk_prob": True,
+                 "routed_scaling_factor": 2.5},
                 {"num_local_experts": "n_routed_experts"},
+                _v3,
             ),
         )
     ),

@@ -189,6 +189,8 @@ def _deepseek2(header: Header, cfg: dict[str, Any], where: str) -> dict[str, Any
            "n_shared_experts": key("expert_shared_count", 0),
            "first_k_dense_replace": key("leading_dense_block_count", 0),
            "norm_topk_prob": bool(key("expert_weights_norm", False))}  # fmt: skip
+    if key("expert_weights_scale") is not None:  # routed_scaling_factor, as the converter writes it
+        out["routed_scaling_factor"] = key("expert_weights_scale")
     out.pop("head_dim", None)
     return out
 
