@@ -10,6 +10,7 @@ from archspec.cli.models import read_loaded
 from archspec.cli.options import accelerators, gpu_option, positive_int, positive_length
 from archspec.cli.output import EXIT_OK, render
 from archspec.core.errors import SpecError
+from archspec.core.vocab import TRAINING_FLAGS, TRAINING_OPTIONS
 
 HELP = (
     "which accelerators, and how many of each, hold each MODEL: one row per accelerator and weight dtype, "
@@ -32,7 +33,7 @@ UNUSED_UNLESS = [
      "--weights changes nothing without --task inference (training and lora plan their own dtypes)"),
     *((dest, lambda a: a.task != "inference",
        f"--{dest.replace('_', '-')} changes nothing with --task inference (it is a training option)")
-      for dest in ("recompute", "attention", "optimizer", "fp32_grads", "dropout", "offload")),
+      for dest in TRAINING_OPTIONS),
     ("price_per_hour", lambda a: a.task == "inference",
      "--price-per-hour changes nothing without --task inference (it prices serving; `archspec flops --tokens` "
      "prices a training run)"),
@@ -150,9 +151,10 @@ def run(args) -> int:
 
     accs = _accelerators(args)
     lora = dict(lora_rank=args.lora_rank, lora_targets=args.lora_targets) if args.task == "lora" else {}
-    training = {k: getattr(args, k) for k in ("recompute", "attention", "optimizer", "offload")
-                if getattr(args, k) is not None}  # fmt: skip
-    training |= {k: True for k in ("fp32_grads", "dropout") if getattr(args, k)}
+    training = {
+        k: getattr(args, k) for k in TRAINING_OPTIONS if k not in TRAINING_FLAGS and getattr(args, k) is not None
+    }
+    training |= {k: True for k in TRAINING_FLAGS if getattr(args, k)}
     recompute = training.get("recompute", "full" if args.task == "lora" else "none")
     objects, blocks, fitted = [], [], []
     from archspec.sources.resolve import stored, weights_of

@@ -89,6 +89,10 @@ RECOMPUTE: tuple[str, ...] = get_args(Recompute)  # activation recomputation (Ko
 
 OFFLOAD = ("optimizer",)  # --offload: what may live in host memory (the optimizer states and fp32 master copy)
 
+# estimate_memory's training options that fit and `archspec fit` pass on (fit's `training`); the flags are booleans
+TRAINING_FLAGS = ("fp32_grads", "dropout")
+TRAINING_OPTIONS = ("recompute", "attention", "optimizer", *TRAINING_FLAGS, "offload")
+
 ZERO_STAGES = (0, 1, 2, 3)  # ZeRO (Rajbhandari et al. 2020): nothing, optimizer, + gradients, + weights sharded
 
 # ---------------------------------------------------------------- the breakdown

@@ -27,7 +27,7 @@ from typing import Any
 
 from archspec.core.errors import SpecError, shown
 from archspec.core.records import record, rendered
-from archspec.core.vocab import ZERO_STAGES
+from archspec.core.vocab import TRAINING_FLAGS, TRAINING_OPTIONS, ZERO_STAGES
 from archspec.describe.blocks import describing
 from archspec.memory.runtime import Reserve
 from archspec.plan.hardware import Accelerator
@@ -394,9 +394,6 @@ def _check_serving(engine: Any, *numbers: Any) -> None:
             raise TypeError(f"fit: {name} must be a number or None, got {type(value).__name__} {shown(value, 60)}")
 
 
-TRAINING_OPTIONS = ("recompute", "attention", "optimizer", "fp32_grads", "dropout", "offload")
-
-
 def _check_training(training: Any) -> None:
     """`training` is None or a dict of estimate_memory's TRAINING_OPTIONS, each of its type (a TypeError naming it);
     their values estimate_memory checks."""
@@ -412,7 +409,7 @@ def _check_training(training: Any) -> None:
             raise TypeError(
                 f"fit: training has no option {shown(name, 60)}; its options: {', '.join(TRAINING_OPTIONS)}"
             )
-        if name in ("fp32_grads", "dropout"):
+        if name in TRAINING_FLAGS:
             check_bool(f"training[{name!r}]", value, "fit")
         elif not (name == "offload" and value is None):
             check_text(f"training[{name!r}]", value, "fit")
