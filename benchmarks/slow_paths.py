@@ -1,6 +1,7 @@
-"""The slow paths of issue 31, each timed in the Python API and on the command line, with fit's layout search
-beside the plain search it bounds (archspec.plan.fit.unbounded: no refusal from the whole model or the
-largest layout, every degree searched from one device up by halving).
+"""Plans at the extremes (huge models, huge batches, deep stacks, outputs that take no file), each timed in
+the Python API and on the command line, with fit's layout search beside the plain search it bounds
+(archspec.plan.fit.unbounded: no refusal from the whole model or the largest layout, every degree searched
+from one device up by halving).
 
     python benchmarks/slow_paths.py [--budget 1.0]     # writes its section of benchmarks/RESULTS.md
 
